@@ -1,0 +1,43 @@
+#include "base/uuid.h"
+
+#include <openssl/rand.h>
+
+#include <array>
+#include <cctype>
+#include <stdexcept>
+
+namespace webhooker {
+
+std::string newUuid() {
+  std::array<unsigned char, 16> b{};
+  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1)
+    throw std::runtime_error("the system random generator failed");
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(kHex[b[i] >> 4]);
+    out.push_back(kHex[b[i] & 0x0f]);
+  }
+  return out;
+}
+
+bool isUuid(std::string_view s) {
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-' : !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  }
+  return true;
+}
+
+std::string normalizeUuid(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace webhooker

@@ -1,0 +1,58 @@
+#include "storage/events_db_pool.h"
+
+#include <fmt/format.h>
+
+namespace webhooker {
+
+EventsDbPool::EventsDbPool(std::filesystem::path dataDir, DbOptions options, const Clock& clock,
+                           size_t capacity)
+    : dataDir_(std::move(dataDir)), options_(options), clock_(clock),
+      capacity_(capacity > 0 ? capacity : 1) {}
+
+std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const {
+  return dataDir_ / ("events-" + webhookId + ".db");
+}
+
+Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId) {
+  std::lock_guard lock(poolMutex_);
+  if (auto it = index_.find(webhookId); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
+  }
+  auto db = EventsDb::open(pathFor(webhookId), options_, clock_);
+  if (!db) return db.error();
+  lru_.emplace_front(webhookId, db.value());
+  index_[webhookId] = lru_.begin();
+  while (lru_.size() > capacity_) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  return db;
+}
+
+Result<void> EventsDbPool::remove(const std::string& webhookId) {
+  {
+    std::lock_guard lock(poolMutex_);
+    if (auto it = index_.find(webhookId); it != index_.end()) {
+      lru_.erase(it->second);
+      index_.erase(it);
+    }
+  }
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::filesystem::path file = pathFor(webhookId);
+    file += suffix;
+    std::filesystem::remove(file, ec);
+    if (ec)
+      return makeError("storage_error",
+                       fmt::format("could not delete {}: {}", file.string(), ec.message()));
+  }
+  return {};
+}
+
+size_t EventsDbPool::openCount() const {
+  std::lock_guard lock(poolMutex_);
+  return lru_.size();
+}
+
+}  // namespace webhooker

@@ -1,0 +1,52 @@
+// EventsDbPool: the open events databases, least recently used first out,
+// so 10,000 webhooks do not hold 30,000 file descriptors (db, -wal, -shm).
+//
+// Ownership: the pool holds one shared_ptr per open file; a caller that got
+// one keeps the file open while it uses it, even if the pool evicts it.
+// Threading: any thread; the map and list are guarded by poolMutex_.
+#pragma once
+
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "storage/db_options.h"
+#include "storage/events_db.h"
+
+namespace webhooker {
+
+class EventsDbPool {
+ public:
+  static constexpr size_t kDefaultCapacity = 256;
+
+  EventsDbPool(std::filesystem::path dataDir, DbOptions options, const Clock& clock,
+               size_t capacity = kDefaultCapacity);
+
+  // The events DB of `webhookId`, opened (created and migrated if missing).
+  Result<std::shared_ptr<EventsDb>> get(const std::string& webhookId);
+
+  // Closes the webhook's DB (once its users let go) and deletes its files.
+  Result<void> remove(const std::string& webhookId);
+
+  std::filesystem::path pathFor(const std::string& webhookId) const;
+  size_t openCount() const;
+
+ private:
+  using Lru = std::list<std::pair<std::string, std::shared_ptr<EventsDb>>>;
+
+  const std::filesystem::path dataDir_;
+  const DbOptions options_;
+  const Clock& clock_;
+  const size_t capacity_;
+
+  mutable std::mutex poolMutex_;  // guards lru_ and index_
+  Lru lru_;                       // front: most recently used
+  std::unordered_map<std::string, Lru::iterator> index_;
+};
+
+}  // namespace webhooker

@@ -1,0 +1,384 @@
+#include "storage/main_store.h"
+
+#include "base/time_format.h"
+#include "base/uuid.h"
+#include "storage/sqlite_database.h"
+
+namespace webhooker {
+
+namespace {
+
+constexpr const char* kTargetColumns =
+    "id, webhook_id, name, type, active, max_concurrency, config, max_retries, base_delay_ms, "
+    "max_delay_ms, jitter, created_at, updated_at, deleted_at";
+
+Webhook readWebhook(SQLite::Statement& q) {
+  return Webhook{q.getColumn(0).getString(), q.getColumn(1).getString(),
+                 q.getColumn(2).getString(), q.getColumn(3).getInt(),
+                 q.getColumn(4).getString(), q.getColumn(5).getString()};
+}
+
+Entrypoint readEntrypoint(SQLite::Statement& q) {
+  return Entrypoint{q.getColumn(0).getString(), q.getColumn(1).getString(),
+                    q.getColumn(2).getInt() != 0, q.getColumn(3).getString(),
+                    q.getColumn(4).getString()};
+}
+
+TargetRecord readTarget(SQLite::Statement& q) {
+  TargetRecord t;
+  t.id = q.getColumn(0).getString();
+  t.webhookId = q.getColumn(1).getString();
+  t.name = q.getColumn(2).getString();
+  t.type = q.getColumn(3).getString();
+  t.active = q.getColumn(4).getInt() != 0;
+  t.maxConcurrency = q.getColumn(5).getInt();
+  t.configJson = q.getColumn(6).getString();
+  t.retry.maxRetries = q.getColumn(7).getInt();
+  t.retry.baseDelayMs = q.getColumn(8).getInt64();
+  t.retry.maxDelayMs = q.getColumn(9).getInt64();
+  t.retry.jitter = q.getColumn(10).getDouble();
+  t.createdAt = q.getColumn(11).getString();
+  t.updatedAt = q.getColumn(12).getString();
+  if (!q.getColumn(13).isNull()) t.deletedAt = q.getColumn(13).getString();
+  return t;
+}
+
+Error notFound(const char* what, const std::string& id) {
+  return makeError("not_found", std::string(what) + " " + id + " does not exist");
+}
+
+}  // namespace
+
+MainStore::MainStore(std::unique_ptr<SQLite::Database> db, const Clock& clock)
+    : clock_(clock), db_(std::move(db)) {}
+
+MainStore::~MainStore() = default;
+
+Result<std::unique_ptr<MainStore>> MainStore::open(const std::filesystem::path& file,
+                                                   const DbOptions& options, const Clock& clock) {
+  auto db = storage::openDatabase(file, options, mainMigrations());
+  if (!db) return db.error();
+  return std::unique_ptr<MainStore>(new MainStore(std::move(db.value()), clock));
+}
+
+int MainStore::schemaVersion() {
+  std::lock_guard lock(dbMutex_);
+  return storage::schemaVersion(*db_);
+}
+
+Result<Webhook> MainStore::createWebhook(const std::string& name, const std::string& description,
+                                         int retentionDays) {
+  const std::string now = formatTime(clock_.now());
+  Webhook w{newUuid(), name, description, retentionDays, now, now};
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Transaction txn(*db_);
+    SQLite::Statement insert(*db_,
+                             "INSERT INTO webhooks (id, name, description, retention_days, "
+                             "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)");
+    insert.bind(1, w.id);
+    insert.bind(2, w.name);
+    insert.bind(3, w.description);
+    insert.bind(4, w.retentionDays);
+    insert.bind(5, now);
+    insert.bind(6, now);
+    insert.exec();
+    SQLite::Statement entry(*db_,
+                            "INSERT INTO entrypoints (id, webhook_id, active, created_at, "
+                            "updated_at) VALUES (?, ?, 1, ?, ?)");
+    entry.bind(1, newUuid());
+    entry.bind(2, w.id);
+    entry.bind(3, now);
+    entry.bind(4, now);
+    entry.exec();
+    txn.commit();
+    return w;
+  } catch (const std::exception& e) {
+    return storage::storageError("create webhook", e);
+  }
+}
+
+Result<Webhook> MainStore::getWebhook(const std::string& id) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT id, name, description, retention_days, created_at, updated_at "
+                        "FROM webhooks WHERE id = ?");
+    q.bind(1, id);
+    if (!q.executeStep()) return notFound("webhook", id);
+    return readWebhook(q);
+  } catch (const std::exception& e) {
+    return storage::storageError("get webhook", e);
+  }
+}
+
+Result<std::vector<Webhook>> MainStore::listWebhooks() {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT id, name, description, retention_days, created_at, updated_at "
+                        "FROM webhooks ORDER BY created_at, id");
+    std::vector<Webhook> out;
+    while (q.executeStep()) out.push_back(readWebhook(q));
+    return out;
+  } catch (const std::exception& e) {
+    return storage::storageError("list webhooks", e);
+  }
+}
+
+Result<Webhook> MainStore::updateWebhook(const std::string& id, const WebhookPatch& patch) {
+  {
+    std::lock_guard lock(dbMutex_);
+    try {
+      SQLite::Statement q(*db_,
+                          "UPDATE webhooks SET name = COALESCE(?, name), "
+                          "description = COALESCE(?, description), "
+                          "retention_days = COALESCE(?, retention_days), updated_at = ? "
+                          "WHERE id = ?");
+      if (patch.name) q.bind(1, *patch.name);
+      if (patch.description) q.bind(2, *patch.description);
+      if (patch.retentionDays) q.bind(3, *patch.retentionDays);
+      q.bind(4, formatTime(clock_.now()));
+      q.bind(5, id);
+      if (q.exec() == 0) return notFound("webhook", id);
+    } catch (const std::exception& e) {
+      return storage::storageError("update webhook", e);
+    }
+  }
+  return getWebhook(id);
+}
+
+Result<void> MainStore::deleteWebhook(const std::string& id) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_, "DELETE FROM webhooks WHERE id = ?");
+    q.bind(1, id);
+    if (q.exec() == 0) return notFound("webhook", id);
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("delete webhook", e);
+  }
+}
+
+Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId) {
+  const std::string now = formatTime(clock_.now());
+  Entrypoint ep{newUuid(), webhookId, true, now, now};
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement exists(*db_, "SELECT 1 FROM webhooks WHERE id = ?");
+    exists.bind(1, webhookId);
+    if (!exists.executeStep()) return notFound("webhook", webhookId);
+    SQLite::Statement q(*db_,
+                        "INSERT INTO entrypoints (id, webhook_id, active, created_at, updated_at) "
+                        "VALUES (?, ?, 1, ?, ?)");
+    q.bind(1, ep.id);
+    q.bind(2, ep.webhookId);
+    q.bind(3, now);
+    q.bind(4, now);
+    q.exec();
+    return ep;
+  } catch (const std::exception& e) {
+    return storage::storageError("create entrypoint", e);
+  }
+}
+
+Result<Entrypoint> MainStore::getEntrypoint(const std::string& id) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT id, webhook_id, active, created_at, updated_at FROM entrypoints "
+                        "WHERE id = ?");
+    q.bind(1, id);
+    if (!q.executeStep()) return notFound("entrypoint", id);
+    return readEntrypoint(q);
+  } catch (const std::exception& e) {
+    return storage::storageError("get entrypoint", e);
+  }
+}
+
+Result<std::vector<Entrypoint>> MainStore::listEntrypoints(const std::string& webhookId) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT id, webhook_id, active, created_at, updated_at FROM entrypoints "
+                        "WHERE webhook_id = ? ORDER BY created_at, id");
+    q.bind(1, webhookId);
+    std::vector<Entrypoint> out;
+    while (q.executeStep()) out.push_back(readEntrypoint(q));
+    return out;
+  } catch (const std::exception& e) {
+    return storage::storageError("list entrypoints", e);
+  }
+}
+
+Result<Entrypoint> MainStore::setEntrypointActive(const std::string& webhookId,
+                                                  const std::string& id, bool active) {
+  {
+    std::lock_guard lock(dbMutex_);
+    try {
+      SQLite::Statement q(*db_,
+                          "UPDATE entrypoints SET active = ?, updated_at = ? "
+                          "WHERE id = ? AND webhook_id = ?");
+      q.bind(1, active ? 1 : 0);
+      q.bind(2, formatTime(clock_.now()));
+      q.bind(3, id);
+      q.bind(4, webhookId);
+      if (q.exec() == 0) return notFound("entrypoint", id);
+    } catch (const std::exception& e) {
+      return storage::storageError("update entrypoint", e);
+    }
+  }
+  return getEntrypoint(id);
+}
+
+Result<void> MainStore::deleteEntrypoint(const std::string& webhookId, const std::string& id) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_, "DELETE FROM entrypoints WHERE id = ? AND webhook_id = ?");
+    q.bind(1, id);
+    q.bind(2, webhookId);
+    if (q.exec() == 0) return notFound("entrypoint", id);
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("delete entrypoint", e);
+  }
+}
+
+Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
+  const std::string now = formatTime(clock_.now());
+  t.id = newUuid();
+  t.createdAt = now;
+  t.updatedAt = now;
+  t.deletedAt.reset();
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement exists(*db_, "SELECT 1 FROM webhooks WHERE id = ?");
+    exists.bind(1, t.webhookId);
+    if (!exists.executeStep()) return notFound("webhook", t.webhookId);
+    SQLite::Statement q(*db_, std::string("INSERT INTO targets (") + kTargetColumns +
+                                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)");
+    q.bind(1, t.id);
+    q.bind(2, t.webhookId);
+    q.bind(3, t.name);
+    q.bind(4, t.type);
+    q.bind(5, t.active ? 1 : 0);
+    q.bind(6, t.maxConcurrency);
+    q.bind(7, t.configJson);
+    q.bind(8, t.retry.maxRetries);
+    q.bind(9, t.retry.baseDelayMs);
+    q.bind(10, t.retry.maxDelayMs);
+    q.bind(11, t.retry.jitter);
+    q.bind(12, now);
+    q.bind(13, now);
+    q.exec();
+    return t;
+  } catch (const std::exception& e) {
+    return storage::storageError("create target", e);
+  }
+}
+
+Result<TargetRecord> MainStore::getTarget(const std::string& webhookId, const std::string& id) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_, std::string("SELECT ") + kTargetColumns +
+                                  " FROM targets WHERE id = ? AND webhook_id = ?");
+    q.bind(1, id);
+    q.bind(2, webhookId);
+    if (!q.executeStep()) return notFound("target", id);
+    return readTarget(q);
+  } catch (const std::exception& e) {
+    return storage::storageError("get target", e);
+  }
+}
+
+Result<std::vector<TargetRecord>> MainStore::listTargets(const std::string& webhookId) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_, std::string("SELECT ") + kTargetColumns +
+                                  " FROM targets WHERE webhook_id = ? AND deleted_at IS NULL "
+                                  "ORDER BY created_at, id");
+    q.bind(1, webhookId);
+    std::vector<TargetRecord> out;
+    while (q.executeStep()) out.push_back(readTarget(q));
+    return out;
+  } catch (const std::exception& e) {
+    return storage::storageError("list targets", e);
+  }
+}
+
+Result<TargetRecord> MainStore::updateTarget(const TargetRecord& t) {
+  {
+    std::lock_guard lock(dbMutex_);
+    try {
+      SQLite::Statement q(*db_,
+                          "UPDATE targets SET name = ?, active = ?, max_concurrency = ?, "
+                          "config = ?, max_retries = ?, base_delay_ms = ?, max_delay_ms = ?, "
+                          "jitter = ?, updated_at = ? "
+                          "WHERE id = ? AND webhook_id = ? AND deleted_at IS NULL");
+      q.bind(1, t.name);
+      q.bind(2, t.active ? 1 : 0);
+      q.bind(3, t.maxConcurrency);
+      q.bind(4, t.configJson);
+      q.bind(5, t.retry.maxRetries);
+      q.bind(6, t.retry.baseDelayMs);
+      q.bind(7, t.retry.maxDelayMs);
+      q.bind(8, t.retry.jitter);
+      q.bind(9, formatTime(clock_.now()));
+      q.bind(10, t.id);
+      q.bind(11, t.webhookId);
+      if (q.exec() == 0) return notFound("target", t.id);
+    } catch (const std::exception& e) {
+      return storage::storageError("update target", e);
+    }
+  }
+  return getTarget(t.webhookId, t.id);
+}
+
+Result<void> MainStore::deleteTarget(const std::string& webhookId, const std::string& id) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    const std::string now = formatTime(clock_.now());
+    SQLite::Statement q(*db_,
+                        "UPDATE targets SET deleted_at = ?, updated_at = ?, active = 0 "
+                        "WHERE id = ? AND webhook_id = ? AND deleted_at IS NULL");
+    q.bind(1, now);
+    q.bind(2, now);
+    q.bind(3, id);
+    q.bind(4, webhookId);
+    if (q.exec() == 0) return notFound("target", id);
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("delete target", e);
+  }
+}
+
+Result<std::optional<std::string>> MainStore::getSetting(const std::string& key) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_, "SELECT value FROM settings WHERE key = ?");
+    q.bind(1, key);
+    if (!q.executeStep()) return std::optional<std::string>();
+    return std::optional<std::string>(q.getColumn(0).getString());
+  } catch (const std::exception& e) {
+    return storage::storageError("get setting", e);
+  }
+}
+
+Result<void> MainStore::setSetting(const std::string& key, const std::string& value) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                        "updated_at = excluded.updated_at");
+    q.bind(1, key);
+    q.bind(2, value);
+    q.bind(3, formatTime(clock_.now()));
+    q.exec();
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("set setting", e);
+  }
+}
+
+}  // namespace webhooker

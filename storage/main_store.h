@@ -1,0 +1,81 @@
+// MainStore: webhooks, entrypoints, targets and settings in webhooker.db.
+//
+// Threading: every method may be called from any thread; one connection is
+// shared behind dbMutex_. Errors: "not_found" for an unknown id (also an id
+// that belongs to another webhook), "storage_busy"/"storage_error" for the
+// database. The store stamps created/updated times from the injected clock.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "storage/db_options.h"
+#include "storage/records.h"
+
+namespace SQLite { class Database; }
+
+namespace webhooker {
+
+struct WebhookPatch {
+  std::optional<std::string> name;
+  std::optional<std::string> description;
+  std::optional<int> retentionDays;
+};
+
+class MainStore {
+ public:
+  // Opens or creates the file and applies pending migrations.
+  static Result<std::unique_ptr<MainStore>> open(const std::filesystem::path& file,
+                                                 const DbOptions& options, const Clock& clock);
+  ~MainStore();
+  MainStore(const MainStore&) = delete;
+  MainStore& operator=(const MainStore&) = delete;
+
+  int schemaVersion();
+
+  // Creates the webhook and its first entrypoint in one transaction.
+  Result<Webhook> createWebhook(const std::string& name, const std::string& description,
+                                int retentionDays);
+  Result<Webhook> getWebhook(const std::string& id);
+  Result<std::vector<Webhook>> listWebhooks();
+  Result<Webhook> updateWebhook(const std::string& id, const WebhookPatch& patch);
+  // Removes the webhook with its entrypoints and targets.
+  Result<void> deleteWebhook(const std::string& id);
+
+  Result<Entrypoint> createEntrypoint(const std::string& webhookId);
+  // By entrypoint id alone: the ingest path knows nothing else.
+  Result<Entrypoint> getEntrypoint(const std::string& id);
+  Result<std::vector<Entrypoint>> listEntrypoints(const std::string& webhookId);
+  Result<Entrypoint> setEntrypointActive(const std::string& webhookId, const std::string& id,
+                                         bool active);
+  Result<void> deleteEntrypoint(const std::string& webhookId, const std::string& id);
+
+  // `target.id`, times and deletedAt are set by the store.
+  Result<TargetRecord> createTarget(TargetRecord target);
+  // Finds soft-deleted targets too; callers check deletedAt.
+  Result<TargetRecord> getTarget(const std::string& webhookId, const std::string& id);
+  // Targets not deleted, oldest first.
+  Result<std::vector<TargetRecord>> listTargets(const std::string& webhookId);
+  // Writes every mutable field of `target` (name, active, max_concurrency,
+  // config, retry) for a target that is not deleted.
+  Result<TargetRecord> updateTarget(const TargetRecord& target);
+  Result<void> deleteTarget(const std::string& webhookId, const std::string& id);
+
+  Result<std::optional<std::string>> getSetting(const std::string& key);
+  Result<void> setSetting(const std::string& key, const std::string& value);
+
+ private:
+  MainStore(std::unique_ptr<SQLite::Database> db, const Clock& clock);
+
+  const Clock& clock_;
+  std::mutex dbMutex_;  // guards db_: one statement sequence at a time
+  std::unique_ptr<SQLite::Database> db_;
+};
+
+}  // namespace webhooker

@@ -1,0 +1,50 @@
+// The rows of the main database, as plain values. Times are the stored
+// ISO-8601 text; ids are canonical lowercase UUIDs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace webhooker {
+
+struct Webhook {
+  std::string id;
+  std::string name;
+  std::string description;
+  int retentionDays = 30;
+  std::string createdAt;
+  std::string updatedAt;
+};
+
+struct Entrypoint {
+  std::string id;
+  std::string webhookId;
+  bool active = true;
+  std::string createdAt;
+  std::string updatedAt;
+};
+
+// Defaults from the retry rules: 6 attempts, 2 s doubling up to 300 s, ±20 %.
+struct RetryPolicy {
+  int maxRetries = 5;
+  int64_t baseDelayMs = 2000;
+  int64_t maxDelayMs = 300000;
+  double jitter = 0.2;
+};
+
+struct TargetRecord {
+  std::string id;
+  std::string webhookId;
+  std::string name;
+  std::string type;  // http | slack | database | log
+  bool active = true;
+  int maxConcurrency = 4;
+  std::string configJson = "{}";  // holds credentials: never leaves the main DB unredacted
+  RetryPolicy retry;
+  std::string createdAt;
+  std::string updatedAt;
+  std::optional<std::string> deletedAt;
+};
+
+}  // namespace webhooker

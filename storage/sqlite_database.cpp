@@ -1,0 +1,80 @@
+#include "storage/sqlite_database.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include "base/clock.h"
+#include "base/time_format.h"
+
+namespace webhooker::storage {
+
+int schemaVersion(SQLite::Database& db) {
+  if (!db.tableExists("schema_migrations")) return 0;
+  return db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").getInt();
+}
+
+Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations) {
+  try {
+    db.exec(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+    const int current = schemaVersion(db);
+    const int known = migrations.empty() ? 0 : migrations.back().version;
+    if (current > known) {
+      return makeError("schema_too_new",
+                       fmt::format("{} has schema version {}, but this webhooker knows only up to "
+                                   "{}; upgrade webhooker or restore a matching backup",
+                                   db.getFilename(), current, known));
+    }
+    int applied = 0;
+    for (const Migration& m : migrations) {
+      if (m.version <= current) continue;
+      SQLite::Transaction txn(db);
+      db.exec(std::string(m.sql));
+      SQLite::Statement record(db,
+                               "INSERT INTO schema_migrations (version, name, applied_at) "
+                               "VALUES (?, ?, ?)");
+      record.bind(1, m.version);
+      record.bind(2, std::string(m.name));
+      record.bind(3, formatTime(SystemClock().now()));
+      record.exec();
+      txn.commit();
+      ++applied;
+    }
+    return applied;
+  } catch (const std::exception& e) {
+    return storageError("migrate", e);
+  }
+}
+
+Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::path& file,
+                                                       const DbOptions& options,
+                                                       std::span<const Migration> migrations) {
+  try {
+    auto db = std::make_unique<SQLite::Database>(
+        file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX,
+        options.busyTimeoutMs);
+    // auto_vacuum only takes effect before the first table exists: set it
+    // first so the pruner can give space back with incremental_vacuum.
+    db->exec("PRAGMA auto_vacuum = INCREMENTAL");
+    db->exec("PRAGMA journal_mode = WAL");
+    db->exec("PRAGMA foreign_keys = ON");
+    db->exec(options.sync == SyncMode::kFull ? "PRAGMA synchronous = FULL"
+                                             : "PRAGMA synchronous = NORMAL");
+    auto applied = migrate(*db, migrations);
+    if (!applied) return applied.error();
+    return db;
+  } catch (const std::exception& e) {
+    return storageError("open", e);
+  }
+}
+
+Error storageError(const char* operation, const std::exception& e) {
+  const auto* sqlite = dynamic_cast<const SQLite::Exception*>(&e);
+  const bool busy = sqlite && (sqlite->getErrorCode() == SQLITE_BUSY ||
+                               sqlite->getErrorCode() == SQLITE_LOCKED);
+  return makeError(busy ? "storage_busy" : "storage_error",
+                   fmt::format("storage {} failed: {}", operation, e.what()));
+}
+
+}  // namespace webhooker::storage

@@ -1,0 +1,36 @@
+// Internal to storage/: opening a SQLite file with the daemon's pragmas and
+// bringing its schema up to date. The only header that pulls in SQLiteCpp;
+// nothing outside storage/ includes it.
+#pragma once
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <filesystem>
+#include <memory>
+#include <span>
+
+#include "base/result.h"
+#include "storage/db_options.h"
+#include "storage/migration.h"
+
+namespace webhooker::storage {
+
+// Opens (creating if needed) the file, sets WAL, foreign keys, busy timeout
+// and the sync mode, then applies every migration newer than the file's
+// schema in its own transaction. Refuses a file whose schema is newer than
+// `migrations` knows ("schema_too_new"): an older binary must not write to it.
+Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::path& file,
+                                                       const DbOptions& options,
+                                                       std::span<const Migration> migrations);
+
+// Applies pending migrations; returns how many were applied.
+Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations);
+
+// The highest version recorded in schema_migrations (0 for a fresh file).
+int schemaVersion(SQLite::Database& db);
+
+// Converts a SQLite exception into our error model ("storage_busy" for a
+// locked database, "storage_error" otherwise), keeping the operation name.
+Error storageError(const char* operation, const std::exception& e);
+
+}  // namespace webhooker::storage

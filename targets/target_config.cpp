@@ -1,0 +1,210 @@
+#include "targets/target_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+#include "base/url.h"
+
+namespace webhooker {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kRedacted = "[redacted]";
+constexpr size_t kMaxUrlLength = 2048;
+
+Error invalid(std::string message) { return makeError("invalid_config", std::move(message)); }
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+Result<void> refuseUnknownFields(const json& config, std::initializer_list<std::string_view> known,
+                                 std::string_view type) {
+  if (!config.is_object()) return invalid("config must be a JSON object");
+  for (const auto& [key, value] : config.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      return invalid(fmt::format("config.{} is not a field of a {} target", key, type));
+  }
+  return {};
+}
+
+Result<void> checkUrl(const json& config, const char* field) {
+  if (!config.contains(field)) return invalid(fmt::format("config.{} is required", field));
+  const json& v = config.at(field);
+  if (!v.is_string()) return invalid(fmt::format("config.{} must be a string", field));
+  const std::string& text = v.get_ref<const std::string&>();
+  if (text.size() > kMaxUrlLength)
+    return invalid(fmt::format("config.{} is longer than {} characters", field, kMaxUrlLength));
+  const auto url = parseHttpUrl(text);
+  if (!url)
+    return invalid(fmt::format("config.{} must be an absolute http:// or https:// URL", field));
+  if (!url->userinfo.empty())
+    return invalid(fmt::format("config.{} must not carry credentials; use headers", field));
+  return {};
+}
+
+// Header names a sender must not set: they describe our connection to the
+// receiver, not the event.
+bool isReservedHeader(std::string_view name) {
+  static constexpr std::array<std::string_view, 11> kReserved = {
+      "host", "content-length", "connection", "keep-alive", "proxy-connection", "te",
+      "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "expect"};
+  const std::string l = lower(name);
+  return std::find(kReserved.begin(), kReserved.end(), l) != kReserved.end();
+}
+
+bool isTokenChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool looksSecret(std::string_view headerName) {
+  const std::string l = lower(headerName);
+  for (std::string_view word : {"auth", "token", "secret", "key", "cookie", "password", "signature",
+                                "session", "credential"})
+    if (l.find(word) != std::string::npos) return true;
+  return false;
+}
+
+Result<json> validateHttp(json config) {
+  if (auto r = refuseUnknownFields(config,
+                                   {"url", "method", "headers", "timeout_ms", "signing_secret"},
+                                   "http");
+      !r)
+    return r.error();
+  if (auto r = checkUrl(config, "url"); !r) return r.error();
+
+  if (!config.contains("method")) config["method"] = "POST";
+  if (!config["method"].is_string()) return invalid("config.method must be a string");
+  const std::string method = config["method"].get<std::string>();
+  if (method != "POST" && method != "PUT" && method != "PATCH")
+    return invalid("config.method must be POST, PUT or PATCH");
+
+  if (!config.contains("headers")) config["headers"] = json::object();
+  const json& headers = config["headers"];
+  if (!headers.is_object()) return invalid("config.headers must be an object of strings");
+  if (headers.size() > 64) return invalid("config.headers has more than 64 entries");
+  for (const auto& [name, value] : headers.items()) {
+    if (name.empty() || name.size() > 256 || !std::all_of(name.begin(), name.end(), isTokenChar))
+      return invalid(fmt::format("config.headers has an invalid header name \"{}\"", name));
+    if (isReservedHeader(name))
+      return invalid(fmt::format("config.headers.{} is set by webhooker itself", name));
+    if (!value.is_string())
+      return invalid(fmt::format("config.headers.{} must be a string", name));
+    const std::string& v = value.get_ref<const std::string&>();
+    if (v.size() > 8192 || v.find_first_of("\r\n", 0) != std::string::npos ||
+        v.find('\0') != std::string::npos)
+      return invalid(fmt::format("config.headers.{} has an invalid value", name));
+  }
+
+  if (!config.contains("timeout_ms")) config["timeout_ms"] = 10000;
+  const json& timeout = config["timeout_ms"];
+  if (!timeout.is_number_integer() || timeout.get<int64_t>() < 100 ||
+      timeout.get<int64_t>() > 120000)
+    return invalid("config.timeout_ms must be an integer from 100 to 120000");
+
+  if (config.contains("signing_secret")) {
+    const json& secret = config["signing_secret"];
+    if (!secret.is_string() || secret.get_ref<const std::string&>().rfind("whsec_", 0) != 0 ||
+        secret.get_ref<const std::string&>().size() < 6 + 32)
+      return invalid("config.signing_secret must be \"whsec_\" followed by base64 of 24-64 bytes");
+  }
+  return config;
+}
+
+Result<json> validateSlack(const json& config) {
+  if (auto r = refuseUnknownFields(config, {"webhook_url"}, "slack"); !r) return r.error();
+  if (auto r = checkUrl(config, "webhook_url"); !r) return r.error();
+  return config;
+}
+
+std::string redactUrl(const std::string& text, bool hidePath) {
+  const auto url = parseHttpUrl(text);
+  if (!url) return kRedacted;
+  std::string out = url->scheme + "://" + (url->ipv6Literal ? "[" + url->host + "]" : url->host);
+  const bool defaultPort = url->port == (url->scheme == "https" ? 443 : 80);
+  if (!defaultPort) out += ":" + std::to_string(url->port);
+  if (hidePath) return out + "/" + kRedacted;
+  const size_t q = url->target.find('?');
+  return out + (q == std::string::npos ? url->target : url->target.substr(0, q + 1) + kRedacted);
+}
+
+}  // namespace
+
+bool isTargetType(std::string_view type) {
+  return std::find(std::begin(kTargetTypes), std::end(kTargetTypes), type) != std::end(kTargetTypes);
+}
+
+Result<json> validateTargetConfig(std::string_view type, const json& config) {
+  if (type == "http") return validateHttp(config);
+  if (type == "slack") return validateSlack(config);
+  if (type == "database" || type == "log") {
+    if (auto r = refuseUnknownFields(config, {}, type); !r) return r.error();
+    return config;
+  }
+  return invalid(fmt::format("unknown target type \"{}\"", type));
+}
+
+json redactTargetConfig(std::string_view type, const json& config) {
+  json out = config;
+  if (type == "http") {
+    if (out.contains("url") && out["url"].is_string())
+      out["url"] = redactUrl(out["url"].get<std::string>(), false);
+    if (out.contains("signing_secret")) out["signing_secret"] = kRedacted;
+    if (out.contains("headers") && out["headers"].is_object())
+      for (auto& [name, value] : out["headers"].items())
+        if (looksSecret(name)) value = kRedacted;
+  } else if (type == "slack") {
+    if (out.contains("webhook_url") && out["webhook_url"].is_string())
+      out["webhook_url"] = redactUrl(out["webhook_url"].get<std::string>(), true);
+  }
+  return out;
+}
+
+Result<RetryPolicy> applyRetryPolicy(const json& retry, RetryPolicy policy) {
+  auto bad = [](std::string m) { return makeError("invalid_retry", std::move(m)); };
+  if (!retry.is_object()) return bad("retry must be a JSON object");
+  for (const auto& [key, value] : retry.items()) {
+    if (key == "jitter") {
+      if (!value.is_number()) return bad("retry.jitter must be a number");
+      policy.jitter = value.get<double>();
+      continue;
+    }
+    if (key != "max_retries" && key != "base_delay_ms" && key != "max_delay_ms")
+      return bad(fmt::format("retry.{} is not a retry policy field", key));
+    if (!value.is_number_integer()) return bad(fmt::format("retry.{} must be an integer", key));
+    const int64_t n = value.get<int64_t>();
+    if (key == "max_retries") {
+      if (n < 0 || n > 20) return bad("retry.max_retries must be from 0 to 20");
+      policy.maxRetries = static_cast<int>(n);
+    } else if (key == "base_delay_ms") {
+      policy.baseDelayMs = n;
+    } else {
+      policy.maxDelayMs = n;
+    }
+  }
+  if (policy.baseDelayMs < 100 || policy.baseDelayMs > 3'600'000)
+    return bad("retry.base_delay_ms must be from 100 to 3600000");
+  if (policy.maxDelayMs < policy.baseDelayMs || policy.maxDelayMs > 86'400'000)
+    return bad("retry.max_delay_ms must be from base_delay_ms to 86400000");
+  if (!(policy.jitter >= 0.0 && policy.jitter <= 0.9))
+    return bad("retry.jitter must be from 0 to 0.9");
+  return policy;
+}
+
+json retryPolicyJson(const RetryPolicy& p) {
+  return {{"max_retries", p.maxRetries},
+          {"base_delay_ms", p.baseDelayMs},
+          {"max_delay_ms", p.maxDelayMs},
+          {"jitter", p.jitter}};
+}
+
+}  // namespace webhooker

@@ -1,0 +1,38 @@
+// What a target of each type may be configured with, checked when the API
+// writes it, and how it is shown back with its secrets redacted.
+//
+//   http:     {"url", "method", "headers", "timeout_ms", "signing_secret"}
+//   slack:    {"webhook_url"}
+//   database: {}          log: {}
+//
+// Errors are "invalid_config" / "invalid_retry" with a message naming the
+// field; unknown fields are refused so a typo never silently does nothing.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+
+#include "base/result.h"
+#include "storage/records.h"
+
+namespace webhooker {
+
+inline constexpr std::string_view kTargetTypes[] = {"http", "slack", "database", "log"};
+bool isTargetType(std::string_view type);
+
+// Checks `config` for `type` and returns it with defaults filled in.
+Result<nlohmann::json> validateTargetConfig(std::string_view type, const nlohmann::json& config);
+
+// The config as the API shows it: signing secrets, the Slack webhook URL's
+// path, URL query strings and credential-looking header values replaced.
+nlohmann::json redactTargetConfig(std::string_view type, const nlohmann::json& config);
+
+// Applies the fields present in `retry` onto `base` and checks the bounds:
+// max_retries 0..20, base_delay_ms 100..3,600,000, max_delay_ms
+// base_delay_ms..86,400,000, jitter 0..0.9.
+Result<RetryPolicy> applyRetryPolicy(const nlohmann::json& retry, RetryPolicy base);
+
+nlohmann::json retryPolicyJson(const RetryPolicy& policy);
+
+}  // namespace webhooker
