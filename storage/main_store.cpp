@@ -66,6 +66,16 @@ int MainStore::schemaVersion() {
   return storage::schemaVersion(*db_);
 }
 
+Result<void> MainStore::ping() {
+  std::lock_guard lock(dbMutex_);
+  try {
+    db_->execAndGet("SELECT 1");
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("ping", e);
+  }
+}
+
 Result<Webhook> MainStore::createWebhook(const std::string& name, const std::string& description,
                                          int retentionDays) {
   const std::string now = formatTime(clock_.now());

@@ -38,6 +38,8 @@ class MainStore {
   MainStore& operator=(const MainStore&) = delete;
 
   int schemaVersion();
+  // A trivial query: is the database answering?
+  Result<void> ping();
 
   // Creates the webhook and its first entrypoint in one transaction.
   Result<Webhook> createWebhook(const std::string& name, const std::string& description,

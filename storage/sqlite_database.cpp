@@ -49,7 +49,8 @@ Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations)
 
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::path& file,
                                                        const DbOptions& options,
-                                                       std::span<const Migration> migrations) {
+                                                       std::span<const Migration> migrations,
+                                                       int* versionBefore) {
   try {
     auto db = std::make_unique<SQLite::Database>(
         file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX,
@@ -61,6 +62,7 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     db->exec("PRAGMA foreign_keys = ON");
     db->exec(options.sync == SyncMode::kFull ? "PRAGMA synchronous = FULL"
                                              : "PRAGMA synchronous = NORMAL");
+    if (versionBefore) *versionBefore = schemaVersion(*db);
     auto applied = migrate(*db, migrations);
     if (!applied) return applied.error();
     return db;

@@ -19,9 +19,11 @@ namespace webhooker::storage {
 // and the sync mode, then applies every migration newer than the file's
 // schema in its own transaction. Refuses a file whose schema is newer than
 // `migrations` knows ("schema_too_new"): an older binary must not write to it.
+// `versionBefore`, when given, receives the schema version found on disk.
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::path& file,
                                                        const DbOptions& options,
-                                                       std::span<const Migration> migrations);
+                                                       std::span<const Migration> migrations,
+                                                       int* versionBefore = nullptr);
 
 // Applies pending migrations; returns how many were applied.
 Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations);

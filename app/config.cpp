@@ -1,0 +1,88 @@
+#include "app/config.h"
+
+#include <cstdlib>
+
+namespace webhooker::app {
+
+std::filesystem::path Config::dataPath() const {
+  if (!dataDir.empty()) return dataDir;
+  if (environment == "prod") return "/data";
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
+    return std::filesystem::path(xdg) / "webhooker";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path(home) / ".local" / "share" / "webhooker";
+  return "data";
+}
+
+std::string Config::listenHost() const {
+  if (!listenAddress.empty()) return listenAddress;
+  return environment == "prod" ? "0.0.0.0" : "127.0.0.1";
+}
+
+DbOptions Config::dbOptions() const {
+  DbOptions o;
+  o.sync = syncMode == "normal" ? SyncMode::kNormal : SyncMode::kFull;
+  return o;
+}
+
+void addStorageOptions(CLI::App& cmd, Config& c) {
+  cmd.add_option("--environment", c.environment, "dev or prod; picks the defaults below")
+      ->envname("WEBHOOKER_ENVIRONMENT")
+      ->check(CLI::IsMember({"dev", "prod"}))
+      ->capture_default_str();
+  cmd.add_option("--data-dir", c.dataDir,
+                 "folder of webhooker.db and the events-<uuid>.db files "
+                 "[default: dev $XDG_DATA_HOME/webhooker, prod /data]")
+      ->envname("DATA_DIR");
+  cmd.add_option("--sync-mode", c.syncMode,
+                 "SQLite synchronous mode: full (every acknowledged event survives power "
+                 "loss) or normal (survives a crash of webhooker, not of the machine)")
+      ->envname("WEBHOOKER_SYNC_MODE")
+      ->check(CLI::IsMember({"full", "normal"}))
+      ->capture_default_str();
+}
+
+void addServeOptions(CLI::App& cmd, Config& c) {
+  addStorageOptions(cmd, c);
+  cmd.add_option("--listen", c.listenAddress,
+                 "address to listen on [default: dev 127.0.0.1, prod 0.0.0.0]")
+      ->envname("WEBHOOKER_LISTEN_ADDRESS");
+  cmd.add_option("--port", c.port, "port of ingest, admin API and health checks")
+      ->envname("PORT")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cmd.add_option("--http-threads", c.httpThreads, "HTTP worker threads")
+      ->envname("WEBHOOKER_HTTP_THREADS")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd.add_option("--body-limit", c.bodyLimit, "largest accepted event body, in bytes")
+      ->envname("WEBHOOKER_BODY_LIMIT")
+      ->check(CLI::Range(size_t{1}, size_t{64} * 1024 * 1024))
+      ->capture_default_str();
+  cmd.add_option("--max-open-events-dbs", c.maxOpenEventsDbs,
+                 "events databases kept open at once (least recently used are closed)")
+      ->envname("WEBHOOKER_MAX_OPEN_EVENTS_DBS")
+      ->check(CLI::Range(size_t{1}, size_t{100000}))
+      ->capture_default_str();
+  cmd.add_flag("--debug", c.debug, "log at debug level")->envname("DEBUG");
+  cmd.add_option("--log-level", c.logLevel, "trace, debug, info, warn or error")
+      ->envname("WEBHOOKER_LOG_LEVEL")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  cmd.footer(
+      "Environment only:\n"
+      "  WEBHOOKER_ADMIN_TOKEN   admin API token to use instead of a generated one\n"
+      "                          (at least 16 characters; stored hashed)");
+}
+
+Result<void> finishConfig(Config& c) {
+  if (const char* token = std::getenv("WEBHOOKER_ADMIN_TOKEN"); token && *token) {
+    c.adminToken = token;
+    if (c.adminToken->size() < 16)
+      return makeError("invalid_config", "WEBHOOKER_ADMIN_TOKEN must be at least 16 characters");
+  }
+  if (c.debug && c.logLevel == "info") c.logLevel = "debug";
+  return {};
+}
+
+}  // namespace webhooker::app

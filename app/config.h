@@ -1,0 +1,48 @@
+// The daemon's configuration: flags override environment variables, which
+// override the defaults. `webhooker serve --help` lists every option with its
+// variable and default.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "storage/db_options.h"
+
+namespace webhooker::app {
+
+struct Config {
+  std::string environment = "dev";  // dev | prod
+  std::string dataDir;              // "" → dev: $XDG_DATA_HOME/webhooker, prod: /data
+  std::string syncMode = "full";    // full | normal
+  size_t maxOpenEventsDbs = 256;
+
+  std::string listenAddress;        // "" → dev: 127.0.0.1, prod: 0.0.0.0
+  int port = 8080;
+  int httpThreads = 8;
+  size_t bodyLimit = 1024 * 1024;
+
+  bool debug = false;
+  std::string logLevel = "info";    // trace | debug | info | warn | error
+
+  std::optional<std::string> adminToken;  // WEBHOOKER_ADMIN_TOKEN (environment only)
+
+  std::filesystem::path dataPath() const;
+  std::string listenHost() const;
+  DbOptions dbOptions() const;
+};
+
+// Options every command that opens the data folder takes.
+void addStorageOptions(CLI::App& command, Config& config);
+// Options of `webhooker serve`.
+void addServeOptions(CLI::App& command, Config& config);
+
+// Reads what has no flag (the admin token) and checks values that depend on
+// each other. Call after parsing.
+Result<void> finishConfig(Config& config);
+
+}  // namespace webhooker::app

@@ -1,0 +1,65 @@
+// `webhooker migrate` and `webhooker admin-token --reset`: work on the data
+// folder directly, with or without a running daemon.
+#include <iostream>
+
+#include "app/commands.h"
+#include "base/clock.h"
+#include "server/admin_token.h"
+#include "storage/main_store.h"
+#include "storage/schema.h"
+
+namespace webhooker::app {
+
+namespace {
+
+bool report(const std::filesystem::path& file, const Result<SchemaChange>& change) {
+  if (!change) {
+    std::cerr << "webhooker: " << change.error().message << "\n";
+    return false;
+  }
+  if (change->before == change->after)
+    std::cout << file.filename().string() << ": up to date (schema " << change->after << ")\n";
+  else
+    std::cout << file.filename().string() << ": migrated from schema " << change->before << " to "
+              << change->after << "\n";
+  return true;
+}
+
+}  // namespace
+
+int runMigrate(const Config& config) {
+  const std::filesystem::path dataDir = config.dataPath();
+  std::error_code ec;
+  std::filesystem::create_directories(dataDir, ec);
+  if (ec) {
+    std::cerr << "webhooker: cannot create " << dataDir.string() << ": " << ec.message() << "\n";
+    return 1;
+  }
+  const auto mainDb = dataDir / "webhooker.db";
+  bool ok = report(mainDb, migrateFile(mainDb, DbKind::kMain, config.dbOptions()));
+  for (const auto& entry : std::filesystem::directory_iterator(dataDir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("events-", 0) == 0 && entry.path().extension() == ".db")
+      ok = report(entry.path(), migrateFile(entry.path(), DbKind::kEvents, config.dbOptions())) && ok;
+  }
+  return ok ? 0 : 1;
+}
+
+int runAdminTokenReset(const Config& config) {
+  SystemClock clock;
+  auto store = MainStore::open(config.dataPath() / "webhooker.db", config.dbOptions(), clock);
+  if (!store) {
+    std::cerr << "webhooker: " << store.error().message << "\n";
+    return 1;
+  }
+  auto token = server::resetAdminToken(*store.value());
+  if (!token) {
+    std::cerr << "webhooker: " << token.error().message << "\n";
+    return 1;
+  }
+  std::cout << "New admin token (shown once; the old one no longer works):\n  " << token.value()
+            << "\n";
+  return 0;
+}
+
+}  // namespace webhooker::app

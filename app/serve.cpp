@@ -1,0 +1,107 @@
+// `webhooker serve`: wires storage, the dispatcher and the HTTP server, and
+// turns SIGTERM/SIGINT into an orderly stop.
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+#include "app/commands.h"
+#include "base/clock.h"
+#include "engine/dispatcher.h"
+#include "server/admin_token.h"
+#include "server/http_server.h"
+#include "storage/events_db_pool.h"
+#include "storage/main_store.h"
+
+namespace webhooker::app {
+
+namespace {
+
+// Blocks SIGINT/SIGTERM in this thread and every thread started after it,
+// so only the watcher below receives them.
+sigset_t blockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+int runServe(const Config& config) {
+  const sigset_t stopSignals = blockStopSignals();
+  const std::filesystem::path dataDir = config.dataPath();
+  std::error_code ec;
+  std::filesystem::create_directories(dataDir, ec);
+  if (ec) {
+    spdlog::critical("daemon.data_dir_failed path={} error={}", dataDir.string(), ec.message());
+    return 1;
+  }
+  std::filesystem::permissions(dataDir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+
+  SystemClock clock;
+  auto store = MainStore::open(dataDir / "webhooker.db", config.dbOptions(), clock);
+  if (!store) {
+    spdlog::critical("daemon.open_failed path={} error={}", (dataDir / "webhooker.db").string(),
+                     store.error().message);
+    return 1;
+  }
+  auto token = server::ensureAdminToken(*store.value(), config.adminToken);
+  if (!token) {
+    spdlog::critical("daemon.admin_token_failed error={}", token.error().message);
+    return 1;
+  }
+
+  EventsDbPool eventsDbs(dataDir, config.dbOptions(), clock, config.maxOpenEventsDbs);
+  StoreOnlyDispatcher dispatcher;
+
+  server::ServerOptions options;
+  options.listenAddress = config.listenHost();
+  options.port = config.port;
+  options.threads = config.httpThreads;
+  options.ingest.bodyLimit = config.bodyLimit;
+  server::HttpServer http(options, *store.value(), eventsDbs, dispatcher);
+  auto port = http.bind();
+  if (!port) {
+    spdlog::critical("daemon.listen_failed error={}", port.error().message);
+    return 1;
+  }
+
+  const std::string host = options.listenAddress.find(':') != std::string::npos
+                               ? "[" + options.listenAddress + "]"
+                               : options.listenAddress;
+  if (token->generated) {
+    std::cout << "Admin token (shown once, only its hash is stored):\n  " << *token->generated
+              << "\nUse it as:  export WEBHOOKER_TOKEN=" << *token->generated << "\n";
+  }
+  std::cout << "webhooker listening on http://" << host << ":" << port.value()
+            << "  (data: " << dataDir.string() << ")" << std::endl;
+  spdlog::info("daemon.started listen={}:{} data_dir={}", options.listenAddress, port.value(),
+               dataDir.string());
+
+  std::jthread signalWatcher([&](std::stop_token stop) {
+    const timespec tick{0, 200'000'000};
+    while (!stop.stop_requested()) {
+      const int sig = sigtimedwait(&stopSignals, nullptr, &tick);
+      if (sig == SIGINT || sig == SIGTERM) {
+        spdlog::info("daemon.stopping signal={}", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        http.stop();
+        return;
+      }
+    }
+  });
+  http.run();
+  signalWatcher.request_stop();
+  signalWatcher.join();
+  spdlog::info("daemon.stopped");
+  return 0;
+}
+
+}  // namespace webhooker::app

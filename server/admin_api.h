@@ -1,0 +1,53 @@
+// AdminApi: /api/v1 routes for webhooks, entrypoints and targets.
+//
+// Authentication happens before routing (HttpServer); handlers assume an
+// authorised caller. Every handler validates the whole request before it
+// writes anything, answers errors as {"error": {"code", "message"}} and
+// never shows a target secret (configs come back redacted).
+// Threading: handlers run concurrently on the HTTP worker threads.
+#pragma once
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "storage/events_db_pool.h"
+#include "storage/main_store.h"
+
+namespace webhooker::server {
+
+class AdminApi {
+ public:
+  AdminApi(MainStore& store, EventsDbPool& eventsDbs);
+  void registerRoutes(httplib::Server& http);
+
+ private:
+  // admin_webhooks.cpp
+  void listWebhooks(const httplib::Request& req, httplib::Response& res);
+  void createWebhook(const httplib::Request& req, httplib::Response& res);
+  void getWebhook(const httplib::Request& req, httplib::Response& res);
+  void updateWebhook(const httplib::Request& req, httplib::Response& res);
+  void deleteWebhook(const httplib::Request& req, httplib::Response& res);
+  void listEntrypoints(const httplib::Request& req, httplib::Response& res);
+  void createEntrypoint(const httplib::Request& req, httplib::Response& res);
+  void updateEntrypoint(const httplib::Request& req, httplib::Response& res);
+  void deleteEntrypoint(const httplib::Request& req, httplib::Response& res);
+  // The webhook with its entrypoints, as every webhook response shows it.
+  Result<nlohmann::json> webhookView(const Webhook& webhook);
+
+  // admin_targets.cpp
+  void listTargets(const httplib::Request& req, httplib::Response& res);
+  void createTarget(const httplib::Request& req, httplib::Response& res);
+  void getTarget(const httplib::Request& req, httplib::Response& res);
+  void updateTarget(const httplib::Request& req, httplib::Response& res);
+  void deleteTarget(const httplib::Request& req, httplib::Response& res);
+
+  MainStore& store_;
+  EventsDbPool& eventsDbs_;
+};
+
+// The id captured by the route at `index`, if it is a uuid; otherwise a 404
+// is sent and nullopt returned.
+std::optional<std::string> pathId(const httplib::Request& req, httplib::Response& res,
+                                  size_t index, const char* what);
+
+}  // namespace webhooker::server

@@ -1,0 +1,153 @@
+// Admin API: targets. Configs are validated per type on every write and
+// shown redacted on every read.
+#include <spdlog/spdlog.h>
+
+#include "server/admin_api.h"
+#include "server/json_io.h"
+#include "server/request_fields.h"
+#include "targets/target_config.h"
+
+namespace webhooker::server {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxName = 200;
+constexpr int64_t kMaxConcurrency = 64;
+
+json targetJson(const TargetRecord& t) {
+  json config = json::parse(t.configJson, nullptr, false);
+  json out = {{"id", t.id},
+              {"webhook_id", t.webhookId},
+              {"name", t.name},
+              {"type", t.type},
+              {"active", t.active},
+              {"max_concurrency", t.maxConcurrency},
+              {"config", redactTargetConfig(t.type, config.is_discarded() ? json::object() : config)},
+              {"retry", retryPolicyJson(t.retry)},
+              {"created_at", t.createdAt},
+              {"updated_at", t.updatedAt}};
+  if (t.deletedAt) out["deleted_at"] = *t.deletedAt;
+  return out;
+}
+
+// The fields create and update share, applied onto `target`. `config` is
+// merged (RFC 7386) into what the target has, so an update can change the
+// URL without sending the secret again.
+Result<void> applyCommonFields(const json& body, TargetRecord& target) {
+  auto name = stringField(body, "name", kMaxName);
+  if (!name) return name.error();
+  if (name.value()) target.name = *name.value();
+  auto active = boolField(body, "active");
+  if (!active) return active.error();
+  if (active.value()) target.active = *active.value();
+  auto concurrency = intField(body, "max_concurrency", 1, kMaxConcurrency);
+  if (!concurrency) return concurrency.error();
+  if (concurrency.value()) target.maxConcurrency = static_cast<int>(*concurrency.value());
+
+  json config = json::parse(target.configJson, nullptr, false);
+  if (config.is_discarded()) config = json::object();
+  if (body.contains("config")) {
+    if (!body["config"].is_object())
+      return makeError("invalid_config", "config must be a JSON object");
+    config.merge_patch(body["config"]);
+  }
+  auto valid = validateTargetConfig(target.type, config);
+  if (!valid) return valid.error();
+  target.configJson = valid->dump();
+
+  if (body.contains("retry")) {
+    auto retry = applyRetryPolicy(body["retry"], target.retry);
+    if (!retry) return retry.error();
+    target.retry = retry.value();
+  }
+  return {};
+}
+
+}  // namespace
+
+void AdminApi::listTargets(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  if (auto w = store_.getWebhook(*id); !w) return sendError(res, w.error());
+  auto targets = store_.listTargets(*id);
+  if (!targets) return sendError(res, targets.error());
+  json out = json::array();
+  for (const TargetRecord& t : targets.value()) out.push_back(targetJson(t));
+  sendJson(res, 200, {{"targets", out}});
+}
+
+void AdminApi::createTarget(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto body = parseJsonObject(req, res);
+  if (!body) return;
+  if (auto r = refuseUnknownFields(
+          *body, {"name", "type", "active", "max_concurrency", "config", "retry"});
+      !r)
+    return sendError(res, r.error());
+  auto type = stringField(*body, "type", 32);
+  if (!type) return sendError(res, type.error());
+  if (!type.value() || !isTargetType(*type.value()))
+    return sendError(res, 400, "invalid_field", "type must be one of http, slack, database, log");
+  if (!body->contains("name")) return sendError(res, 400, "invalid_field", "name is required");
+
+  TargetRecord target;
+  target.webhookId = *id;
+  target.type = *type.value();
+  if (auto r = applyCommonFields(*body, target); !r) return sendError(res, r.error());
+
+  auto created = store_.createTarget(std::move(target));
+  if (!created) return sendError(res, created.error());
+  spdlog::info("target.created webhook_id={} target_id={} type={}", *id, created->id,
+               created->type);
+  sendJson(res, 201, targetJson(created.value()));
+}
+
+void AdminApi::getTarget(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto tid = pathId(req, res, 2, "target");
+  if (!tid) return;
+  auto target = store_.getTarget(*id, *tid);
+  if (!target) return sendError(res, target.error());
+  if (target->deletedAt) return sendError(res, 404, "not_found", "target " + *tid + " was deleted");
+  sendJson(res, 200, targetJson(target.value()));
+}
+
+void AdminApi::updateTarget(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto tid = pathId(req, res, 2, "target");
+  if (!tid) return;
+  auto body = parseJsonObject(req, res);
+  if (!body) return;
+  if (auto r = refuseUnknownFields(
+          *body, {"name", "type", "active", "max_concurrency", "config", "retry"});
+      !r)
+    return sendError(res, r.error());
+  auto target = store_.getTarget(*id, *tid);
+  if (!target) return sendError(res, target.error());
+  if (target->deletedAt) return sendError(res, 404, "not_found", "target " + *tid + " was deleted");
+  if (body->contains("type") && (*body)["type"] != target->type)
+    return sendError(res, 400, "immutable_field",
+                     "type cannot change; create a new target instead");
+  if (auto r = applyCommonFields(*body, target.value()); !r) return sendError(res, r.error());
+  auto updated = store_.updateTarget(target.value());
+  if (!updated) return sendError(res, updated.error());
+  spdlog::info("target.updated webhook_id={} target_id={}", *id, *tid);
+  sendJson(res, 200, targetJson(updated.value()));
+}
+
+void AdminApi::deleteTarget(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto tid = pathId(req, res, 2, "target");
+  if (!tid) return;
+  if (auto r = store_.deleteTarget(*id, *tid); !r) return sendError(res, r.error());
+  spdlog::info("target.deleted webhook_id={} target_id={}", *id, *tid);
+  res.status = 204;
+}
+
+}  // namespace webhooker::server

@@ -1,0 +1,46 @@
+#include "server/admin_token.h"
+
+#include "base/secret.h"
+
+namespace webhooker::server {
+
+namespace {
+
+constexpr const char* kSettingKey = "admin_token_sha256";
+constexpr const char* kTokenPrefix = "whk_";
+constexpr size_t kMinTokenLength = 16;
+
+}  // namespace
+
+Result<TokenSetup> ensureAdminToken(MainStore& store, const std::optional<std::string>& fixedToken) {
+  if (fixedToken) {
+    if (fixedToken->size() < kMinTokenLength)
+      return makeError("invalid_config", "WEBHOOKER_ADMIN_TOKEN must be at least 16 characters");
+    if (auto r = store.setSetting(kSettingKey, sha256Hex(*fixedToken)); !r) return r.error();
+    return TokenSetup{};
+  }
+  auto stored = store.getSetting(kSettingKey);
+  if (!stored) return stored.error();
+  if (stored.value()) return TokenSetup{};
+  auto token = resetAdminToken(store);
+  if (!token) return token.error();
+  return TokenSetup{std::move(token.value())};
+}
+
+Result<std::string> resetAdminToken(MainStore& store) {
+  std::string token = newToken(kTokenPrefix);
+  if (auto r = store.setSetting(kSettingKey, sha256Hex(token)); !r) return r.error();
+  return token;
+}
+
+bool AdminAuth::allows(std::string_view header) const {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() <= kBearer.size() || header.substr(0, kBearer.size()) != kBearer) return false;
+  // Hashing first makes both sides the same length, so the comparison time
+  // says nothing about the token.
+  auto stored = store_.getSetting(kSettingKey);
+  if (!stored || !stored.value()) return false;
+  return constantTimeEquals(sha256Hex(header.substr(kBearer.size())), *stored.value());
+}
+
+}  // namespace webhooker::server

@@ -1,0 +1,186 @@
+// Admin API: webhooks and their entrypoints.
+#include <spdlog/spdlog.h>
+
+#include "server/admin_api.h"
+#include "server/json_io.h"
+#include "server/request_fields.h"
+
+namespace webhooker::server {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxName = 200;
+constexpr size_t kMaxDescription = 2000;
+constexpr int64_t kMaxRetentionDays = 3650;
+
+json entrypointJson(const Entrypoint& e) {
+  return {{"id", e.id},
+          {"url", "/hooks/" + e.id},
+          {"active", e.active},
+          {"created_at", e.createdAt},
+          {"updated_at", e.updatedAt}};
+}
+
+}  // namespace
+
+Result<json> AdminApi::webhookView(const Webhook& w) {
+  auto entrypoints = store_.listEntrypoints(w.id);
+  if (!entrypoints) return entrypoints.error();
+  json eps = json::array();
+  for (const Entrypoint& e : entrypoints.value()) eps.push_back(entrypointJson(e));
+  return json{{"id", w.id},
+              {"name", w.name},
+              {"description", w.description},
+              {"retention_days", w.retentionDays},
+              {"created_at", w.createdAt},
+              {"updated_at", w.updatedAt},
+              {"entrypoints", eps}};
+}
+
+void AdminApi::listWebhooks(const httplib::Request&, httplib::Response& res) {
+  auto all = store_.listWebhooks();
+  if (!all) return sendError(res, all.error());
+  json out = json::array();
+  for (const Webhook& w : all.value()) {
+    auto view = webhookView(w);
+    if (!view) return sendError(res, view.error());
+    out.push_back(std::move(view.value()));
+  }
+  sendJson(res, 200, {{"webhooks", out}});
+}
+
+void AdminApi::createWebhook(const httplib::Request& req, httplib::Response& res) {
+  auto body = parseJsonObject(req, res);
+  if (!body) return;
+  if (auto r = refuseUnknownFields(*body, {"name", "description", "retention_days"}); !r)
+    return sendError(res, r.error());
+  auto name = stringField(*body, "name", kMaxName);
+  if (!name) return sendError(res, name.error());
+  if (!name.value()) return sendError(res, 400, "invalid_field", "name is required");
+  auto description = stringField(*body, "description", kMaxDescription, true);
+  if (!description) return sendError(res, description.error());
+  auto retention = intField(*body, "retention_days", 1, kMaxRetentionDays);
+  if (!retention) return sendError(res, retention.error());
+
+  auto created = store_.createWebhook(*name.value(), description.value().value_or(""),
+                                      static_cast<int>(retention.value().value_or(30)));
+  if (!created) return sendError(res, created.error());
+  // The events DB exists from the start, so the sqlite3 CLI can open it.
+  if (auto db = eventsDbs_.get(created->id); !db) {
+    (void)store_.deleteWebhook(created->id);
+    return sendError(res, db.error());
+  }
+  auto view = webhookView(created.value());
+  if (!view) return sendError(res, view.error());
+  spdlog::info("webhook.created webhook_id={}", created->id);
+  sendJson(res, 201, view.value());
+}
+
+void AdminApi::getWebhook(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto w = store_.getWebhook(*id);
+  if (!w) return sendError(res, w.error());
+  auto view = webhookView(w.value());
+  if (!view) return sendError(res, view.error());
+  sendJson(res, 200, view.value());
+}
+
+void AdminApi::updateWebhook(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto body = parseJsonObject(req, res);
+  if (!body) return;
+  if (auto r = refuseUnknownFields(*body, {"name", "description", "retention_days"}); !r)
+    return sendError(res, r.error());
+  auto name = stringField(*body, "name", kMaxName);
+  if (!name) return sendError(res, name.error());
+  auto description = stringField(*body, "description", kMaxDescription, true);
+  if (!description) return sendError(res, description.error());
+  auto retention = intField(*body, "retention_days", 1, kMaxRetentionDays);
+  if (!retention) return sendError(res, retention.error());
+
+  WebhookPatch patch{name.value(), description.value(), std::nullopt};
+  if (retention.value()) patch.retentionDays = static_cast<int>(*retention.value());
+  auto updated = store_.updateWebhook(*id, patch);
+  if (!updated) return sendError(res, updated.error());
+  auto view = webhookView(updated.value());
+  if (!view) return sendError(res, view.error());
+  sendJson(res, 200, view.value());
+}
+
+void AdminApi::deleteWebhook(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  if (auto r = store_.deleteWebhook(*id); !r) return sendError(res, r.error());
+  if (auto r = eventsDbs_.remove(*id); !r) {
+    // The webhook is gone; a stray file is only disk space. Say so loudly.
+    spdlog::error("webhook.events_db_remove_failed webhook_id={} error={}", *id,
+                  r.error().message);
+  }
+  spdlog::info("webhook.deleted webhook_id={}", *id);
+  res.status = 204;
+}
+
+void AdminApi::listEntrypoints(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  if (auto w = store_.getWebhook(*id); !w) return sendError(res, w.error());
+  auto entrypoints = store_.listEntrypoints(*id);
+  if (!entrypoints) return sendError(res, entrypoints.error());
+  json out = json::array();
+  for (const Entrypoint& e : entrypoints.value()) out.push_back(entrypointJson(e));
+  sendJson(res, 200, {{"entrypoints", out}});
+}
+
+void AdminApi::createEntrypoint(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  // An empty body is fine; a body, if sent, must be a JSON object with
+  // nothing but "active".
+  std::optional<bool> active;
+  if (!req.body.empty()) {
+    auto body = parseJsonObject(req, res);
+    if (!body) return;
+    if (auto r = refuseUnknownFields(*body, {"active"}); !r) return sendError(res, r.error());
+    auto a = boolField(*body, "active");
+    if (!a) return sendError(res, a.error());
+    active = a.value();
+  }
+  auto created = store_.createEntrypoint(*id);
+  if (!created) return sendError(res, created.error());
+  if (active == false) {
+    created = store_.setEntrypointActive(*id, created->id, false);
+    if (!created) return sendError(res, created.error());
+  }
+  sendJson(res, 201, entrypointJson(created.value()));
+}
+
+void AdminApi::updateEntrypoint(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto eid = pathId(req, res, 2, "entrypoint");
+  if (!eid) return;
+  auto body = parseJsonObject(req, res);
+  if (!body) return;
+  if (auto r = refuseUnknownFields(*body, {"active"}); !r) return sendError(res, r.error());
+  auto active = boolField(*body, "active");
+  if (!active) return sendError(res, active.error());
+  if (!active.value()) return sendError(res, 400, "invalid_field", "active is required");
+  auto updated = store_.setEntrypointActive(*id, *eid, *active.value());
+  if (!updated) return sendError(res, updated.error());
+  sendJson(res, 200, entrypointJson(updated.value()));
+}
+
+void AdminApi::deleteEntrypoint(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto eid = pathId(req, res, 2, "entrypoint");
+  if (!eid) return;
+  if (auto r = store_.deleteEntrypoint(*id, *eid); !r) return sendError(res, r.error());
+  res.status = 204;
+}
+
+}  // namespace webhooker::server

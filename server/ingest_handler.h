@@ -1,0 +1,49 @@
+// IngestHandler: POST /hooks/<entrypoint-uuid>.
+//
+// Looks up the entrypoint, stores the event and one pending delivery per
+// active target in one transaction of the webhook's events DB, answers 200
+// only after that commit, then hands the deliveries to the Dispatcher.
+// Never answers 200 for an event that was not stored.
+//
+// Threading: handle() runs on the HTTP server's worker threads, many at
+// once; the stores it uses are thread-safe. setAccepting() from any thread.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+
+#include "engine/dispatcher.h"
+#include "storage/events_db_pool.h"
+#include "storage/main_store.h"
+
+namespace webhooker::server {
+
+struct IngestOptions {
+  size_t bodyLimit = 1024 * 1024;
+  std::chrono::milliseconds idempotencyWindow = std::chrono::hours(24);
+};
+
+class IngestHandler {
+ public:
+  IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
+                IngestOptions options);
+
+  // Expects req.matches[1] to be the entrypoint id from the route.
+  void handle(const httplib::Request& req, httplib::Response& res);
+
+  // While false, every ingest answers 503 (shutting down).
+  void setAccepting(bool accepting) { accepting_ = accepting; }
+  bool accepting() const { return accepting_; }
+
+ private:
+  MainStore& store_;
+  EventsDbPool& eventsDbs_;
+  Dispatcher& dispatcher_;
+  const IngestOptions options_;
+  std::atomic<bool> accepting_{true};
+};
+
+}  // namespace webhooker::server

@@ -1,0 +1,43 @@
+#include "server/json_io.h"
+
+namespace webhooker::server {
+
+void sendJson(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  "application/json");
+}
+
+void sendError(httplib::Response& res, int status, std::string_view code,
+               std::string_view message) {
+  sendJson(res, status, {{"error", {{"code", code}, {"message", message}}}});
+}
+
+int statusFor(const Error& error) {
+  const std::string& c = error.code;
+  if (c == "not_found") return 404;
+  if (c == "conflict") return 409;
+  if (c == "storage_busy" || c == "unavailable") return 503;
+  if (c == "storage_error" || c == "schema_too_new") return 500;
+  return 400;  // invalid_json, invalid_config, invalid_retry, invalid_field, ...
+}
+
+void sendError(httplib::Response& res, const Error& error) {
+  sendError(res, statusFor(error), error.code, error.message);
+}
+
+std::optional<nlohmann::json> parseJsonObject(const httplib::Request& req,
+                                              httplib::Response& res) {
+  auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) {
+    sendError(res, 400, "invalid_json", "the request body is not valid JSON");
+    return std::nullopt;
+  }
+  if (!body.is_object()) {
+    sendError(res, 400, "expected_object", "the request body must be a JSON object");
+    return std::nullopt;
+  }
+  return body;
+}
+
+}  // namespace webhooker::server

@@ -1,0 +1,29 @@
+// JSON in and out of the HTTP surface: one error shape everywhere,
+// {"error": {"code": "...", "message": "..."}}.
+#pragma once
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace webhooker::server {
+
+void sendJson(httplib::Response& res, int status, const nlohmann::json& body);
+void sendError(httplib::Response& res, int status, std::string_view code,
+               std::string_view message);
+
+// Sends an Error with the HTTP status its code implies (not_found → 404,
+// storage_busy → 503, invalid_* → 400, ...).
+void sendError(httplib::Response& res, const Error& error);
+int statusFor(const Error& error);
+
+// The request body as a JSON object. On failure the 400 is already sent
+// (invalid_json / expected_object) and nullopt comes back.
+std::optional<nlohmann::json> parseJsonObject(const httplib::Request& req,
+                                              httplib::Response& res);
+
+}  // namespace webhooker::server
