@@ -3,6 +3,7 @@
 // only sha256Hex(secret) is stored.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,11 @@ std::string newToken(std::string_view prefix, size_t bytes = 32);
 
 // Lowercase hex SHA-256 of the input.
 std::string sha256Hex(std::string_view data);
+
+// Standard base64 (RFC 4648, with padding).
+std::string base64Encode(std::string_view data);
+// Strict: the standard alphabet, padding only at the end; nullopt otherwise.
+std::optional<std::string> base64Decode(std::string_view text);
 
 // Equality whose running time depends only on the lengths, never on where
 // the first difference is.

@@ -83,6 +83,7 @@ std::optional<TimePoint> parseTime(std::string_view s) {
       s.remove_prefix(1);
       int oh = 0, om = 0;
       if (!readInt(s, 2, oh) || !expect(s, ':') || !readInt(s, 2, om)) return std::nullopt;
+      if (oh > 23 || om > 59) return std::nullopt;
       offsetMinutes = sign * (oh * 60 + om);
     } else {
       return std::nullopt;  // a time without a zone is ambiguous: refuse it

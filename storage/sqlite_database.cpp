@@ -55,9 +55,11 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     auto db = std::make_unique<SQLite::Database>(
         file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX,
         options.busyTimeoutMs);
-    // auto_vacuum only takes effect before the first table exists: set it
-    // first so the pruner can give space back with incremental_vacuum.
-    db->exec("PRAGMA auto_vacuum = INCREMENTAL");
+    // auto_vacuum only takes effect before the first table exists, so it is
+    // set on a new file only: on an existing one it would be a write, and a
+    // file refused as too new must not be written to.
+    if (db->execAndGet("SELECT COUNT(*) FROM sqlite_master").getInt() == 0)
+      db->exec("PRAGMA auto_vacuum = INCREMENTAL");
     db->exec("PRAGMA journal_mode = WAL");
     db->exec("PRAGMA foreign_keys = ON");
     db->exec(options.sync == SyncMode::kFull ? "PRAGMA synchronous = FULL"

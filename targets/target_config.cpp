@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 
+#include "base/secret.h"
 #include "base/url.h"
 
 namespace webhooker {
@@ -113,8 +114,10 @@ Result<json> validateHttp(json config) {
 
   if (config.contains("signing_secret")) {
     const json& secret = config["signing_secret"];
-    if (!secret.is_string() || secret.get_ref<const std::string&>().rfind("whsec_", 0) != 0 ||
-        secret.get_ref<const std::string&>().size() < 6 + 32)
+    std::optional<std::string> key;
+    if (secret.is_string() && secret.get_ref<const std::string&>().rfind("whsec_", 0) == 0)
+      key = base64Decode(std::string_view(secret.get_ref<const std::string&>()).substr(6));
+    if (!key || key->size() < 24 || key->size() > 64)
       return invalid("config.signing_secret must be \"whsec_\" followed by base64 of 24-64 bytes");
   }
   return config;

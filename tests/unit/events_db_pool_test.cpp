@@ -1,0 +1,257 @@
+// EventsDbPool: one events-<id>.db per webhook under the data dir, a bounded
+// LRU of open files, and remove() deleting a webhook's files.
+#include <doctest/doctest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/uuid.h"
+#include "storage/events_db.h"
+#include "storage/events_db_pool.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using webhooker::DbOptions;
+using webhooker::EventsDb;
+using webhooker::EventsDbPool;
+using webhooker::InboundEvent;
+using webhooker::testing::FakeClock;
+using webhooker::testing::TempDir;
+
+std::shared_ptr<EventsDb> getOrFail(EventsDbPool& pool, const std::string& id) {
+  auto r = pool.get(id);
+  if (!r) FAIL("get failed: " << r.error().code << ": " << r.error().message);
+  return r.value();
+}
+
+std::string ingestOne(EventsDb& db, const std::string& body) {
+  InboundEvent e;
+  e.entrypointId = webhooker::newUuid();
+  e.method = "POST";
+  e.path = "/hooks/" + e.entrypointId;
+  e.contentType = "text/plain";
+  e.body = body;
+  auto r = db.ingest(e, {"target-1"}, 24h);
+  if (!r) FAIL("ingest failed: " << r.error().code << ": " << r.error().message);
+  return r->eventId;
+}
+
+int countEvents(const std::filesystem::path& file) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+  return db.execAndGet("SELECT COUNT(*) FROM events").getInt();
+}
+
+}  // namespace
+
+TEST_CASE("pathFor names events-<id>.db in the data dir") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const std::string id = webhooker::newUuid();
+  CHECK(pool.pathFor(id) == dir.path() / ("events-" + id + ".db"));
+  CHECK(pool.openCount() == 0);
+}
+
+TEST_CASE("get creates and migrates events-<id>.db under the data dir") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const std::string id = webhooker::newUuid();
+  const auto file = dir.path() / ("events-" + id + ".db");
+  REQUIRE_FALSE(std::filesystem::exists(file));
+
+  auto db = getOrFail(pool, id);
+  REQUIRE(db);
+  CHECK(std::filesystem::exists(file));
+  CHECK(db->schemaVersion() >= 1);
+  CHECK(pool.openCount() == 1);
+
+  const std::string eventId = ingestOne(*db, "hello");
+  SQLite::Database raw(file.string(), SQLite::OPEN_READONLY);
+  CHECK(raw.execAndGet("SELECT CAST(body AS TEXT) FROM events WHERE id = '" + eventId + "'")
+            .getString() == "hello");
+}
+
+TEST_CASE("a second get returns the same open DB") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const std::string id = webhooker::newUuid();
+  auto first = getOrFail(pool, id);
+  auto second = getOrFail(pool, id);
+  CHECK(first.get() == second.get());
+  CHECK(pool.openCount() == 1);
+  const std::string other = webhooker::newUuid();
+  auto third = getOrFail(pool, other);
+  CHECK(third.get() != first.get());
+  CHECK(pool.openCount() == 2);
+}
+
+TEST_CASE("the pool keeps at most `capacity` DBs open and evicts the least recently used") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 2);
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  const std::string c = webhooker::newUuid();
+
+  std::weak_ptr<EventsDb> weakA, weakB, weakC;
+  std::string eventA;
+  {
+    auto dbA = getOrFail(pool, a);
+    weakA = dbA;
+    eventA = ingestOne(*dbA, "kept through eviction");
+  }
+  { weakB = getOrFail(pool, b); }
+  CHECK(pool.openCount() == 2);
+  { weakA = getOrFail(pool, a); }  // a is now the most recently used: b goes next
+  { weakC = getOrFail(pool, c); }
+  CHECK(pool.openCount() == 2);
+  CHECK(weakB.expired());  // evicted and, with no other user, closed
+  CHECK_FALSE(weakA.expired());
+  CHECK_FALSE(weakC.expired());
+
+  // The evicted one reopens with its data, and another one goes out.
+  auto dbB = getOrFail(pool, b);
+  CHECK(pool.openCount() == 2);
+  CHECK(weakA.expired());  // a was least recently used
+  auto dbA = getOrFail(pool, a);
+  CHECK(pool.openCount() == 2);
+  CHECK(countEvents(pool.pathFor(a)) == 1);
+  SQLite::Database raw(pool.pathFor(a).string(), SQLite::OPEN_READONLY);
+  CHECK(raw.execAndGet("SELECT id FROM events").getString() == eventA);
+
+  // The reopened DB takes new events into the same file.
+  ingestOne(*dbA, "after reopen");
+  CHECK(countEvents(pool.pathFor(a)) == 2);
+}
+
+TEST_CASE("an evicted DB a caller still holds stays usable") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 1);
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  auto held = getOrFail(pool, a);
+  getOrFail(pool, b);  // evicts a from the pool
+  CHECK(pool.openCount() == 1);
+  ingestOne(*held, "still works");
+  CHECK(countEvents(pool.pathFor(a)) == 1);
+}
+
+TEST_CASE("capacity 0 is treated as 1") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 0);
+  auto db = getOrFail(pool, webhooker::newUuid());
+  CHECK(pool.openCount() == 1);
+  getOrFail(pool, webhooker::newUuid());
+  CHECK(pool.openCount() == 1);
+}
+
+TEST_CASE("many webhooks with a small pool: every file keeps its own events") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 3);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(webhooker::newUuid());
+  for (int round = 0; round < 2; ++round)
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ingestOne(*getOrFail(pool, ids[i]), "event " + std::to_string(i));
+      CHECK(pool.openCount() <= 3);
+    }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    CAPTURE(i);
+    SQLite::Database raw(pool.pathFor(ids[i]).string(), SQLite::OPEN_READONLY);
+    CHECK(raw.execAndGet("SELECT COUNT(*) FROM events").getInt() == 2);
+    CHECK(raw.execAndGet("SELECT COUNT(DISTINCT CAST(body AS TEXT)) FROM events").getInt() == 1);
+    CHECK(raw.execAndGet("SELECT CAST(body AS TEXT) FROM events LIMIT 1").getString() ==
+          "event " + std::to_string(i));
+  }
+}
+
+TEST_CASE("remove closes the DB and deletes the file with its -wal and -shm") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const std::string id = webhooker::newUuid();
+  const std::string keptId = webhooker::newUuid();
+  const auto file = pool.pathFor(id);
+  std::weak_ptr<EventsDb> weak;
+  {
+    auto db = getOrFail(pool, id);
+    weak = db;
+    ingestOne(*db, "doomed");
+    ingestOne(*getOrFail(pool, keptId), "kept");
+  }
+  // While the connection is open, WAL mode keeps -wal and -shm beside the file.
+  CHECK(std::filesystem::exists(file.string() + "-wal"));
+  CHECK(std::filesystem::exists(file.string() + "-shm"));
+  CHECK(pool.openCount() == 2);
+
+  auto removed = pool.remove(id);
+  REQUIRE(removed.ok());
+  CHECK(weak.expired());  // closed: the pool held the only reference
+  CHECK(pool.openCount() == 1);
+  CHECK_FALSE(std::filesystem::exists(file));
+  CHECK_FALSE(std::filesystem::exists(file.string() + "-wal"));
+  CHECK_FALSE(std::filesystem::exists(file.string() + "-shm"));
+
+  // The other webhook is untouched.
+  CHECK(std::filesystem::exists(pool.pathFor(keptId)));
+  CHECK(countEvents(pool.pathFor(keptId)) == 1);
+
+  // A later get starts from an empty file.
+  auto fresh = getOrFail(pool, id);
+  CHECK(fresh.get() != nullptr);
+  CHECK(countEvents(file) == 0);
+}
+
+TEST_CASE("remove of a webhook that was never opened deletes its file") {
+  TempDir dir;
+  FakeClock clock;
+  const std::string id = webhooker::newUuid();
+  {
+    EventsDbPool first(dir.path(), DbOptions{}, clock);
+    ingestOne(*getOrFail(first, id), "x");
+  }
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  REQUIRE(std::filesystem::exists(pool.pathFor(id)));
+  REQUIRE(pool.remove(id).ok());
+  CHECK_FALSE(std::filesystem::exists(pool.pathFor(id)));
+  CHECK(pool.openCount() == 0);
+  CHECK(pool.remove(webhooker::newUuid()).ok());  // nothing there: nothing to do
+}
+
+TEST_CASE("a holder of a removed DB keeps it until it lets go") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const std::string id = webhooker::newUuid();
+  auto held = getOrFail(pool, id);
+  std::weak_ptr<EventsDb> weak = held;
+  REQUIRE(pool.remove(id).ok());
+  CHECK(pool.openCount() == 0);
+  CHECK_FALSE(std::filesystem::exists(pool.pathFor(id)));
+  CHECK_FALSE(weak.expired());
+  held.reset();
+  CHECK(weak.expired());
+}
+
+TEST_CASE("get reports a data dir it cannot write as an error") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path() / "missing" / "deeper", DbOptions{}, clock);
+  auto r = pool.get(webhooker::newUuid());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == "storage_error");
+  CHECK(pool.openCount() == 0);
+}

@@ -1,0 +1,87 @@
+// Ids: random UUIDv4 in canonical lowercase form; anything else refused.
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <set>
+#include <string>
+
+#include "base/uuid.h"
+
+using webhooker::isUuid;
+using webhooker::newUuid;
+using webhooker::normalizeUuid;
+
+TEST_CASE("newUuid is a canonical lowercase version 4 uuid") {
+  for (int i = 0; i < 200; ++i) {
+    const std::string id = newUuid();
+    CAPTURE(id);
+    REQUIRE(id.size() == 36);
+    for (size_t j = 0; j < id.size(); ++j) {
+      if (j == 8 || j == 13 || j == 18 || j == 23) {
+        CHECK(id[j] == '-');
+      } else {
+        const char c = id[j];
+        CHECK(((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')));
+      }
+    }
+    CHECK(id[14] == '4');  // version nibble
+    const char variant = id[19];
+    CHECK((variant == '8' || variant == '9' || variant == 'a' || variant == 'b'));
+    CHECK(isUuid(id));
+    CHECK(normalizeUuid(id) == id);
+  }
+}
+
+TEST_CASE("newUuid gives 1000 different ids") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) seen.insert(newUuid());
+  CHECK(seen.size() == 1000);
+}
+
+TEST_CASE("newUuid uses every variant value over many draws") {
+  // The variant nibble carries two random bits: 8, 9, a and b must all show up.
+  std::set<char> variants;
+  for (int i = 0; i < 400; ++i) variants.insert(newUuid()[19]);
+  CHECK(variants == std::set<char>{'8', '9', 'a', 'b'});
+}
+
+TEST_CASE("isUuid accepts the canonical form in lower and upper case") {
+  CHECK(isUuid("123e4567-e89b-42d3-a456-426614174000"));
+  CHECK(isUuid("123E4567-E89B-42D3-A456-426614174000"));
+  CHECK(isUuid("AbCdEf01-2345-4678-9abc-DEF012345678"));
+  CHECK(isUuid("00000000-0000-0000-0000-000000000000"));
+}
+
+TEST_CASE("isUuid refuses wrong lengths") {
+  CHECK_FALSE(isUuid(""));
+  CHECK_FALSE(isUuid("123e4567-e89b-42d3-a456-42661417400"));    // 35
+  CHECK_FALSE(isUuid("123e4567-e89b-42d3-a456-4266141740000"));  // 37
+  CHECK_FALSE(isUuid("123e4567e89b42d3a456426614174000"));       // no dashes, 32
+  CHECK_FALSE(isUuid("{123e4567-e89b-42d3-a456-426614174000}"));
+  CHECK_FALSE(isUuid(" 123e4567-e89b-42d3-a456-426614174000"));
+}
+
+TEST_CASE("isUuid refuses misplaced or missing dashes") {
+  CHECK_FALSE(isUuid("123e45670e89b-42d3-a456-426614174000"));  // 36 chars, dash moved
+  CHECK_FALSE(isUuid("123e4567-e89b-42d3-a4564-26614174000"));
+  CHECK_FALSE(isUuid("123e4567xe89bx42d3xa456x426614174000"));
+  CHECK_FALSE(isUuid("123e4567-e89b-42d3-a456-4266-4174000"));
+  CHECK_FALSE(isUuid("------------------------------------"));
+}
+
+TEST_CASE("isUuid refuses non-hex characters") {
+  CHECK_FALSE(isUuid("123e4567-e89b-42d3-a456-42661417400g"));
+  CHECK_FALSE(isUuid("g23e4567-e89b-42d3-a456-426614174000"));
+  CHECK_FALSE(isUuid("123e4567-e89b-42d3-a456-42661417400 "));
+  CHECK_FALSE(isUuid("../../../../etc/passwd-0000-00000000"));
+  std::string withNul = "123e4567-e89b-42d3-a456-426614174000";
+  withNul[5] = '\0';
+  CHECK_FALSE(isUuid(withNul));
+}
+
+TEST_CASE("normalizeUuid lowercases") {
+  CHECK(normalizeUuid("123E4567-E89B-42D3-A456-426614174ABC") ==
+        "123e4567-e89b-42d3-a456-426614174abc");
+  CHECK(normalizeUuid("123e4567-e89b-42d3-a456-426614174abc") ==
+        "123e4567-e89b-42d3-a456-426614174abc");
+}
