@@ -64,6 +64,24 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_MAX_OPEN_EVENTS_DBS")
       ->check(CLI::Range(size_t{1}, size_t{100000}))
       ->capture_default_str();
+  cmd.add_option("--workers", c.workers, "delivery worker threads")
+      ->envname("WEBHOOKER_WORKERS")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd.add_option("--allow-networks", c.allowNetworks,
+                 "comma-separated CIDRs deliveries may reach although they are private or "
+                 "loopback (e.g. 10.1.0.0/16); everything internal is refused otherwise")
+      ->envname("WEBHOOKER_ALLOW_NETWORKS");
+  cmd.add_option("--shutdown-grace-ms", c.shutdownGraceMs,
+                 "on SIGTERM/SIGINT, how long in-flight attempts may take to finish")
+      ->envname("WEBHOOKER_SHUTDOWN_GRACE_MS")
+      ->check(CLI::Range(int64_t{0}, int64_t{600'000}))
+      ->capture_default_str();
+  cmd.add_option("--sweep-interval-ms", c.sweepIntervalMs,
+                 "how often waiting deliveries that nothing holds in memory are re-queued")
+      ->envname("WEBHOOKER_SWEEP_INTERVAL_MS")
+      ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}))
+      ->capture_default_str();
   cmd.add_flag("--debug", c.debug, "log at debug level")->envname("DEBUG");
   cmd.add_option("--log-level", c.logLevel, "trace, debug, info, warn or error")
       ->envname("WEBHOOKER_LOG_LEVEL")

@@ -26,6 +26,11 @@ struct Config {
   int httpThreads = 8;
   size_t bodyLimit = 1024 * 1024;
 
+  int workers = 8;
+  std::string allowNetworks;        // CIDRs the SSRF guard lets through
+  int64_t shutdownGraceMs = 10'000;
+  int64_t sweepIntervalMs = 60'000;
+
   bool debug = false;
   std::string logLevel = "info";    // trace | debug | info | warn | error
 

@@ -5,17 +5,23 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <thread>
 
 #include "app/commands.h"
 #include "base/clock.h"
-#include "engine/dispatcher.h"
+#include "base/random.h"
+#include "engine/engine.h"
 #include "server/admin_token.h"
 #include "server/http_server.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
+#include "targets/http_client.h"
+#include "targets/resolver.h"
+#include "targets/ssrf_guard.h"
+#include "targets/target_registry.h"
 
 namespace webhooker::app {
 
@@ -31,6 +37,14 @@ sigset_t blockStopSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
+
+// Delivery metrics are not exported yet; attempts are still recorded in the
+// events DBs.
+class NoAttemptMetrics final : public AttemptObserver {
+ public:
+  void attempted(const std::string&, std::chrono::milliseconds) override {}
+  void outcome(const std::string&, const std::string&, const std::string&) override {}
+};
 
 }  // namespace
 
@@ -59,15 +73,31 @@ int runServe(const Config& config) {
     return 1;
   }
 
+  auto allowNetworks = SsrfGuard::parseAllowList(config.allowNetworks);
+  if (!allowNetworks) {
+    spdlog::critical("daemon.invalid_config error={}", allowNetworks.error().message);
+    return 1;
+  }
+  SystemResolver resolver;
+  SsrfGuard guard(resolver, allowNetworks.value());
+  HttpClient httpClient(guard, clock);
+  CircuitBreakers breakers(clock);
+  SystemRandom random;
+  const TargetRegistry targets = standardTargets(httpClient, breakers, random, clock);
+  NoAttemptMetrics metrics;
+
   EventsDbPool eventsDbs(dataDir, config.dbOptions(), clock, config.maxOpenEventsDbs);
-  StoreOnlyDispatcher dispatcher;
+  EngineOptions engineOptions;
+  engineOptions.workers = config.workers;
+  engineOptions.sweepInterval = std::chrono::milliseconds(config.sweepIntervalMs);
+  Engine engine(engineOptions, *store.value(), eventsDbs, targets, clock, metrics);
 
   server::ServerOptions options;
   options.listenAddress = config.listenHost();
   options.port = config.port;
   options.threads = config.httpThreads;
   options.ingest.bodyLimit = config.bodyLimit;
-  server::HttpServer http(options, *store.value(), eventsDbs, dispatcher);
+  server::HttpServer http(options, *store.value(), eventsDbs, engine);
   auto port = http.bind();
   if (!port) {
     spdlog::critical("daemon.listen_failed error={}", port.error().message);
@@ -86,6 +116,7 @@ int runServe(const Config& config) {
   spdlog::info("daemon.started listen={}:{} data_dir={}", options.listenAddress, port.value(),
                dataDir.string());
 
+  engine.start();
   std::jthread signalWatcher([&](std::stop_token stop) {
     const timespec tick{0, 200'000'000};
     while (!stop.stop_requested()) {
@@ -100,6 +131,13 @@ int runServe(const Config& config) {
   http.run();
   signalWatcher.request_stop();
   signalWatcher.join();
+  if (!engine.stop(std::chrono::milliseconds(config.shutdownGraceMs))) {
+    // Unfinished attempts are still `pending`/`retrying` on disk and are
+    // recovered at the next start; waiting longer would only delay that.
+    spdlog::warn("daemon.grace_expired grace_ms={}", config.shutdownGraceMs);
+    spdlog::shutdown();
+    std::_Exit(0);
+  }
   spdlog::info("daemon.stopped");
   return 0;
 }

@@ -1,11 +1,12 @@
-// Dispatcher: where freshly committed deliveries are handed for delivery.
+// Dispatcher: how the HTTP surface hands work to the delivery engine.
 //
 // The events DB is the source of truth: a dispatcher may drop a task (a full
 // queue, shutting down) without losing it, because the delivery row stays
-// `pending` on disk and start-up recovery finds it again.
-// Threading: submit() is called from HTTP worker threads concurrently.
+// `pending` on disk and the sweep or the next start-up finds it again.
+// Threading: every method is called from HTTP worker threads concurrently.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "targets/task.h"
@@ -15,14 +16,11 @@ namespace webhooker {
 class Dispatcher {
  public:
   virtual ~Dispatcher() = default;
+  // Freshly committed deliveries.
   virtual void submit(std::vector<Task> tasks) = 0;
-};
-
-// Keeps nothing in memory: deliveries wait on disk, `pending`, until a
-// delivering engine is running.
-class StoreOnlyDispatcher final : public Dispatcher {
- public:
-  void submit(std::vector<Task>) override {}
+  // A target was changed, (de)activated or deleted: forget cached state and
+  // pick up its waiting deliveries again (a reactivated target resumes).
+  virtual void targetChanged(const std::string& webhookId, const std::string& targetId) = 0;
 };
 
 }  // namespace webhooker

@@ -5,8 +5,8 @@
 
 namespace webhooker::server {
 
-AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs)
-    : store_(store), eventsDbs_(eventsDbs) {}
+AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher)
+    : store_(store), eventsDbs_(eventsDbs), dispatcher_(dispatcher) {}
 
 std::optional<std::string> pathId(const httplib::Request& req, httplib::Response& res,
                                   size_t index, const char* what) {

@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/dispatcher.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 
@@ -17,7 +18,7 @@ namespace webhooker::server {
 
 class AdminApi {
  public:
-  AdminApi(MainStore& store, EventsDbPool& eventsDbs);
+  AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher);
   void registerRoutes(httplib::Server& http);
 
  private:
@@ -43,6 +44,7 @@ class AdminApi {
 
   MainStore& store_;
   EventsDbPool& eventsDbs_;
+  Dispatcher& dispatcher_;  // told about target changes
 };
 
 // The id captured by the route at `index`, if it is a uuid; otherwise a 404

@@ -137,6 +137,7 @@ void AdminApi::updateTarget(const httplib::Request& req, httplib::Response& res)
   auto updated = store_.updateTarget(target.value());
   if (!updated) return sendError(res, updated.error());
   spdlog::info("target.updated webhook_id={} target_id={}", *id, *tid);
+  dispatcher_.targetChanged(*id, *tid);
   sendJson(res, 200, targetJson(updated.value()));
 }
 
@@ -147,6 +148,7 @@ void AdminApi::deleteTarget(const httplib::Request& req, httplib::Response& res)
   if (!tid) return;
   if (auto r = store_.deleteTarget(*id, *tid); !r) return sendError(res, r.error());
   spdlog::info("target.deleted webhook_id={} target_id={}", *id, *tid);
+  dispatcher_.targetChanged(*id, *tid);
   res.status = 204;
 }
 

@@ -29,7 +29,7 @@ HttpServer::HttpServer(ServerOptions options, MainStore& store, EventsDbPool& ev
       store_(store),
       auth_(store),
       ingest_(store, eventsDbs, dispatcher, options_.ingest),
-      admin_(store, eventsDbs) {
+      admin_(store, eventsDbs, dispatcher) {
   const int threads = options_.threads > 0 ? options_.threads : 8;
   http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   // Without TCP_NODELAY small responses wait on Nagle's algorithm: ~300 req/s

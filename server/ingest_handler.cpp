@@ -122,9 +122,9 @@ void IngestHandler::handle(const httplib::Request& req, httplib::Response& res) 
     task.webhookId = entrypoint->webhookId;
     task.targetId = d.targetId;
     task.targetType = typeOf[d.targetId];
-    task.method = event.method;
-    task.contentType = event.contentType;
-    if (event.body.size() <= Task::kInlineBodyLimit) task.body = event.body;
+    if (event.body.size() <= Task::kInlineBodyLimit)
+      task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
+                                  stored->receivedAt};
     tasks.push_back(std::move(task));
   }
   dispatcher_.submit(std::move(tasks));

@@ -33,7 +33,9 @@ Result<IngestOutcome> EventsDb::ingest(const InboundEvent& event,
   out.receivedAt = formatTime(now);
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Transaction txn(*db_);
+    // IMMEDIATE: take the write lock before the idempotency read, so another
+    // connection's commit in between makes us wait, not fail with "locked".
+    SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     if (event.idempotencyKey) {
       SQLite::Statement seen(*db_,
                              "SELECT id, received_at FROM events WHERE idempotency_key = ? "
@@ -96,6 +98,151 @@ Result<IngestOutcome> EventsDb::ingest(const InboundEvent& event,
     return out;
   } catch (const std::exception& e) {
     return storage::storageError("ingest", e);
+  }
+}
+
+}  // namespace webhooker
+
+namespace webhooker {
+
+namespace {
+
+std::optional<TimePoint> timeColumn(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return parseTime(c.getString());
+}
+
+}  // namespace
+
+Result<void> EventsDb::recordAttempt(const AttemptRecord& a) {
+  const std::string now = formatTime(clock_.now());
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Transaction txn(*db_);
+    SQLite::Statement result(*db_,
+                             "INSERT INTO delivery_results (delivery_id, attempt, status_code, "
+                             "response_body, error, duration_ms, success, created_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    result.bind(1, a.deliveryId);
+    result.bind(2, a.attempt);
+    if (a.statusCode) result.bind(3, *a.statusCode);
+    result.bind(4, a.responseBody);
+    if (!a.error.empty()) result.bind(5, a.error);
+    result.bind(6, a.durationMs);
+    result.bind(7, a.success ? 1 : 0);
+    result.bind(8, now);
+    result.exec();
+
+    SQLite::Statement update(*db_,
+                             "UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, "
+                             "last_status_code = COALESCE(?, last_status_code), "
+                             "failure_reason = ?, updated_at = ? WHERE id = ?");
+    update.bind(1, a.newStatus);
+    update.bind(2, a.attempt);
+    if (a.nextAttemptAt) update.bind(3, formatTime(*a.nextAttemptAt));
+    if (a.statusCode) update.bind(4, *a.statusCode);
+    if (a.failureReason) update.bind(5, *a.failureReason);
+    update.bind(6, now);
+    update.bind(7, a.deliveryId);
+    if (update.exec() == 0) return makeError("not_found", "delivery " + a.deliveryId + " is gone");
+    txn.commit();
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("record attempt", e);
+  }
+}
+
+Result<void> EventsDb::failWithoutAttempt(const std::string& deliveryId, const std::string& reason) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "UPDATE deliveries SET status = 'failed', failure_reason = ?, "
+                        "next_attempt_at = NULL, updated_at = ? WHERE id = ?");
+    q.bind(1, reason);
+    q.bind(2, formatTime(clock_.now()));
+    q.bind(3, deliveryId);
+    if (q.exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("fail delivery", e);
+  }
+}
+
+Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint nextAttemptAt) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE id = ?");
+    q.bind(1, formatTime(nextAttemptAt));
+    q.bind(2, formatTime(clock_.now()));
+    q.bind(3, deliveryId);
+    if (q.exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("defer delivery", e);
+  }
+}
+
+Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT method, headers, content_type, body, received_at FROM events "
+                        "WHERE id = ?");
+    q.bind(1, eventId);
+    if (!q.executeStep()) return makeError("not_found", "event " + eventId + " is gone");
+    EventPayload p;
+    p.method = q.getColumn(0).getString();
+    const auto headers = nlohmann::json::parse(q.getColumn(1).getString(), nullptr, false);
+    if (headers.is_array())
+      for (const auto& pair : headers)
+        if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string())
+          p.headers.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+    p.contentType = q.getColumn(2).getString();
+    const SQLite::Column body = q.getColumn(3);
+    p.body.assign(static_cast<const char*>(body.getBlob()), static_cast<size_t>(body.getBytes()));
+    p.receivedAt = q.getColumn(4).getString();
+    return p;
+  } catch (const std::exception& e) {
+    return storage::storageError("load payload", e);
+  }
+}
+
+Result<std::optional<TimePoint>> EventsDb::lastAttemptTime(const std::string& deliveryId) {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT created_at FROM delivery_results WHERE delivery_id = ? "
+                        "ORDER BY attempt DESC, id DESC LIMIT 1");
+    q.bind(1, deliveryId);
+    if (!q.executeStep()) return std::optional<TimePoint>();
+    return timeColumn(q.getColumn(0));
+  } catch (const std::exception& e) {
+    return storage::storageError("last attempt", e);
+  }
+}
+
+Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries() {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT id, event_id, target_id, status, attempts, next_attempt_at "
+                        "FROM deliveries WHERE status IN ('pending', 'retrying') "
+                        "ORDER BY created_at, rowid");
+    std::vector<UnfinishedDelivery> out;
+    while (q.executeStep()) {
+      UnfinishedDelivery d;
+      d.id = q.getColumn(0).getString();
+      d.eventId = q.getColumn(1).getString();
+      d.targetId = q.getColumn(2).getString();
+      d.status = q.getColumn(3).getString();
+      d.attempts = q.getColumn(4).getInt();
+      d.nextAttemptAt = timeColumn(q.getColumn(5));
+      out.push_back(std::move(d));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return storage::storageError("unfinished deliveries", e);
   }
 }
 

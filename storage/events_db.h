@@ -36,6 +36,15 @@ struct InboundEvent {
   std::optional<std::string> idempotencyKey;
 };
 
+// What a delivery forwards of an event.
+struct EventPayload {
+  std::string method;
+  HeaderList headers;
+  std::string contentType;
+  std::string body;
+  std::string receivedAt;
+};
+
 struct StoredDelivery {
   std::string id;
   std::string targetId;
@@ -46,6 +55,38 @@ struct IngestOutcome {
   std::string receivedAt;
   std::vector<StoredDelivery> deliveries;
   bool duplicate = false;  // an earlier event had the same idempotency key
+};
+
+// Delivery statuses as stored (TEXT, readable in the sqlite3 CLI).
+namespace delivery_status {
+inline constexpr const char* kPending = "pending";
+inline constexpr const char* kRetrying = "retrying";
+inline constexpr const char* kDelivered = "delivered";
+inline constexpr const char* kFailed = "failed";
+}  // namespace delivery_status
+
+// One attempt and the delivery state it leads to, written together.
+struct AttemptRecord {
+  std::string deliveryId;
+  int attempt = 1;
+  std::optional<int> statusCode;
+  std::string responseBody;  // the caller caps it (4 KiB)
+  std::string error;
+  int64_t durationMs = 0;
+  bool success = false;
+  std::string newStatus;  // delivery_status::kRetrying | kDelivered | kFailed
+  std::optional<TimePoint> nextAttemptAt;
+  std::optional<std::string> failureReason;
+};
+
+// A delivery that is not finished, as recovery and the sweep see it.
+struct UnfinishedDelivery {
+  std::string id;
+  std::string eventId;
+  std::string targetId;
+  std::string status;  // pending | retrying
+  int attempts = 0;
+  std::optional<TimePoint> nextAttemptAt;
 };
 
 class EventsDb {
@@ -65,6 +106,21 @@ class EventsDb {
                                std::chrono::milliseconds idempotencyWindow);
 
   int schemaVersion();
+
+  // Inserts the delivery_results row and updates the delivery in one
+  // transaction: an attempt is never recorded without its outcome.
+  Result<void> recordAttempt(const AttemptRecord& attempt);
+  // Ends a delivery as `failed` with `reason` without an attempt (its
+  // target is gone). Writes nothing about the target.
+  Result<void> failWithoutAttempt(const std::string& deliveryId, const std::string& reason);
+  // Moves next_attempt_at without an attempt (an open circuit breaker).
+  Result<void> deferDelivery(const std::string& deliveryId, TimePoint nextAttemptAt);
+  // What is forwarded of a stored event ("not_found" if it is gone).
+  Result<EventPayload> loadPayload(const std::string& eventId);
+  // When the latest attempt of a delivery was recorded, if any.
+  Result<std::optional<TimePoint>> lastAttemptTime(const std::string& deliveryId);
+  // Every pending or retrying delivery, oldest first.
+  Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries();
 
  private:
   EventsDb(std::unique_ptr<SQLite::Database> db, const Clock& clock);

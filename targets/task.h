@@ -1,10 +1,13 @@
 // Task: one delivery attempt to run, as the engine queues it. Carries what
-// the attempt needs so the happy path reads nothing from the events DB; a
-// body over kInlineBodyLimit is left out and read when the attempt runs.
+// the attempt needs so the happy path reads nothing from the events DB; an
+// event whose body is over kInlineBodyLimit travels without its payload,
+// which is read from the events DB when the attempt runs.
 #pragma once
 
 #include <optional>
 #include <string>
+
+#include "storage/events_db.h"
 
 namespace webhooker {
 
@@ -17,9 +20,7 @@ struct Task {
   std::string targetId;
   std::string targetType;
   int attempt = 1;  // the attempt number this task will make
-  std::string method;
-  std::string contentType;
-  std::optional<std::string> body;  // set when the body is at most kInlineBodyLimit
+  std::optional<EventPayload> payload;  // set when the body is at most kInlineBodyLimit
 };
 
 }  // namespace webhooker

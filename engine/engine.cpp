@@ -1,0 +1,216 @@
+#include "engine/engine.h"
+
+#include <spdlog/spdlog.h>
+
+namespace webhooker {
+
+Engine::Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
+               const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer)
+    : options_(options),
+      store_(store),
+      eventsDbs_(eventsDbs),
+      targets_(targets),
+      clock_(clock),
+      observer_(observer),
+      timer_([this](Task task) { enqueueHeld(std::move(task)); }) {}
+
+Engine::~Engine() { stop(std::chrono::milliseconds(0)); }
+
+void Engine::start() {
+  // Recovery runs before the workers so that a restart's backlog is queued
+  // oldest first, ahead of anything new.
+  auto webhooks = store_.listWebhooks();
+  if (!webhooks) {
+    spdlog::error("recovery.failed error={}", webhooks.error().message);
+  } else {
+    for (const Webhook& w : webhooks.value()) reconcileWebhook(w.id, nullptr, true);
+    spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());
+  }
+  for (int i = 0; i < std::max(1, options_.workers); ++i)
+    workers_.emplace_back([this](std::stop_token st) { work(st); });
+  sweeper_ = std::jthread([this](std::stop_token st) { sweepLoop(st); });
+}
+
+bool Engine::stop(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(engineMutex_);
+    if (stopping_ && workers_.empty()) return true;
+    stopping_ = true;
+  }
+  workAvailable_.notify_all();
+  timer_.stop();
+  sweeper_ = std::jthread();  // requests stop and joins
+  bool finished;
+  {
+    std::unique_lock lock(engineMutex_);
+    finished = idle_.wait_for(lock, grace, [&] { return inFlight_ == 0; });
+  }
+  if (finished) {
+    for (auto& w : workers_) w.request_stop();
+    workAvailable_.notify_all();
+    workers_.clear();  // joins: nobody is in an attempt any more
+  }
+  return finished;
+}
+
+size_t Engine::heldCount() const {
+  std::lock_guard lock(engineMutex_);
+  return held_.size();
+}
+
+void Engine::submit(std::vector<Task> tasks) {
+  for (Task& t : tasks) admit(std::move(t));
+}
+
+void Engine::scheduleRetry(Task task, std::chrono::milliseconds delay) {
+  {
+    std::lock_guard lock(engineMutex_);
+    if (stopping_) return;  // on disk as retrying; the next start recovers it
+    held_.insert(task.deliveryId);
+    rescheduled_.insert(task.deliveryId);
+  }
+  timer_.schedule(std::move(task), delay);
+}
+
+bool Engine::admit(Task task) {
+  {
+    std::lock_guard lock(engineMutex_);
+    if (stopping_ || releasedWhileReconciling_.count(task.deliveryId) ||
+        !held_.insert(task.deliveryId).second)
+      return false;
+  }
+  enqueueHeld(std::move(task));
+  return true;
+}
+
+void Engine::enqueueHeld(Task task) {
+  std::lock_guard lock(engineMutex_);
+  Lane& lane = lanes_[task.targetId];
+  if (stopping_ || lane.queue.size() >= options_.maxQueuedPerTarget) {
+    // Memory is full; the row is on disk and the sweep brings it back.
+    held_.erase(task.deliveryId);
+    spdlog::debug("engine.queue_full target_id={} delivery_id={}", task.targetId, task.deliveryId);
+    return;
+  }
+  const std::string targetId = task.targetId;
+  lane.queue.push_back(std::move(task));
+  markReadyLocked(targetId, lane);
+}
+
+void Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
+  if (lane.ready || lane.queue.empty() || lane.inFlight >= lane.maxConcurrency) return;
+  lane.ready = true;
+  ready_.push_back(targetId);
+  workAvailable_.notify_one();
+}
+
+void Engine::work(std::stop_token stop) {
+  std::unique_lock lock(engineMutex_);
+  while (true) {
+    workAvailable_.wait(lock, stop, [&] { return stopping_ || !ready_.empty(); });
+    if (stopping_ || stop.stop_requested()) return;
+    const std::string targetId = std::move(ready_.front());
+    ready_.pop_front();
+    Lane& lane = lanes_[targetId];
+    lane.ready = false;
+    if (lane.queue.empty()) continue;
+    Task task = std::move(lane.queue.front());
+    lane.queue.pop_front();
+    ++lane.inFlight;
+    ++inFlight_;
+    markReadyLocked(targetId, lane);
+    const std::string deliveryId = task.deliveryId;
+
+    lock.unlock();
+    try {
+      runAttempt(task);
+    } catch (const std::exception& e) {
+      // A bug, not a delivery outcome: keep the worker alive; the row stays
+      // on disk in its last recorded state and the sweep retries it.
+      spdlog::critical("delivery.crashed delivery_id={} error={}", deliveryId, e.what());
+    }
+    lock.lock();
+
+    Lane& done = lanes_[targetId];
+    --done.inFlight;
+    --inFlight_;
+    if (rescheduled_.erase(deliveryId) == 0) {
+      held_.erase(deliveryId);
+      if (reconciling_ > 0) releasedWhileReconciling_.insert(deliveryId);
+    }
+    markReadyLocked(targetId, done);
+    if (done.queue.empty() && done.inFlight == 0 && !done.ready) lanes_.erase(targetId);
+    if (inFlight_ == 0) idle_.notify_all();
+  }
+}
+
+Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::string& targetId) {
+  {
+    std::lock_guard lock(targetsMutex_);
+    if (auto it = targetCache_.find(targetId); it != targetCache_.end()) return it->second;
+  }
+  auto loaded = store_.getTarget(webhookId, targetId);
+  if (!loaded) {
+    if (loaded.error().code != "not_found")
+      spdlog::warn("engine.target_lookup_failed target_id={} error={}", targetId,
+                   loaded.error().message);
+    return nullptr;
+  }
+  auto target = std::make_shared<const TargetRecord>(std::move(loaded.value()));
+  std::lock_guard lock(targetsMutex_);
+  targetCache_[targetId] = target;
+  return target;
+}
+
+void Engine::targetChanged(const std::string& webhookId, const std::string& targetId) {
+  {
+    std::lock_guard lock(targetsMutex_);
+    targetCache_.erase(targetId);
+  }
+  reconcileWebhook(webhookId, &targetId, true);
+}
+
+void Engine::runAttempt(Task& task) {
+  TargetPtr target = targetFor(task.webhookId, task.targetId);
+  // No row at all: the whole webhook was deleted with its events DB.
+  if (!target) return;
+  auto db = eventsDbs_.get(task.webhookId);
+  if (!db) {
+    spdlog::error("delivery.events_db_unavailable webhook_id={} error={}", task.webhookId,
+                  db.error().message);
+    return;
+  }
+  if (target->deletedAt) {
+    if (auto r = db.value()->failWithoutAttempt(task.deliveryId, "target_deleted"); r)
+      observer_.outcome(target->type, delivery_status::kFailed, "target_deleted");
+    return;
+  }
+  if (!target->active) return;  // paused: resumes when the target is reactivated
+  {
+    std::lock_guard lock(engineMutex_);
+    lanes_[task.targetId].maxConcurrency = target->maxConcurrency;
+  }
+  Target* impl = targets_.find(target->type);
+  if (!impl) {
+    spdlog::error("delivery.unknown_target_type target_id={} type={}", task.targetId, target->type);
+    return;
+  }
+  if (!task.payload) {
+    auto payload = db.value()->loadPayload(task.eventId);
+    if (!payload) {
+      spdlog::error("delivery.payload_unavailable delivery_id={} error={}", task.deliveryId,
+                    payload.error().message);
+      return;
+    }
+    task.payload = std::move(payload.value());
+  }
+  task.targetType = target->type;
+  const EventPayload payload = std::move(*task.payload);
+  // Retries reload a large body from disk rather than keep it in memory.
+  if (payload.body.size() <= Task::kInlineBodyLimit) task.payload = payload;
+  else task.payload.reset();
+  DeliveryContext context{*db.value(), *target, payload, *this, observer_};
+  impl->deliver(context, std::move(task));
+}
+
+}  // namespace webhooker

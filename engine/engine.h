@@ -1,0 +1,121 @@
+// Engine: runs deliveries. A bounded pool of worker threads serves one lane
+// per target; each lane has its own FIFO and an in-flight limit (the
+// target's max_concurrency), so one slow or dead target can never take
+// every worker or hold up the other targets.
+//
+// Every delivery the engine holds in memory (queued, in flight or waiting
+// for its retry time) is in held_, so recovery and the sweep never schedule
+// one delivery twice. Queues are bounded: a task that does not fit is
+// dropped from memory only; its row stays on disk and the sweep re-queues it.
+//
+// Ownership: references to the stores, registry, clock and observer must
+// outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
+// thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_,
+// reconciling_, releasedWhileReconciling_, inFlight_ and stopping_;
+// targetsMutex_ guards the target cache.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/clock.h"
+#include "engine/dispatcher.h"
+#include "engine/retry_timer.h"
+#include "storage/events_db_pool.h"
+#include "storage/main_store.h"
+#include "targets/target.h"
+#include "targets/target_registry.h"
+
+namespace webhooker {
+
+struct EngineOptions {
+  int workers = 8;
+  size_t maxQueuedPerTarget = 10'000;
+  std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
+};
+
+class Engine final : public Dispatcher, public Scheduler {
+ public:
+  Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
+         const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer);
+  ~Engine() override;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Scans every events DB (pending now, retrying after their remaining
+  // backoff, deliveries of deleted targets failed as target_deleted), then
+  // starts the workers, the retry timer and the periodic sweep.
+  void start();
+  // Stops starting attempts and waits up to `grace` for the ones in flight
+  // to record their results. False if some were still running.
+  bool stop(std::chrono::milliseconds grace);
+
+  void submit(std::vector<Task> tasks) override;
+  void targetChanged(const std::string& webhookId, const std::string& targetId) override;
+  void scheduleRetry(Task task, std::chrono::milliseconds delay) override;
+
+  // One pass of the sweep (the periodic thread calls it; tests may too).
+  void sweep();
+  size_t heldCount() const;
+
+ private:
+  struct Lane {
+    std::deque<Task> queue;
+    int inFlight = 0;
+    int maxConcurrency = 4;
+    bool ready = false;  // listed in ready_
+  };
+  using TargetPtr = std::shared_ptr<const TargetRecord>;
+
+  // engine.cpp
+  void work(std::stop_token stop);
+  void runAttempt(Task& task);
+  // False if already held, finished during a running reconcile, or stopping.
+  bool admit(Task task);
+  void enqueueHeld(Task task);           // for tasks already in held_
+  void markReadyLocked(const std::string& targetId, Lane& lane);
+  TargetPtr targetFor(const std::string& webhookId, const std::string& targetId);
+
+  // recovery.cpp
+  void reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
+                        bool scheduleFuture);
+  void sweepLoop(std::stop_token stop);
+
+  const EngineOptions options_;
+  MainStore& store_;
+  EventsDbPool& eventsDbs_;
+  const TargetRegistry& targets_;
+  const Clock& clock_;
+  AttemptObserver& observer_;
+
+  mutable std::mutex engineMutex_;
+  std::condition_variable_any workAvailable_;
+  std::condition_variable idle_;
+  std::unordered_map<std::string, Lane> lanes_;
+  std::deque<std::string> ready_;  // lanes with queued work and room to run
+  std::unordered_set<std::string> held_;
+  std::unordered_set<std::string> rescheduled_;  // in flight, and asked for a retry
+  // While a reconcile runs it may have read a delivery as unfinished just
+  // before a worker finished it; such ids are kept here until it ends.
+  int reconciling_ = 0;
+  std::unordered_set<std::string> releasedWhileReconciling_;
+  int inFlight_ = 0;
+  bool stopping_ = false;
+
+  std::mutex targetsMutex_;
+  std::unordered_map<std::string, TargetPtr> targetCache_;
+
+  RetryTimer timer_;
+  std::vector<std::jthread> workers_;
+  std::jthread sweeper_;
+};
+
+}  // namespace webhooker

@@ -1,0 +1,103 @@
+// Engine: restart recovery and the periodic sweep. Both read the events DBs
+// (the source of truth) and admit what nothing in memory holds.
+#include <spdlog/spdlog.h>
+
+#include "engine/engine.h"
+
+namespace webhooker {
+
+void Engine::reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
+                              bool scheduleFuture) {
+  {
+    std::lock_guard lock(engineMutex_);
+    ++reconciling_;
+  }
+  struct EndReconcile {
+    Engine& engine;
+    ~EndReconcile() {
+      std::lock_guard lock(engine.engineMutex_);
+      if (--engine.reconciling_ == 0) engine.releasedWhileReconciling_.clear();
+    }
+  } endReconcile{*this};
+
+  auto db = eventsDbs_.get(webhookId);
+  if (!db) {
+    spdlog::error("recovery.events_db_unavailable webhook_id={} error={}", webhookId,
+                  db.error().message);
+    return;
+  }
+  auto unfinished = db.value()->unfinishedDeliveries();
+  if (!unfinished) {
+    spdlog::error("recovery.scan_failed webhook_id={} error={}", webhookId,
+                  unfinished.error().message);
+    return;
+  }
+  for (const UnfinishedDelivery& d : unfinished.value()) {
+    if (onlyTarget && d.targetId != *onlyTarget) continue;
+    TargetPtr target = targetFor(webhookId, d.targetId);
+    if (!target || target->deletedAt) {
+      // The target is gone: end the delivery without touching target data.
+      const std::string type = target ? target->type : "unknown";
+      if (auto r = db.value()->failWithoutAttempt(d.id, "target_deleted"); r) {
+        observer_.outcome(type, delivery_status::kFailed, "target_deleted");
+        spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} "
+                     "reason=target_deleted",
+                     webhookId, d.id, d.targetId);
+      }
+      continue;
+    }
+    if (!target->active) continue;  // paused until reactivated
+
+    Task task;
+    task.deliveryId = d.id;
+    task.eventId = d.eventId;
+    task.webhookId = webhookId;
+    task.targetId = d.targetId;
+    task.targetType = target->type;
+    task.attempt = d.attempts + 1;
+
+    std::chrono::milliseconds wait{0};
+    if (d.status == delivery_status::kRetrying) {
+      if (Rescheduler* r = targets_.rescheduler(target->type))
+        wait = r->remainingBackoff(*db.value(), *target, d.id, d.attempts);
+    } else if (d.nextAttemptAt) {
+      // A pending delivery an open breaker deferred.
+      wait = std::max(std::chrono::milliseconds(0),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(*d.nextAttemptAt -
+                                                                            clock_.now()));
+    }
+    if (wait.count() == 0) {
+      admit(std::move(task));
+    } else if (scheduleFuture) {
+      std::lock_guard lock(engineMutex_);
+      if (stopping_ || releasedWhileReconciling_.count(task.deliveryId) ||
+          !held_.insert(task.deliveryId).second)
+        continue;
+      timer_.schedule(std::move(task), wait);
+    }
+  }
+}
+
+void Engine::sweep() {
+  auto webhooks = store_.listWebhooks();
+  if (!webhooks) {
+    spdlog::error("sweep.failed error={}", webhooks.error().message);
+    return;
+  }
+  for (const Webhook& w : webhooks.value()) reconcileWebhook(w.id, nullptr, false);
+}
+
+void Engine::sweepLoop(std::stop_token stop) {
+  std::mutex sleepMutex;
+  std::condition_variable_any sleeper;
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock lock(sleepMutex);
+      sleeper.wait_for(lock, stop, options_.sweepInterval, [] { return false; });
+    }
+    if (stop.stop_requested()) return;
+    sweep();
+  }
+}
+
+}  // namespace webhooker

@@ -1,0 +1,55 @@
+#include "engine/retry_timer.h"
+
+#include <vector>
+
+namespace webhooker {
+
+RetryTimer::RetryTimer(std::function<void(Task)> onDue)
+    : onDue_(std::move(onDue)), timerThread_([this](std::stop_token st) { run(st); }) {}
+
+RetryTimer::~RetryTimer() { stop(); }
+
+void RetryTimer::schedule(Task task, std::chrono::milliseconds delay) {
+  {
+    std::lock_guard lock(dueMutex_);
+    due_.emplace(std::chrono::steady_clock::now() + delay, std::move(task));
+  }
+  wake_.notify_one();
+}
+
+void RetryTimer::stop() {
+  timerThread_.request_stop();
+  wake_.notify_all();
+  if (timerThread_.joinable()) timerThread_.join();
+}
+
+size_t RetryTimer::waiting() const {
+  std::lock_guard lock(dueMutex_);
+  return due_.size();
+}
+
+void RetryTimer::run(std::stop_token stop) {
+  std::unique_lock lock(dueMutex_);
+  while (!stop.stop_requested()) {
+    if (due_.empty()) {
+      wake_.wait(lock, stop, [&] { return !due_.empty(); });
+      continue;
+    }
+    const auto next = due_.begin()->first;
+    if (std::chrono::steady_clock::now() < next) {
+      wake_.wait_until(lock, stop, next, [&] { return due_.begin()->first < next; });
+      continue;
+    }
+    std::vector<Task> ready;
+    const auto now = std::chrono::steady_clock::now();
+    while (!due_.empty() && due_.begin()->first <= now) {
+      ready.push_back(std::move(due_.begin()->second));
+      due_.erase(due_.begin());
+    }
+    lock.unlock();
+    for (Task& t : ready) onDue_(std::move(t));
+    lock.lock();
+  }
+}
+
+}  // namespace webhooker

@@ -1,0 +1,42 @@
+// RetryTimer: holds tasks until their retry time, then hands them back.
+//
+// Threading: one thread of its own (timerThread_) waits for the earliest
+// due time; schedule() may be called from any thread. onDue runs on the
+// timer thread and must not block for long.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "targets/task.h"
+
+namespace webhooker {
+
+class RetryTimer {
+ public:
+  explicit RetryTimer(std::function<void(Task)> onDue);
+  ~RetryTimer();
+  RetryTimer(const RetryTimer&) = delete;
+  RetryTimer& operator=(const RetryTimer&) = delete;
+
+  void schedule(Task task, std::chrono::milliseconds delay);
+  // Stops the thread; tasks still waiting are dropped (they are on disk).
+  void stop();
+  size_t waiting() const;
+
+ private:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+  void run(std::stop_token stop);
+
+  const std::function<void(Task)> onDue_;
+  mutable std::mutex dueMutex_;  // guards due_
+  std::condition_variable_any wake_;
+  std::multimap<SteadyTime, Task> due_;
+  std::jthread timerThread_;
+};
+
+}  // namespace webhooker

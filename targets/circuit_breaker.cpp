@@ -1,0 +1,101 @@
+#include "targets/circuit_breaker.h"
+
+#include <optional>
+
+namespace webhooker {
+
+CircuitBreakers::CircuitBreakers(const Clock& clock, int threshold,
+                                 std::chrono::milliseconds cooldown)
+    : clock_(clock), threshold_(threshold), cooldown_(cooldown) {}
+
+void CircuitBreakers::onStateChange(std::function<void(int)> listener) {
+  listener_ = std::move(listener);
+}
+
+void CircuitBreakers::notify(int openCount) const {
+  if (listener_) listener_(openCount);
+}
+
+int CircuitBreakers::openCountLocked() const {
+  int n = 0;
+  for (const auto& [id, b] : breakers_) n += b.state != State::kClosed;
+  return n;
+}
+
+int CircuitBreakers::openCount() const {
+  std::lock_guard lock(breakersMutex_);
+  return openCountLocked();
+}
+
+CircuitBreakers::Decision CircuitBreakers::allow(const std::string& targetId) {
+  std::lock_guard lock(breakersMutex_);
+  auto it = breakers_.find(targetId);
+  if (it == breakers_.end()) return {};
+  Breaker& b = it->second;
+  switch (b.state) {
+    case State::kClosed:
+      return {};
+    case State::kOpen: {
+      const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+          clock_.now() - b.openedAt);
+      if (elapsed < cooldown_) return {false, cooldown_ - elapsed};
+      b.state = State::kHalfOpen;
+      b.probeInFlight = true;
+      return {};
+    }
+    case State::kHalfOpen:
+      if (!b.probeInFlight) {
+        b.probeInFlight = true;
+        return {};
+      }
+      // The probe is out: look again after a fraction of the cooldown.
+      return {false, std::max(cooldown_ / 10, std::chrono::milliseconds(100))};
+  }
+  return {};
+}
+
+void CircuitBreakers::recordSuccess(const std::string& targetId) {
+  std::optional<int> changed;
+  {
+    std::lock_guard lock(breakersMutex_);
+    auto it = breakers_.find(targetId);
+    if (it == breakers_.end()) return;
+    const bool wasOpen = it->second.state != State::kClosed;
+    breakers_.erase(it);  // closed with no failures is the same as absent
+    if (wasOpen) changed = openCountLocked();
+  }
+  if (changed) notify(*changed);
+}
+
+void CircuitBreakers::recordFailure(const std::string& targetId) {
+  std::optional<int> changed;
+  {
+    std::lock_guard lock(breakersMutex_);
+    Breaker& b = breakers_[targetId];
+    if (b.state == State::kHalfOpen) {
+      b.state = State::kOpen;  // the probe failed: another full cooldown
+      b.openedAt = clock_.now();
+      b.probeInFlight = false;
+    } else if (b.state == State::kClosed && ++b.failures >= threshold_) {
+      b.state = State::kOpen;
+      b.openedAt = clock_.now();
+      changed = openCountLocked();
+    }
+  }
+  if (changed) notify(*changed);
+}
+
+void CircuitBreakers::reset(const std::string& targetId) {
+  std::optional<int> changed;
+  {
+    std::lock_guard lock(breakersMutex_);
+    auto it = breakers_.find(targetId);
+    if (it == breakers_.end()) return;
+    const bool wasOpen = it->second.state != State::kClosed;
+    breakers_.erase(it);
+    if (wasOpen) changed = openCountLocked();
+  }
+  if (changed) notify(*changed);
+}
+
+}  // namespace webhooker

@@ -1,0 +1,69 @@
+// CircuitBreakers: one breaker per http/slack target, so a dead receiver
+// stops being hammered and stops eating worker time.
+//
+//   closed --5 consecutive retryable failures--> open --30 s--> half-open
+//   half-open lets exactly one probe through: success closes, failure reopens.
+//
+// A delivery the breaker refuses is not an attempt: the caller records no
+// result row and no attempt metric, and retries at the end of the cooldown.
+// Threading: every method is safe from any thread (breakersMutex_).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/clock.h"
+
+namespace webhooker {
+
+class CircuitBreakers {
+ public:
+  struct Decision {
+    bool allowed = true;
+    std::chrono::milliseconds retryIn{0};  // when refused: until the cooldown ends
+  };
+
+  static constexpr int kDefaultThreshold = 5;
+  static constexpr std::chrono::seconds kDefaultCooldown{30};
+
+  explicit CircuitBreakers(const Clock& clock, int threshold = kDefaultThreshold,
+                           std::chrono::milliseconds cooldown = kDefaultCooldown);
+
+  // Asks to start an attempt to `targetId`. In half-open, only the first
+  // caller is allowed (the probe); the rest wait for its outcome.
+  Decision allow(const std::string& targetId);
+  void recordSuccess(const std::string& targetId);
+  // Only retryable failures count: a 404 says the receiver is up.
+  void recordFailure(const std::string& targetId);
+  // Forgets a target's breaker (target deleted or reconfigured).
+  void reset(const std::string& targetId);
+
+  int openCount() const;  // open or half-open
+  // Called (outside the lock) after any change of open/closed state, with
+  // the new openCount(). Set once, before use.
+  void onStateChange(std::function<void(int openCount)> listener);
+
+ private:
+  enum class State { kClosed, kOpen, kHalfOpen };
+  struct Breaker {
+    State state = State::kClosed;
+    int failures = 0;
+    TimePoint openedAt{};
+    bool probeInFlight = false;
+  };
+  int openCountLocked() const;
+  void notify(int openCount) const;
+
+  const Clock& clock_;
+  const int threshold_;
+  const std::chrono::milliseconds cooldown_;
+  std::function<void(int)> listener_;
+
+  mutable std::mutex breakersMutex_;  // guards breakers_
+  std::unordered_map<std::string, Breaker> breakers_;
+};
+
+}  // namespace webhooker

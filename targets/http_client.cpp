@@ -1,0 +1,144 @@
+#include "targets/http_client.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+namespace webhooker {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+void setTimeouts(httplib::Client& client, milliseconds timeout) {
+  const auto sec = static_cast<time_t>(timeout.count() / 1000);
+  const auto usec = static_cast<time_t>((timeout.count() % 1000) * 1000);
+  client.set_connection_timeout(sec, usec);
+  client.set_read_timeout(sec, usec);
+  client.set_write_timeout(sec, usec);
+}
+
+OutboundResponse::Failure failureOf(httplib::Error e, bool pastDeadline) {
+  using F = OutboundResponse::Failure;
+  if (pastDeadline) return F::kTimeout;
+  switch (e) {
+    case httplib::Error::ConnectionTimeout: return F::kTimeout;
+    case httplib::Error::Connection:
+    case httplib::Error::Read:
+    case httplib::Error::Write: return F::kConnect;
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLLoadingCerts:
+    case httplib::Error::SSLServerVerification: return F::kTls;
+    default: return F::kOther;
+  }
+}
+
+std::string hostForUrl(const Url& url) {
+  return url.ipv6Literal ? "[" + url.host + "]" : url.host;
+}
+
+}  // namespace
+
+std::optional<milliseconds> parseRetryAfter(const std::string& value, TimePoint now) {
+  if (value.empty()) return std::nullopt;
+  if (value.find_first_not_of("0123456789") == std::string::npos) {
+    if (value.size() > 9) return milliseconds(999'999'999LL * 1000);  // absurd: clamped later
+    return milliseconds(std::stoll(value) * 1000);
+  }
+  std::tm tm{};
+  // IMF-fixdate, the form RFC 9110 requires senders to use.
+  const char* end = strptime(value.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  const auto at = std::chrono::system_clock::from_time_t(timegm(&tm));
+  const auto delta = std::chrono::duration_cast<milliseconds>(at - now);
+  return delta.count() > 0 ? delta : milliseconds(0);
+}
+
+HttpClient::HttpClient(const SsrfGuard& guard, const Clock& clock) : guard_(guard), clock_(clock) {}
+
+HttpClient::Connection HttpClient::borrow(const std::string& key, const Url& url,
+                                          const std::string& pinnedAddress) {
+  {
+    std::lock_guard lock(poolMutex_);
+    auto& idle = idle_[key];
+    if (!idle.empty()) {
+      Connection c = std::move(idle.back());
+      idle.pop_back();
+      return c;
+    }
+  }
+  auto client = std::make_unique<httplib::Client>(
+      fmt::format("{}://{}:{}", url.scheme, hostForUrl(url), url.port));
+  // Connect to the address the guard vetted, whatever DNS says now.
+  client->set_hostname_addr_map({{url.host, pinnedAddress}});
+  client->set_keep_alive(true);
+  client->set_tcp_nodelay(true);
+  client->set_follow_location(false);
+  client->set_decompress(false);  // a compressed response body is stored as sent
+  return client;
+}
+
+void HttpClient::giveBack(const std::string& key, Connection connection) {
+  std::lock_guard lock(poolMutex_);
+  auto& idle = idle_[key];
+  if (idle.size() < kMaxIdlePerDestination) idle.push_back(std::move(connection));
+}
+
+OutboundResponse HttpClient::send(OutboundRequest request) {
+  using F = OutboundResponse::Failure;
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+  };
+  OutboundResponse out;
+
+  auto vetted = guard_.vet(request.url);
+  if (!vetted) {
+    out.failure = vetted.error().code == "blocked_destination" ? F::kBlocked : F::kDns;
+    out.error = vetted.error().message;
+    out.duration = elapsed();
+    return out;
+  }
+  const std::string pinned = vetted->toString();
+  const std::string key =
+      fmt::format("{}://{}:{}@{}", request.url.scheme, request.url.host, request.url.port, pinned);
+  Connection client = borrow(key, request.url, pinned);
+  setTimeouts(*client, request.timeout);
+
+  httplib::Request req;
+  req.method = request.method;
+  req.path = request.url.target;
+  for (const auto& [name, value] : request.headers) req.headers.emplace(name, value);
+  req.body = std::move(request.body);
+  req.response_handler = [&](const httplib::Response& res) {
+    out.status = res.status;
+    if (res.has_header("Retry-After"))
+      out.retryAfter = parseRetryAfter(res.get_header_value("Retry-After"), clock_.now());
+    return true;
+  };
+  // Read the whole response (so the connection can be reused) but keep only
+  // the first 4 KiB, and give up once the attempt's total time is spent: a
+  // receiver trickling one byte a second must not hold a worker forever.
+  req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
+    if (out.body.size() < kResponseBodyCap)
+      out.body.append(data, std::min(length, kResponseBodyCap - out.body.size()));
+    return elapsed() < request.timeout;
+  };
+
+  httplib::Result result = client->send(req);
+  out.duration = elapsed();
+  if (!result) {
+    const bool pastDeadline = out.duration >= request.timeout;
+    out.failure = failureOf(result.error(), pastDeadline);
+    out.error = out.failure == F::kTimeout
+                    ? fmt::format("timeout after {} ms", out.duration.count())
+                    : httplib::to_string(result.error());
+    out.status = 0;
+    return out;  // the connection is in an unknown state: drop it
+  }
+  out.status = result->status;
+  giveBack(key, std::move(client));
+  return out;
+}
+
+}  // namespace webhooker

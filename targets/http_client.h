@@ -1,0 +1,76 @@
+// HttpClient: the one way webhooker sends HTTP to a receiver (http and
+// slack targets). SSRF-safe: every attempt vets the destination through the
+// SsrfGuard and connects to the vetted address (pinned, so DNS cannot change
+// it between check and connect). Redirects are never followed. Keep-alive
+// connections are pooled per destination; TCP_NODELAY is on.
+//
+// Threading: send() is safe from many threads; each call borrows a pooled
+// connection for its duration (poolMutex_ guards the idle lists).
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/url.h"
+#include "storage/events_db.h"
+#include "targets/ssrf_guard.h"
+
+namespace webhooker {
+
+struct OutboundRequest {
+  Url url;
+  std::string method = "POST";
+  HeaderList headers;  // Content-Type included here if any
+  std::string body;
+  std::chrono::milliseconds timeout{10000};  // the whole attempt, connect to last byte
+};
+
+struct OutboundResponse {
+  enum class Failure {
+    kNone,        // a response arrived (any status)
+    kBlocked,     // the SSRF guard refused the destination
+    kDns,         // the host did not resolve
+    kConnect,     // refused, unreachable, reset before a response
+    kTimeout,     // connect, read, write or total timeout
+    kTls,         // handshake or certificate failure
+    kOther,
+  };
+  Failure failure = Failure::kNone;
+  int status = 0;
+  std::string body;  // at most kResponseBodyCap bytes; the rest is read and dropped
+  std::optional<std::chrono::milliseconds> retryAfter;
+  std::string error;  // human text for the result row when failure != kNone
+  std::chrono::milliseconds duration{0};
+};
+
+class HttpClient {
+ public:
+  static constexpr size_t kResponseBodyCap = 4096;
+  static constexpr size_t kMaxIdlePerDestination = 16;
+
+  HttpClient(const SsrfGuard& guard, const Clock& clock);
+  OutboundResponse send(OutboundRequest request);
+
+ private:
+  using Connection = std::unique_ptr<httplib::Client>;
+  Connection borrow(const std::string& key, const Url& url, const std::string& pinnedAddress);
+  void giveBack(const std::string& key, Connection connection);
+
+  const SsrfGuard& guard_;
+  const Clock& clock_;
+  std::mutex poolMutex_;  // guards idle_
+  std::unordered_map<std::string, std::vector<Connection>> idle_;
+};
+
+// Parses a Retry-After value: delay-seconds or an HTTP-date (relative to now).
+std::optional<std::chrono::milliseconds> parseRetryAfter(const std::string& value, TimePoint now);
+
+}  // namespace webhooker

@@ -1,0 +1,71 @@
+#include "targets/http_target.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <set>
+
+namespace webhooker {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+HeaderList forwardableHeaders(const HeaderList& headers) {
+  static constexpr std::array<std::string_view, 12> kDropped = {
+      "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+      "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect"};
+  // Headers named in Connection are hop-by-hop too (RFC 9110 §7.6.1).
+  std::set<std::string> dropped(kDropped.begin(), kDropped.end());
+  for (const auto& [name, value] : headers) {
+    if (lower(name) != "connection") continue;
+    std::string token;
+    for (char c : value + ",") {
+      if (c == ',') {
+        if (!token.empty()) dropped.insert(lower(token));
+        token.clear();
+      } else if (!std::isspace(static_cast<unsigned char>(c))) {
+        token.push_back(c);
+      }
+    }
+  }
+  HeaderList out;
+  for (const auto& header : headers)
+    if (!dropped.count(lower(header.first))) out.push_back(header);
+  return out;
+}
+
+Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, const Task&) {
+  const auto config = nlohmann::json::parse(ctx.target.configJson, nullptr, false);
+  if (!config.is_object() || !config.contains("url") || !config["url"].is_string())
+    return makeError("invalid_config", "the target has no valid url");
+  auto url = parseHttpUrl(config["url"].get<std::string>());
+  if (!url) return makeError("invalid_config", "the target url is not a valid http(s) URL");
+
+  OutboundRequest request;
+  request.url = std::move(*url);
+  request.method = config.value("method", "POST");
+  request.timeout = std::chrono::milliseconds(config.value("timeout_ms", 10000));
+  request.body = ctx.payload.body;
+  request.headers = forwardableHeaders(ctx.payload.headers);
+  if (config.contains("headers") && config["headers"].is_object()) {
+    for (const auto& [name, value] : config["headers"].items()) {
+      if (!value.is_string()) continue;
+      const std::string key = lower(name);
+      std::erase_if(request.headers, [&](const auto& h) { return lower(h.first) == key; });
+      request.headers.emplace_back(name, value.get<std::string>());
+    }
+  }
+  return request;
+}
+
+}  // namespace webhooker

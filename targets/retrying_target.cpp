@@ -1,0 +1,140 @@
+#include "targets/retrying_target.h"
+
+#include <spdlog/spdlog.h>
+
+#include "targets/backoff.h"
+
+namespace webhooker {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+enum class Verdict { kSuccess, kRetry, kTerminal };
+
+struct Classified {
+  Verdict verdict;
+  std::string reason;  // failure_reason when terminal
+};
+
+Classified classify(const OutboundResponse& r) {
+  using F = OutboundResponse::Failure;
+  if (r.failure == F::kBlocked) return {Verdict::kTerminal, "blocked_destination"};
+  if (r.failure != F::kNone) return {Verdict::kRetry, ""};
+  if (r.status >= 200 && r.status < 300) return {Verdict::kSuccess, ""};
+  if (r.status >= 500 || r.status == 408 || r.status == 425 || r.status == 429)
+    return {Verdict::kRetry, ""};
+  return {Verdict::kTerminal, "http_" + std::to_string(r.status)};
+}
+
+}  // namespace
+
+RetryingTarget::RetryingTarget(HttpClient& client, CircuitBreakers& breakers, Random& random,
+                               const Clock& clock)
+    : client_(client), breakers_(breakers), random_(random), clock_(clock) {}
+
+void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
+  const RetryPolicy& policy = ctx.target.retry;
+  // max_retries 0 means one attempt and no breaker: nothing to protect.
+  const bool guarded = policy.maxRetries > 0;
+  if (guarded) {
+    const auto decision = breakers_.allow(task.targetId);
+    if (!decision.allowed) {
+      // Not an attempt: no result row, no metric, no attempt used up.
+      if (auto r = ctx.db.deferDelivery(task.deliveryId, clock_.now() + decision.retryIn); !r)
+        spdlog::warn("delivery.defer_failed delivery_id={} error={}", task.deliveryId,
+                     r.error().message);
+      spdlog::debug("delivery.breaker_refused target_id={} delivery_id={} retry_in_ms={}",
+                    task.targetId, task.deliveryId, decision.retryIn.count());
+      ctx.scheduler.scheduleRetry(std::move(task), decision.retryIn);
+      return;
+    }
+  }
+
+  AttemptRecord record;
+  record.deliveryId = task.deliveryId;
+  record.attempt = task.attempt;
+  Classified verdict{Verdict::kTerminal, "invalid_config"};
+  std::optional<milliseconds> retryAfter;
+
+  auto request = buildRequest(ctx, task);
+  if (!request) {
+    record.error = request.error().message;
+  } else {
+    const OutboundResponse response = client_.send(std::move(request.value()));
+    verdict = classify(response);
+    if (response.status > 0) record.statusCode = response.status;
+    record.responseBody = response.body;
+    record.error = response.error;
+    record.durationMs = response.duration.count();
+    retryAfter = response.retryAfter;
+    if (response.failure != OutboundResponse::Failure::kBlocked)
+      ctx.observer.attempted(task.targetType, response.duration);
+  }
+  if (guarded && request) {
+    if (verdict.verdict == Verdict::kRetry) breakers_.recordFailure(task.targetId);
+    else if (verdict.reason != "blocked_destination") breakers_.recordSuccess(task.targetId);
+  }
+
+  milliseconds delay{0};
+  if (verdict.verdict == Verdict::kSuccess) {
+    record.success = true;
+    record.newStatus = delivery_status::kDelivered;
+  } else if (verdict.verdict == Verdict::kTerminal) {
+    record.newStatus = delivery_status::kFailed;
+    record.failureReason = verdict.reason;
+  } else if (task.attempt > policy.maxRetries) {
+    record.newStatus = delivery_status::kFailed;
+    record.failureReason = "max_attempts";
+  } else {
+    delay = applyRetryAfter(retryDelay(policy, task.attempt, random_), retryAfter, policy);
+    record.newStatus = delivery_status::kRetrying;
+    record.nextAttemptAt = clock_.now() + delay;
+  }
+
+  if (auto written = ctx.db.recordAttempt(record); !written) {
+    // The row keeps its previous state; the sweep will pick it up again.
+    spdlog::error("delivery.record_failed delivery_id={} attempt={} error={}", task.deliveryId,
+                  task.attempt, written.error().message);
+  } else {
+    ctx.observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));
+    if (record.newStatus == delivery_status::kRetrying)
+      spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
+                   "status_code={} error=\"{}\" retry_in_ms={}",
+                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                   record.statusCode.value_or(0), record.error, delay.count());
+    else if (record.newStatus == delivery_status::kFailed)
+      spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
+                   "reason={} status_code={} error=\"{}\"",
+                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                   *record.failureReason, record.statusCode.value_or(0), record.error);
+    else
+      spdlog::info("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
+                   "status_code={} duration_ms={}",
+                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                   record.statusCode.value_or(0), record.durationMs);
+  }
+  if (record.newStatus == delivery_status::kRetrying) {
+    ++task.attempt;
+    ctx.scheduler.scheduleRetry(std::move(task), delay);
+  }
+}
+
+milliseconds RetryingTarget::remainingBackoff(EventsDb& db, const TargetRecord& target,
+                                              const std::string& deliveryId, int attemptNum) {
+  auto last = db.lastAttemptTime(deliveryId);
+  if (!last || !last.value()) return milliseconds(0);
+  // The nominal backoff (no jitter): recovery must not restart the wait.
+  RetryPolicy nominal = target.retry;
+  nominal.jitter = 0;
+  const auto due = *last.value() + retryDelay(nominal, attemptNum, random_);
+  const auto remaining = std::chrono::duration_cast<milliseconds>(due - clock_.now());
+  return remaining.count() > 0 ? remaining : milliseconds(0);
+}
+
+bool RetryingTarget::backoffElapsed(EventsDb& db, const TargetRecord& target,
+                                    const std::string& deliveryId, int attemptNum) {
+  return remainingBackoff(db, target, deliveryId, attemptNum).count() == 0;
+}
+
+}  // namespace webhooker

@@ -1,0 +1,46 @@
+// RetryingTarget: the retry core shared by the http and slack targets.
+//
+// One deliver() call is one attempt: breaker gate, request, classification
+// (success / retryable / terminal), the result row written together with the
+// new status, then the reschedule. Subclasses only say what to send.
+//
+//   success    2xx
+//   retryable  connection, DNS, TLS errors, every timeout, 5xx, 408, 425, 429
+//   terminal   other 4xx and 3xx (http_<code>), blocked_destination,
+//              invalid_config; max_attempts once retries are used up
+#pragma once
+
+#include "base/clock.h"
+#include "base/random.h"
+#include "base/result.h"
+#include "targets/circuit_breaker.h"
+#include "targets/http_client.h"
+#include "targets/target.h"
+
+namespace webhooker {
+
+class RetryingTarget : public Target, public Rescheduler {
+ public:
+  RetryingTarget(HttpClient& client, CircuitBreakers& breakers, Random& random,
+                 const Clock& clock);
+
+  void deliver(const DeliveryContext& context, Task task) final;
+  std::chrono::milliseconds remainingBackoff(EventsDb& db, const TargetRecord& target,
+                                             const std::string& deliveryId,
+                                             int attemptNum) override;
+  bool backoffElapsed(EventsDb& db, const TargetRecord& target, const std::string& deliveryId,
+                      int attemptNum) override;
+
+ protected:
+  // The request for this attempt, or "invalid_config".
+  virtual Result<OutboundRequest> buildRequest(const DeliveryContext& context,
+                                               const Task& task) = 0;
+
+ private:
+  HttpClient& client_;
+  CircuitBreakers& breakers_;
+  Random& random_;
+  const Clock& clock_;
+};
+
+}  // namespace webhooker

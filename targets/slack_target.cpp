@@ -1,0 +1,63 @@
+#include "targets/slack_target.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace webhooker {
+
+namespace {
+
+// Cuts at a UTF-8 character boundary so the message stays valid text.
+std::string cutUtf8(const std::string& text, size_t maxBytes) {
+  if (text.size() <= maxBytes) return text;
+  size_t end = maxBytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
+}
+
+bool isValidUtf8(const std::string& s) {
+  // nlohmann's dump with the strict handler throws on invalid UTF-8.
+  try {
+    (void)nlohmann::json(s).dump();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string slackMessageText(const EventPayload& p) {
+  std::string text = fmt::format("*Webhook event* `{} {}` · {} · {} bytes\n",
+                                 p.method, p.contentType.empty() ? "(no content type)" : p.contentType,
+                                 p.receivedAt, p.body.size());
+  if (p.body.empty()) return text + "_(empty body)_";
+  std::string shown;
+  const auto json = nlohmann::json::parse(p.body, nullptr, false);
+  if (!json.is_discarded())
+    shown = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  else if (isValidUtf8(p.body))
+    shown = p.body;
+  else
+    return text + "_(binary body, not shown)_";
+  const bool cut = shown.size() > SlackTarget::kMaxBodyChars;
+  shown = cutUtf8(shown, SlackTarget::kMaxBodyChars);
+  return text + "```\n" + shown + (cut ? "\n…" : "") + "\n```" +
+         (cut ? fmt::format("\n_(body cut to {} characters)_", SlackTarget::kMaxBodyChars) : "");
+}
+
+Result<OutboundRequest> SlackTarget::buildRequest(const DeliveryContext& ctx, const Task&) {
+  const auto config = nlohmann::json::parse(ctx.target.configJson, nullptr, false);
+  if (!config.is_object() || !config.contains("webhook_url") || !config["webhook_url"].is_string())
+    return makeError("invalid_config", "the slack target has no valid webhook_url");
+  auto url = parseHttpUrl(config["webhook_url"].get<std::string>());
+  if (!url) return makeError("invalid_config", "the slack webhook_url is not a valid URL");
+  OutboundRequest request;
+  request.url = std::move(*url);
+  request.headers = {{"Content-Type", "application/json"}};
+  request.body = nlohmann::json{{"text", slackMessageText(ctx.payload)}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return request;
+}
+
+}  // namespace webhooker

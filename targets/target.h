@@ -1,0 +1,76 @@
+// Target: one way of delivering an event (http, slack, database, log).
+//
+// A Target owns its whole delivery, as the seed design has it: it makes the
+// attempt, writes the delivery_results row together with the delivery's new
+// status, and — if it retries — decides whether to, computes its backoff,
+// gates on its circuit breaker and hands the next attempt to the Scheduler.
+// The engine knows targets only through this header and a registry keyed by
+// type; targets never include engine/.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "storage/events_db.h"
+#include "storage/records.h"
+#include "targets/task.h"
+
+namespace webhooker {
+
+// Re-enqueues a task for a later attempt. Implemented by the engine.
+// Threading: any thread. The task is queued even when the engine is busy;
+// if memory is full it may be dropped, never lost: the row is on disk.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual void scheduleRetry(Task task, std::chrono::milliseconds delay) = 0;
+};
+
+// What a target reports about each attempt it actually dispatched. Never
+// called for a delivery the circuit breaker refused (nothing was sent).
+// Implemented by the engine's metrics; the default does nothing.
+class AttemptObserver {
+ public:
+  virtual ~AttemptObserver() = default;
+  virtual void attempted(const std::string& targetType, std::chrono::milliseconds duration) = 0;
+  // After the status row is written: delivered, retrying or failed.
+  virtual void outcome(const std::string& targetType, const std::string& status,
+                       const std::string& failureReason) = 0;
+};
+
+// Everything an attempt needs besides the task. References are owned by the
+// engine and valid for the duration of deliver().
+struct DeliveryContext {
+  EventsDb& db;               // the webhook's events DB
+  const TargetRecord& target; // its current config (may hold credentials)
+  const EventPayload& payload; // the event as received, inline or loaded
+  Scheduler& scheduler;
+  AttemptObserver& observer;
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  // Runs one attempt of `task` (task.attempt). Never throws; every failure
+  // ends up recorded or rescheduled. Called from engine worker threads,
+  // concurrently for different deliveries of the same target.
+  virtual void deliver(const DeliveryContext& context, Task task) = 0;
+};
+
+// Implemented by targets that retry, so recovery and the sweep keep the
+// retry schedule target-owned.
+class Rescheduler {
+ public:
+  virtual ~Rescheduler() = default;
+  // How long a recovered `retrying` delivery still has to wait: the backoff
+  // after attempt `attemptNum`, minus the time since that attempt.
+  virtual std::chrono::milliseconds remainingBackoff(EventsDb& db, const TargetRecord& target,
+                                                     const std::string& deliveryId,
+                                                     int attemptNum) = 0;
+  // Whether that backoff has already passed.
+  virtual bool backoffElapsed(EventsDb& db, const TargetRecord& target,
+                              const std::string& deliveryId, int attemptNum) = 0;
+};
+
+}  // namespace webhooker

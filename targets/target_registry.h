@@ -1,0 +1,36 @@
+// TargetRegistry: the Target implementation for each type name. The engine
+// looks targets up here and knows nothing of their kinds.
+//
+// Ownership: owns the targets. Built once at start-up, then read-only, so
+// lookups need no lock.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/clock.h"
+#include "base/random.h"
+#include "targets/circuit_breaker.h"
+#include "targets/http_client.h"
+#include "targets/target.h"
+
+namespace webhooker {
+
+class TargetRegistry {
+ public:
+  void add(std::string type, std::unique_ptr<Target> target);
+  Target* find(std::string_view type) const;
+  // The target's recovery interface, or nullptr for fire-and-forget types.
+  Rescheduler* rescheduler(std::string_view type) const;
+
+ private:
+  std::map<std::string, std::unique_ptr<Target>, std::less<>> targets_;
+};
+
+// http, slack, database and log, sharing one client and breaker registry.
+TargetRegistry standardTargets(HttpClient& client, CircuitBreakers& breakers, Random& random,
+                               const Clock& clock);
+
+}  // namespace webhooker
