@@ -17,13 +17,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", "webhooker 0.1.0");
 
-  Config config;
+  // One Config per command: CLI11 applies environment variables to the
+  // options of every subcommand, run or not, so a shared Config would let
+  // DATA_DIR override another command's --data-dir.
+  Config serveConfig, migrateConfig, tokenConfig;
   auto* serve = app.add_subcommand("serve", "run the daemon (the default command)");
-  addServeOptions(*serve, config);
+  addServeOptions(*serve, serveConfig);
   auto* migrate = app.add_subcommand("migrate", "bring every database to this binary's schema");
-  addStorageOptions(*migrate, config);
+  addStorageOptions(*migrate, migrateConfig);
   auto* adminToken = app.add_subcommand("admin-token", "manage the admin API token");
-  addStorageOptions(*adminToken, config);
+  addStorageOptions(*adminToken, tokenConfig);
   bool reset = false;
   adminToken->add_flag("--reset", reset, "replace the token with a new one and print it once")
       ->required();
@@ -40,15 +43,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (auto r = finishConfig(config); !r) {
+  Config* config = *serve ? &serveConfig : *migrate ? &migrateConfig : *adminToken ? &tokenConfig : nullptr;
+  if (!config) return clientExit;  // a client command ran in a parse callback
+  if (auto r = finishConfig(*config); !r) {
     std::cerr << "webhooker: " << r.error().message << "\n";
     return 2;
   }
-  if (*migrate) return runMigrate(config);
-  if (*adminToken) return runAdminTokenReset(config);
-  if (*serve) {
-    setupLogging(config.logLevel);
-    return runServe(config);
-  }
-  return clientExit;
+  if (*migrate) return runMigrate(*config);
+  if (*adminToken) return runAdminTokenReset(*config);
+  setupLogging(config->logLevel, config->logFormat);
+  return runServe(*config);
 }

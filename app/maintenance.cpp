@@ -46,8 +46,15 @@ int runMigrate(const Config& config) {
 }
 
 int runAdminTokenReset(const Config& config) {
+  const auto mainDb = config.dataPath() / "webhooker.db";
+  // A mistyped folder must not silently get a new database and token.
+  if (!std::filesystem::exists(mainDb)) {
+    std::cerr << "webhooker: " << mainDb.string()
+              << " does not exist; check --data-dir (or DATA_DIR)\n";
+    return 1;
+  }
   SystemClock clock;
-  auto store = MainStore::open(config.dataPath() / "webhooker.db", config.dbOptions(), clock);
+  auto store = MainStore::open(mainDb, config.dbOptions(), clock);
   if (!store) {
     std::cerr << "webhooker: " << store.error().message << "\n";
     return 1;

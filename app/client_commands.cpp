@@ -1,0 +1,494 @@
+// Management commands: each leaf command turns its arguments into one admin
+// API call, performs it with performCall() and shows the answer with a
+// renderer (a table, pretty JSON, or "deleted <id>").
+#include "app/client_commands.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace webhooker::app {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kDefaultUrl = "http://127.0.0.1:8080";
+constexpr const char* kApiPrefix = "/api/v1";
+constexpr auto kTimeout = std::chrono::seconds(10);
+constexpr const char* kCommonHelp =
+    "Every command also takes --url URL (the daemon; env WEBHOOKER_URL, default "
+    "http://127.0.0.1:8080) and --json (print the API's answer as it is).\n"
+    "The admin token comes from the WEBHOOKER_TOKEN environment variable only.";
+
+// Everything the parse fills in. Only one leaf command runs per process, so
+// all of them share one Session: their positionals and body options write
+// into the same fields.
+struct Session {
+  explicit Session(int& code) : exitCode(code) {}
+
+  std::string urlFlag;         // "" → WEBHOOKER_URL → kDefaultUrl
+  bool rawJson = false;
+  std::string webhookId;
+  std::string childId;         // entrypoint or target id
+  json body = json::object();  // only the fields the user gave
+  int& exitCode;
+};
+using SessionPtr = std::shared_ptr<Session>;
+
+struct ApiCall {
+  std::string method;
+  std::string path;  // below /api/v1
+  std::optional<json> body;
+};
+
+// Shows a successful answer (not called with --json).
+using Render = std::function<void(const json& answer)>;
+
+// --- HTTP -----------------------------------------------------------------
+
+// "scheme://host[:port]" for httplib::Client, and the path prefix of a
+// daemon behind a reverse proxy ("https://example.com/webhooker").
+struct DaemonAddress {
+  std::string origin;
+  std::string basePath;
+};
+
+std::optional<DaemonAddress> parseDaemonUrl(const std::string& url) {
+  const size_t schemeEnd = url.find("://");
+  if (schemeEnd == std::string::npos) return std::nullopt;
+  const std::string scheme = url.substr(0, schemeEnd);
+  if (scheme != "http" && scheme != "https") return std::nullopt;
+  const size_t pathStart = url.find('/', schemeEnd + 3);
+  if (pathStart == schemeEnd + 3) return std::nullopt;  // no host
+  DaemonAddress address{url.substr(0, pathStart), ""};
+  if (pathStart != std::string::npos) {
+    address.basePath = url.substr(pathStart);
+    while (!address.basePath.empty() && address.basePath.back() == '/') address.basePath.pop_back();
+  }
+  return address;
+}
+
+// Ids go into the path; escaping keeps a stray '/', '?' or '#' in one from
+// reaching another route.
+std::string pathSegment(std::string_view raw) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : raw) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
+    if (unreserved) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    }
+  }
+  return out;
+}
+
+// Resolved here rather than with CLI11's envname: CLI11 also applies env
+// variables to subcommands that did not run, and the three groups share
+// Session::urlFlag, so an unparsed group would overwrite the given flag.
+std::string daemonUrl(const Session& session) {
+  if (!session.urlFlag.empty()) return session.urlFlag;
+  const char* env = std::getenv("WEBHOOKER_URL");
+  return env && *env ? env : kDefaultUrl;
+}
+
+std::optional<std::string> tokenFromEnvironment() {
+  const char* token = std::getenv("WEBHOOKER_TOKEN");
+  if (token && *token) return std::string(token);
+  std::cerr << "webhooker: WEBHOOKER_TOKEN is not set. Set it to the admin token the daemon "
+               "printed on its first start (or that `webhooker admin-token --reset` printed):\n"
+               "  export WEBHOOKER_TOKEN=whk_...\n";
+  return std::nullopt;
+}
+
+// Prints the API's {"error": {"code", "message"}} — or what we can say about
+// an answer that is not one.
+void reportApiError(const httplib::Response& res) {
+  const json body = json::parse(res.body, nullptr, false);
+  if (body.is_object() && body.contains("error") && body["error"].is_object()) {
+    const json& error = body["error"];
+    std::cerr << "webhooker: " << error.value("message", std::string("request failed")) << " ("
+              << error.value("code", std::string("error")) << ", HTTP " << res.status << ")\n";
+    return;
+  }
+  std::cerr << "webhooker: request failed (HTTP " << res.status
+            << "); is --url pointing at a webhooker daemon?\n";
+}
+
+// The successful response's body, or nullopt after printing why there is
+// none (no token, bad URL, unreachable daemon, an error answer).
+std::optional<std::string> performCall(const Session& session, const ApiCall& call) {
+  const auto token = tokenFromEnvironment();
+  if (!token) return std::nullopt;
+  const std::string url = daemonUrl(session);
+  const auto address = parseDaemonUrl(url);
+  if (!address) {
+    std::cerr << "webhooker: --url must look like http://host:port (got \"" << url << "\")\n";
+    return std::nullopt;
+  }
+
+  httplib::Client client(address->origin);
+  // Without TCP_NODELAY each small request can stall on Nagle's algorithm.
+  client.set_tcp_nodelay(true);
+  client.set_connection_timeout(kTimeout);
+  client.set_read_timeout(kTimeout);
+  client.set_write_timeout(kTimeout);
+  client.set_bearer_token_auth(*token);
+
+  httplib::Request req;
+  req.method = call.method;
+  req.path = address->basePath + kApiPrefix + call.path;
+  if (call.body) {
+    req.body = call.body->dump();
+    req.set_header("Content-Type", "application/json");
+  }
+  const httplib::Result result = client.send(req);
+  if (!result) {
+    std::cerr << "webhooker: cannot reach " << url << ": "
+              << httplib::to_string(result.error()) << "\n";
+    return std::nullopt;
+  }
+  if (result->status < 200 || result->status > 299) {
+    reportApiError(*result);
+    return std::nullopt;
+  }
+  return result->body;
+}
+
+// Performs the call, prints the answer (raw with --json) and sets the exit
+// code.
+void runCall(Session& session, const ApiCall& call, const Render& render) {
+  session.exitCode = 1;
+  const auto body = performCall(session, call);
+  if (!body) return;
+  if (session.rawJson) {
+    std::cout << *body;
+    if (!body->empty() && body->back() != '\n') std::cout << "\n";
+    session.exitCode = 0;
+    return;
+  }
+  json answer;  // a 204 has no body: null
+  if (!body->empty()) {
+    answer = json::parse(*body, nullptr, false);
+    if (answer.is_discarded()) {
+      std::cerr << "webhooker: the daemon's answer is not JSON\n";
+      return;
+    }
+  }
+  render(answer);
+  session.exitCode = 0;
+}
+
+// --- Output ---------------------------------------------------------------
+
+// A table cell: strings as they are, booleans as yes/no, missing as "-".
+std::string cellText(const json& value) {
+  if (value.is_null()) return "-";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
+  return value.dump();
+}
+
+json field(const json& object, const char* key) {
+  return object.is_object() && object.contains(key) ? object[key] : json();
+}
+
+struct Column {
+  std::string title;
+  std::function<std::string(const json& row)> value;
+};
+
+Column fieldColumn(std::string title, const char* key) {
+  return {std::move(title), [key](const json& row) { return cellText(field(row, key)); }};
+}
+
+void printTable(const json& rows, const std::vector<Column>& columns) {
+  std::vector<std::vector<std::string>> cells(1);
+  for (const Column& c : columns) cells[0].push_back(c.title);
+  if (rows.is_array()) {
+    for (const json& row : rows) {
+      std::vector<std::string>& line = cells.emplace_back();
+      for (const Column& c : columns) line.push_back(c.value(row));
+    }
+  }
+  std::vector<size_t> widths(columns.size(), 0);
+  for (const auto& line : cells)
+    for (size_t i = 0; i < line.size(); ++i) widths[i] = std::max(widths[i], line[i].size());
+  for (const auto& line : cells) {
+    std::string text;
+    for (size_t i = 0; i < line.size(); ++i) {
+      text += line[i];
+      if (i + 1 < line.size()) text += std::string(widths[i] - line[i].size() + 2, ' ');
+    }
+    std::cout << text << "\n";
+  }
+}
+
+Render showTable(const char* listKey, std::vector<Column> columns) {
+  return [listKey, columns = std::move(columns)](const json& answer) {
+    printTable(field(answer, listKey), columns);
+  };
+}
+
+void showObject(const json& answer) { std::cout << answer.dump(2) << "\n"; }
+
+Render showDeleted(const SessionPtr& s, std::string Session::*id) {
+  return [s, id](const json&) { std::cout << "deleted " << (*s).*id << "\n"; };
+}
+
+std::vector<Column> webhookColumns() {
+  return {fieldColumn("ID", "id"), fieldColumn("NAME", "name"),
+          fieldColumn("RETENTION_DAYS", "retention_days"),
+          {"ENTRYPOINTS", [](const json& row) {
+             const json eps = field(row, "entrypoints");
+             return std::to_string(eps.is_array() ? eps.size() : 0);
+           }}};
+}
+
+std::vector<Column> entrypointColumns() {
+  return {fieldColumn("ID", "id"), fieldColumn("URL", "url"), fieldColumn("ACTIVE", "active"),
+          fieldColumn("CREATED_AT", "created_at")};
+}
+
+std::vector<Column> targetColumns() {
+  return {fieldColumn("ID", "id"), fieldColumn("NAME", "name"), fieldColumn("TYPE", "type"),
+          fieldColumn("ACTIVE", "active"),
+          // http targets have config.url, slack ones config.webhook_url; both
+          // come back redacted.
+          {"URL", [](const json& row) {
+             const json config = field(row, "config");
+             const json url = field(config, "url");
+             return cellText(url.is_null() ? field(config, "webhook_url") : url);
+           }}};
+}
+
+// --- Command building -----------------------------------------------------
+
+// A group (`webhooks`, ...) carries the options every call shares; its
+// leaves fall through to it, so `--url`/`--json` may follow the verb.
+CLI::App& addGroup(CLI::App& app, const SessionPtr& s, const std::string& name,
+                   const std::string& description) {
+  CLI::App* group = app.add_subcommand(name, description);
+  group->require_subcommand(1);
+  group->add_option("--url", s->urlFlag,
+                    std::string("the daemon's address [env: WEBHOOKER_URL, default: ") +
+                        kDefaultUrl + "]");
+  group->add_flag("--json", s->rawJson, "print the API's JSON answer as it is");
+  // Leaves copy this footer when added, so their --help names the shared
+  // options too.
+  group->footer(kCommonHelp);
+  return *group;
+}
+
+CLI::App& addLeaf(CLI::App& group, const SessionPtr& s, const std::string& name,
+                  const std::string& description, std::function<ApiCall()> makeCall,
+                  Render render) {
+  CLI::App* leaf = group.add_subcommand(name, description);
+  leaf->fallthrough();
+  leaf->callback([s, makeCall = std::move(makeCall), render = std::move(render)] {
+    runCall(*s, makeCall(), render);
+  });
+  return *leaf;
+}
+
+void addWebhookIdArg(CLI::App& cmd, const SessionPtr& s) {
+  cmd.add_option("WEBHOOK_ID", s->webhookId, "the webhook's id")->required();
+}
+
+void addChildIdArg(CLI::App& cmd, const SessionPtr& s, const std::string& name) {
+  cmd.add_option(name, s->childId, "the id")->required();
+}
+
+std::string webhookPath(const Session& s) { return "/webhooks/" + pathSegment(s.webhookId); }
+
+std::string childPath(const Session& s, const char* collection) {
+  return webhookPath(s) + "/" + collection + "/" + pathSegment(s.childId);
+}
+
+// A body option: when given, `key` (a path into the body such as
+// "/config/url") is set to its value. Absent options send nothing.
+template <typename T>
+CLI::Option* addBodyOption(CLI::App& cmd, const SessionPtr& s, const std::string& flag,
+                           const char* key, const std::string& help) {
+  return cmd.add_option_function<T>(
+      flag, [s, key](const T& value) { s->body[json::json_pointer(key)] = value; }, help);
+}
+
+// "Name: value" → config.headers.Name = "value"; repeatable.
+void addHeaderOption(CLI::App& cmd, const SessionPtr& s) {
+  auto isHeader = [](const std::string& text) -> std::string {
+    const size_t colon = text.find(':');
+    if (colon == std::string::npos || colon == 0) return "expected 'Name: value'";
+    return {};
+  };
+  cmd.add_option_function<std::vector<std::string>>(
+         "--header",
+         [s](const std::vector<std::string>& headers) {
+           for (const std::string& h : headers) {
+             const size_t colon = h.find(':');
+             const size_t valueStart = h.find_first_not_of(" \t", colon + 1);
+             s->body["config"]["headers"][h.substr(0, colon)] =
+                 valueStart == std::string::npos ? "" : h.substr(valueStart);
+           }
+         },
+         "an HTTP header sent with every delivery, 'Name: value' (repeatable)")
+      ->check(CLI::Validator(isHeader, "'Name: value'"));
+}
+
+void addWebhookFields(CLI::App& cmd, const SessionPtr& s, bool create) {
+  auto* name = addBodyOption<std::string>(cmd, s, "--name", "/name", "the webhook's name");
+  if (create) name->required();
+  addBodyOption<std::string>(cmd, s, "--description", "/description", "a description");
+  addBodyOption<int64_t>(cmd, s, "--retention-days", "/retention_days",
+                         "days events are kept (server default 30)");
+}
+
+// The fields `targets create` and `targets update` share.
+void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
+  auto* name = addBodyOption<std::string>(cmd, s, "--name", "/name", "the target's name");
+  auto* type =
+      addBodyOption<std::string>(cmd, s, "--type", "/type", "http, slack, database or log");
+  if (create) {
+    name->required();
+    type->required();
+  }
+  addBodyOption<std::string>(cmd, s, "--url", "/config/url", "http: the URL deliveries go to");
+  addBodyOption<std::string>(cmd, s, "--method", "/config/method", "http: the method (POST)");
+  addHeaderOption(cmd, s);
+  addBodyOption<int64_t>(cmd, s, "--timeout-ms", "/config/timeout_ms", "http: per-attempt timeout");
+  addBodyOption<std::string>(cmd, s, "--signing-secret", "/config/signing_secret",
+                             "http: secret for the signature header (write-only)");
+  addBodyOption<std::string>(cmd, s, "--webhook-url", "/config/webhook_url",
+                             "slack: the incoming-webhook URL");
+  addBodyOption<int64_t>(cmd, s, "--max-concurrency", "/max_concurrency",
+                         "deliveries in flight at once");
+  addBodyOption<int64_t>(cmd, s, "--max-retries", "/retry/max_retries",
+                         "retries after the first attempt");
+  addBodyOption<int64_t>(cmd, s, "--base-delay-ms", "/retry/base_delay_ms", "first retry delay");
+  addBodyOption<int64_t>(cmd, s, "--max-delay-ms", "/retry/max_delay_ms", "longest retry delay");
+  cmd.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
+                        "deliver nothing to it until activated");
+  // Here --url names the target, so the daemon's comes before the verb.
+  cmd.footer("Here --url is the target's; give the daemon's as WEBHOOKER_URL or before the "
+             "verb: `webhooker targets --url <daemon> " + cmd.get_name() + " ...`.\n"
+             "The admin token comes from the WEBHOOKER_TOKEN environment variable only.");
+}
+
+// `activate` and `deactivate` for entrypoints or targets: PATCH {"active"}.
+void addActivation(CLI::App& group, const SessionPtr& s, const char* collection,
+                   const std::string& idName, const std::string& noun) {
+  for (const bool active : {true, false}) {
+    const std::string verb = active ? "activate" : "deactivate";
+    auto& cmd = addLeaf(
+        group, s, verb, verb + " a " + noun,
+        [s, collection, active] {
+          return ApiCall{"PATCH", childPath(*s, collection), json{{"active", active}}};
+        },
+        showObject);
+    addWebhookIdArg(cmd, s);
+    addChildIdArg(cmd, s, idName);
+  }
+}
+
+void addWebhookCommands(CLI::App& app, const SessionPtr& s) {
+  auto& group = addGroup(app, s, "webhooks", "manage webhooks (via the admin API)");
+  addLeaf(group, s, "list", "list webhooks", [] { return ApiCall{"GET", "/webhooks", {}}; },
+          showTable("webhooks", webhookColumns()));
+  auto& create = addLeaf(
+      group, s, "create", "create a webhook with its first entrypoint",
+      [s] { return ApiCall{"POST", "/webhooks", s->body}; }, showObject);
+  addWebhookFields(create, s, true);
+  auto& show = addLeaf(
+      group, s, "show", "show one webhook",
+      [s] { return ApiCall{"GET", webhookPath(*s), {}}; }, showObject);
+  addWebhookIdArg(show, s);
+  auto& update = addLeaf(
+      group, s, "update", "change a webhook's fields",
+      [s] { return ApiCall{"PATCH", webhookPath(*s), s->body}; }, showObject);
+  addWebhookIdArg(update, s);
+  addWebhookFields(update, s, false);
+  auto& remove = addLeaf(
+      group, s, "delete", "delete a webhook, its targets and all its events",
+      [s] { return ApiCall{"DELETE", webhookPath(*s), {}}; }, showDeleted(s, &Session::webhookId));
+  addWebhookIdArg(remove, s);
+}
+
+void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
+  auto& group = addGroup(app, s, "entrypoints", "manage a webhook's entrypoints (ingest URLs)");
+  auto& list = addLeaf(
+      group, s, "list", "list a webhook's entrypoints",
+      [s] { return ApiCall{"GET", webhookPath(*s) + "/entrypoints", {}}; },
+      showTable("entrypoints", entrypointColumns()));
+  addWebhookIdArg(list, s);
+  auto& create = addLeaf(
+      group, s, "create", "add an entrypoint to a webhook",
+      [s] { return ApiCall{"POST", webhookPath(*s) + "/entrypoints", {}}; }, showObject);
+  addWebhookIdArg(create, s);
+  addActivation(group, s, "entrypoints", "ENTRYPOINT_ID", "entrypoint");
+  auto& remove = addLeaf(
+      group, s, "delete", "delete an entrypoint",
+      [s] { return ApiCall{"DELETE", childPath(*s, "entrypoints"), {}}; },
+      showDeleted(s, &Session::childId));
+  addWebhookIdArg(remove, s);
+  addChildIdArg(remove, s, "ENTRYPOINT_ID");
+}
+
+void addTargetCommands(CLI::App& app, const SessionPtr& s) {
+  auto& group = addGroup(app, s, "targets", "manage a webhook's delivery targets");
+  auto& list = addLeaf(
+      group, s, "list", "list a webhook's targets",
+      [s] { return ApiCall{"GET", webhookPath(*s) + "/targets", {}}; },
+      showTable("targets", targetColumns()));
+  addWebhookIdArg(list, s);
+  auto& create = addLeaf(
+      group, s, "create", "add a target to a webhook",
+      [s] { return ApiCall{"POST", webhookPath(*s) + "/targets", s->body}; }, showObject);
+  addWebhookIdArg(create, s);
+  addTargetFields(create, s, true);
+  auto& show = addLeaf(
+      group, s, "show", "show one target (secrets redacted)",
+      [s] { return ApiCall{"GET", childPath(*s, "targets"), {}}; }, showObject);
+  addWebhookIdArg(show, s);
+  addChildIdArg(show, s, "TARGET_ID");
+  auto& update = addLeaf(
+      group, s, "update", "change a target's fields (config is merged)",
+      [s] { return ApiCall{"PATCH", childPath(*s, "targets"), s->body}; }, showObject);
+  addWebhookIdArg(update, s);
+  addChildIdArg(update, s, "TARGET_ID");
+  addTargetFields(update, s, false);
+  addActivation(group, s, "targets", "TARGET_ID", "target");
+  auto& remove = addLeaf(
+      group, s, "delete", "delete a target",
+      [s] { return ApiCall{"DELETE", childPath(*s, "targets"), {}}; },
+      showDeleted(s, &Session::childId));
+  addWebhookIdArg(remove, s);
+  addChildIdArg(remove, s, "TARGET_ID");
+}
+
+}  // namespace
+
+void addClientCommands(CLI::App& app, int& exitCode) {
+  auto session = std::make_shared<Session>(exitCode);
+  addWebhookCommands(app, session);
+  addEntrypointCommands(app, session);
+  addTargetCommands(app, session);
+}
+
+}  // namespace webhooker::app

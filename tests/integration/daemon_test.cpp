@@ -1,0 +1,315 @@
+// The real binary, end to end: first start and the admin token, restart,
+// SIGTERM, `migrate`, `admin-token --reset` and the management CLI — each
+// test runs `webhooker` as a child process on its own data folder.
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/support/daemon_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace webhooker::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kNoSuchWebhook = "00000000-0000-4000-8000-000000000000";
+
+httplib::Client apiClient(const DaemonProcess& daemon, const std::string& token) {
+  httplib::Client client(daemon.url());
+  client.set_connection_timeout(std::chrono::seconds(5));
+  client.set_read_timeout(std::chrono::seconds(10));
+  if (!token.empty()) client.set_bearer_token_auth(token);
+  return client;
+}
+
+// The status of GET /api/v1/webhooks with `token`; -1 if nothing answered.
+int listStatus(const DaemonProcess& daemon, const std::string& token) {
+  auto res = apiClient(daemon, token).Get("/api/v1/webhooks");
+  return res ? res->status : -1;
+}
+
+json parseBody(const httplib::Result& res) {
+  REQUIRE(res);
+  return json::parse(res->body);
+}
+
+json createWebhook(httplib::Client& api, const std::string& name) {
+  auto res = api.Post("/api/v1/webhooks", json{{"name", name}}.dump(), "application/json");
+  REQUIRE(res);
+  REQUIRE(res->status == 201);
+  return json::parse(res->body);
+}
+
+std::filesystem::path eventsDbPath(const TempDir& dir, const std::string& webhookId) {
+  return dir / ("events-" + webhookId + ".db");
+}
+
+// Every schema_migrations row, to compare a file before and after.
+std::vector<std::string> migrationRows(const std::filesystem::path& file) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement q(db,
+                      "SELECT version, name, applied_at FROM schema_migrations ORDER BY version");
+  std::vector<std::string> rows;
+  while (q.executeStep())
+    rows.push_back(q.getColumn(0).getString() + "|" + q.getColumn(1).getString() + "|" +
+                   q.getColumn(2).getString());
+  return rows;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string describe(const CommandResult& r) {
+  return "exit " + std::to_string(r.exitCode) + "\nstdout: " + r.out + "\nstderr: " + r.err;
+}
+
+// Every distinct whk_ token in a command's output.
+std::set<std::string> printedTokens(const std::string& text) {
+  static const std::regex token(R"(whk_[A-Za-z0-9_-]+)");
+  std::set<std::string> tokens;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), token); it != std::sregex_iterator();
+       ++it)
+    tokens.insert(it->str());
+  return tokens;
+}
+
+}  // namespace
+
+TEST_CASE("the first start prints the admin token on stdout, and later starts do not") {
+  TempDir dir;
+  std::string token;
+  {
+    DaemonProcess daemon(dir.path());
+    REQUIRE(daemon.adminToken());
+    token = *daemon.adminToken();
+    CHECK(token.rfind("whk_", 0) == 0);
+    CHECK(printedTokens(daemon.stdoutText()) == std::set<std::string>{token});
+    CHECK(contains(daemon.stdoutText(),
+                   "webhooker listening on http://127.0.0.1:" + std::to_string(daemon.port())));
+    CHECK(listStatus(daemon, token) == 200);
+    REQUIRE(daemon.stop() == 0);
+    const std::string log = daemon.stderrText();
+    CHECK(contains(log, "daemon.started"));  // the log was captured...
+    CHECK_FALSE(contains(log, token));       // ...and the token is not in it
+  }
+  DaemonProcess again(dir.path());
+  CHECK_FALSE(again.adminToken());
+  CHECK_FALSE(contains(again.stdoutText(), "whk_"));
+  CHECK(listStatus(again, token) == 200);  // the stored hash still matches
+}
+
+TEST_CASE("WEBHOOKER_ADMIN_TOKEN sets the admin token") {
+  TempDir dir;
+  const std::string token = "fixed-admin-token-0123456789";
+  DaemonOptions options;
+  options.env = {"WEBHOOKER_ADMIN_TOKEN=" + token};
+  DaemonProcess daemon(dir.path(), options);
+  CHECK_FALSE(daemon.adminToken());  // nothing generated, nothing printed
+  CHECK(listStatus(daemon, token) == 200);
+  CHECK(listStatus(daemon, "another-admin-token-0123456789") == 401);
+  CHECK(listStatus(daemon, "") == 401);
+  CHECK_FALSE(contains(daemon.stderrText(), token));
+}
+
+TEST_CASE("admin-token --reset takes effect on the running daemon") {
+  TempDir dir;
+  DaemonProcess daemon(dir.path());
+  REQUIRE(daemon.adminToken());
+  const std::string oldToken = *daemon.adminToken();
+  REQUIRE(listStatus(daemon, oldToken) == 200);
+
+  const auto reset = runWebhooker({"admin-token", "--reset", "--data-dir", dir.path().string()});
+  REQUIRE_MESSAGE(reset.exitCode == 0, describe(reset));
+  const auto printed = printedTokens(reset.out);
+  REQUIRE(printed.size() == 1);
+  const std::string newToken = *printed.begin();
+  CHECK(newToken != oldToken);
+  CHECK(listStatus(daemon, oldToken) == 401);
+  CHECK(listStatus(daemon, newToken) == 200);
+}
+
+TEST_CASE("migrate on an up-to-date data folder reports it and changes nothing") {
+  TempDir dir;
+  DaemonProcess daemon(dir.path());
+  REQUIRE(daemon.adminToken());
+  auto api = apiClient(daemon, *daemon.adminToken());
+  const auto webhookId = createWebhook(api, "shop")["id"].get<std::string>();
+  const auto mainDb = dir / "webhooker.db";
+  const auto eventsDb = eventsDbPath(dir, webhookId);
+  const auto mainBefore = migrationRows(mainDb);
+  const auto eventsBefore = migrationRows(eventsDb);
+  REQUIRE_FALSE(mainBefore.empty());
+  REQUIRE_FALSE(eventsBefore.empty());
+
+  // Documented to be safe next to a running daemon.
+  const auto migrate = runWebhooker({"migrate", "--data-dir", dir.path().string()});
+  CHECK_MESSAGE(migrate.exitCode == 0, describe(migrate));
+  CHECK(contains(migrate.out, "webhooker.db: up to date"));
+  CHECK(contains(migrate.out, "events-" + webhookId + ".db: up to date"));
+  CHECK(migrationRows(mainDb) == mainBefore);
+  CHECK(migrationRows(eventsDb) == eventsBefore);
+  CHECK(listStatus(daemon, *daemon.adminToken()) == 200);
+}
+
+TEST_CASE("a restart keeps webhooks, targets and stored events") {
+  TempDir dir;
+  std::string token, webhookId, targetId, eventId;
+  const std::string body = R"({"order": 42})";
+  {
+    DaemonProcess daemon(dir.path());
+    REQUIRE(daemon.adminToken());
+    token = *daemon.adminToken();
+    auto api = apiClient(daemon, token);
+    const json webhook = createWebhook(api, "shop");
+    webhookId = webhook["id"].get<std::string>();
+    const json target = {{"name", "orders"},
+                         {"type", "http"},
+                         {"config", {{"url", "https://receiver.example/hook"}}}};
+    auto created = api.Post("/api/v1/webhooks/" + webhookId + "/targets", target.dump(),
+                            "application/json");
+    REQUIRE(created);
+    REQUIRE(created->status == 201);
+    targetId = json::parse(created->body)["id"].get<std::string>();
+
+    const auto hook = webhook["entrypoints"][0]["url"].get<std::string>();
+    auto ingested = apiClient(daemon, "").Post(hook, body, "application/json");
+    REQUIRE(ingested);
+    REQUIRE(ingested->status == 200);
+    eventId = json::parse(ingested->body)["event_id"].get<std::string>();
+    REQUIRE(daemon.stop() == 0);
+  }
+
+  DaemonProcess daemon(dir.path());
+  auto api = apiClient(daemon, token);
+  const json webhooks = parseBody(api.Get("/api/v1/webhooks"))["webhooks"];
+  REQUIRE(webhooks.size() == 1);
+  CHECK(webhooks[0]["id"] == webhookId);
+  CHECK(webhooks[0]["name"] == "shop");
+  const json targets = parseBody(api.Get("/api/v1/webhooks/" + webhookId + "/targets"))["targets"];
+  REQUIRE(targets.size() == 1);
+  CHECK(targets[0]["id"] == targetId);
+  CHECK(targets[0]["config"]["url"] == "https://receiver.example/hook");
+
+  SQLite::Database events(eventsDbPath(dir, webhookId).string(), SQLite::OPEN_READONLY);
+  SQLite::Statement q(events, "SELECT body FROM events WHERE id = ?");
+  q.bind(1, eventId);
+  REQUIRE(q.executeStep());
+  CHECK(q.getColumn(0).getString() == body);
+}
+
+TEST_CASE("SIGTERM stops ingest and the daemon exits 0 within seconds") {
+  TempDir dir;
+  DaemonProcess daemon(dir.path());
+  REQUIRE(daemon.adminToken());
+  auto api = apiClient(daemon, *daemon.adminToken());
+  const auto hook = createWebhook(api, "shop")["entrypoints"][0]["url"].get<std::string>();
+  auto ingest = apiClient(daemon, "");
+  auto before = ingest.Post(hook, "{}", "application/json");
+  REQUIRE(before);
+  REQUIRE(before->status == 200);
+
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(daemon.stop(std::chrono::seconds(5)) == 0);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  auto after = apiClient(daemon, "").Post(hook, "{}", "application/json");
+  CHECK_FALSE(after);  // nobody listens any more
+  const std::string log = daemon.stderrText();
+  CHECK(contains(log, "daemon.stopping signal=SIGTERM"));
+  CHECK(contains(log, "daemon.stopped"));
+}
+
+TEST_CASE("the CLI manages webhooks and targets through the admin API") {
+  TempDir dir;
+  DaemonProcess daemon(dir.path());
+  REQUIRE(daemon.adminToken());
+  const std::string token = *daemon.adminToken();
+  const std::vector<std::string> env = {"WEBHOOKER_TOKEN=" + token};
+  // `targets create` uses --url for the target, so the daemon's comes from
+  // the environment there.
+  const std::vector<std::string> envWithUrl = {"WEBHOOKER_TOKEN=" + token,
+                                               "WEBHOOKER_URL=" + daemon.url()};
+  std::vector<CommandResult> runs;  // all of them, to check none shows the token
+  auto run = [&](std::vector<std::string> args, const std::vector<std::string>& childEnv) {
+    runs.push_back(runWebhooker(std::move(args), childEnv));
+    return runs.back();
+  };
+
+  const auto created = run({"webhooks", "create", "--name", "shop", "--url", daemon.url()}, env);
+  REQUIRE_MESSAGE(created.exitCode == 0, describe(created));
+  // Shown as pretty JSON, so it parses.
+  const auto webhookId = json::parse(created.out)["id"].get<std::string>();
+
+  const auto list = run({"webhooks", "list", "--url", daemon.url()}, env);
+  CHECK_MESSAGE(list.exitCode == 0, describe(list));
+  CHECK(std::regex_search(list.out, std::regex(webhookId + " +shop +30 +1\n")));
+
+  const auto target = run({"targets", "create", webhookId, "--name", "t", "--type", "http", "--url",
+                           "https://example.com/x", "--header", "X-Env: prod"},
+                          envWithUrl);
+  REQUIRE_MESSAGE(target.exitCode == 0, describe(target));
+  const auto targetId = json::parse(target.out)["id"].get<std::string>();
+
+  const auto shown =
+      run({"targets", "show", webhookId, targetId, "--json", "--url", daemon.url()}, env);
+  REQUIRE_MESSAGE(shown.exitCode == 0, describe(shown));
+  const json shownJson = json::parse(shown.out);
+  CHECK(shownJson["name"] == "t");
+  CHECK(shownJson["type"] == "http");
+  CHECK(shownJson["config"]["url"] == "https://example.com/x");
+  CHECK(shownJson["config"]["headers"]["X-Env"] == "prod");
+
+  const auto off = run({"targets", "deactivate", webhookId, targetId}, envWithUrl);
+  REQUIRE_MESSAGE(off.exitCode == 0, describe(off));
+  CHECK(json::parse(off.out)["active"] == false);
+  const auto targets = run({"targets", "list", webhookId}, envWithUrl);
+  CHECK(std::regex_search(targets.out,
+                          std::regex(targetId + " +t +http +no +https://example.com/x\n")));
+
+  SUBCASE("a missing token is an error that says what to set") {
+    const auto noToken = run({"webhooks", "list", "--url", daemon.url()}, {});
+    CHECK(noToken.exitCode == 1);
+    CHECK(contains(noToken.err, "export WEBHOOKER_TOKEN="));
+    CHECK(noToken.out.empty());
+  }
+  SUBCASE("API errors show their code and exit 1") {
+    const auto unknown = run({"targets", "list", kNoSuchWebhook}, envWithUrl);
+    CHECK(unknown.exitCode == 1);
+    CHECK(contains(unknown.err, "(not_found, HTTP 404)"));
+    const auto wrongToken =
+        run({"webhooks", "list"}, {"WEBHOOKER_TOKEN=whk_wrong", "WEBHOOKER_URL=" + daemon.url()});
+    CHECK(wrongToken.exitCode == 1);
+    CHECK(contains(wrongToken.err, "unauthorized"));
+  }
+  SUBCASE("an unreachable daemon is reported with its URL") {
+    const auto unreachable = run({"webhooks", "list", "--url", "http://127.0.0.1:1"}, env);
+    CHECK(unreachable.exitCode == 1);
+    CHECK(contains(unreachable.err, "cannot reach http://127.0.0.1:1"));
+  }
+  SUBCASE("webhooks delete removes the webhook and its events database") {
+    REQUIRE(std::filesystem::exists(eventsDbPath(dir, webhookId)));
+    const auto deleted = run({"webhooks", "delete", webhookId}, envWithUrl);
+    CHECK_MESSAGE(deleted.exitCode == 0, describe(deleted));
+    CHECK(deleted.out == "deleted " + webhookId + "\n");
+    CHECK_FALSE(std::filesystem::exists(eventsDbPath(dir, webhookId)));
+    const auto after = run({"webhooks", "list"}, envWithUrl);
+    CHECK(after.exitCode == 0);
+    CHECK_FALSE(contains(after.out, webhookId));
+  }
+
+  for (const CommandResult& r : runs) {
+    CHECK_FALSE(contains(r.out, token));  // the CLI never shows the token
+    CHECK_FALSE(contains(r.err, token));
+  }
+}
+
+}  // namespace webhooker::testing
