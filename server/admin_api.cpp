@@ -5,8 +5,9 @@
 
 namespace webhooker::server {
 
-AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher)
-    : store_(store), eventsDbs_(eventsDbs), dispatcher_(dispatcher) {}
+AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
+                   const SsrfGuard& guard)
+    : store_(store), eventsDbs_(eventsDbs), dispatcher_(dispatcher), guard_(guard) {}
 
 std::optional<std::string> pathId(const httplib::Request& req, httplib::Response& res,
                                   size_t index, const char* what) {

@@ -13,12 +13,14 @@
 #include "engine/dispatcher.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
+#include "targets/ssrf_guard.h"
 
 namespace webhooker::server {
 
 class AdminApi {
  public:
-  AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher);
+  AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
+           const SsrfGuard& guard);
   void registerRoutes(httplib::Server& http);
 
  private:
@@ -45,6 +47,7 @@ class AdminApi {
   MainStore& store_;
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;  // told about target changes
+  const SsrfGuard& guard_;  // refuses literal internal addresses in target URLs
 };
 
 // The id captured by the route at `index`, if it is a uuid; otherwise a 404

@@ -2,6 +2,7 @@
 // shown redacted on every read.
 #include <spdlog/spdlog.h>
 
+#include "base/url.h"
 #include "server/admin_api.h"
 #include "server/json_io.h"
 #include "server/request_fields.h"
@@ -35,7 +36,7 @@ json targetJson(const TargetRecord& t) {
 // The fields create and update share, applied onto `target`. `config` is
 // merged (RFC 7386) into what the target has, so an update can change the
 // URL without sending the secret again.
-Result<void> applyCommonFields(const json& body, TargetRecord& target) {
+Result<void> applyCommonFields(const json& body, const SsrfGuard& guard, TargetRecord& target) {
   auto name = stringField(body, "name", kMaxName);
   if (!name) return name.error();
   if (name.value()) target.name = *name.value();
@@ -55,6 +56,16 @@ Result<void> applyCommonFields(const json& body, TargetRecord& target) {
   }
   auto valid = validateTargetConfig(target.type, config);
   if (!valid) return valid.error();
+  // A literal internal address can be refused now; host names are vetted at
+  // every delivery (what they resolve to may change).
+  for (const char* field : {"url", "webhook_url"}) {
+    if (!valid->contains(field)) continue;
+    if (auto url = parseHttpUrl((*valid)[field].get<std::string>())) {
+      if (auto r = guard.vetLiteral(*url); !r)
+        return makeError("blocked_destination",
+                         std::string("config.") + field + ": " + r.error().message);
+    }
+  }
   target.configJson = valid->dump();
 
   if (body.contains("retry")) {
@@ -96,7 +107,7 @@ void AdminApi::createTarget(const httplib::Request& req, httplib::Response& res)
   TargetRecord target;
   target.webhookId = *id;
   target.type = *type.value();
-  if (auto r = applyCommonFields(*body, target); !r) return sendError(res, r.error());
+  if (auto r = applyCommonFields(*body, guard_, target); !r) return sendError(res, r.error());
 
   auto created = store_.createTarget(std::move(target));
   if (!created) return sendError(res, created.error());
@@ -133,7 +144,7 @@ void AdminApi::updateTarget(const httplib::Request& req, httplib::Response& res)
   if (body->contains("type") && (*body)["type"] != target->type)
     return sendError(res, 400, "immutable_field",
                      "type cannot change; create a new target instead");
-  if (auto r = applyCommonFields(*body, target.value()); !r) return sendError(res, r.error());
+  if (auto r = applyCommonFields(*body, guard_, target.value()); !r) return sendError(res, r.error());
   auto updated = store_.updateTarget(target.value());
   if (!updated) return sendError(res, updated.error());
   spdlog::info("target.updated webhook_id={} target_id={}", *id, *tid);

@@ -1,5 +1,7 @@
 #include "server/admin_token.h"
 
+#include <cctype>
+
 #include "base/secret.h"
 
 namespace webhooker::server {
@@ -34,8 +36,10 @@ Result<std::string> resetAdminToken(MainStore& store) {
 }
 
 bool AdminAuth::allows(std::string_view header) const {
-  constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() <= kBearer.size() || header.substr(0, kBearer.size()) != kBearer) return false;
+  constexpr std::string_view kBearer = "bearer ";
+  if (header.size() <= kBearer.size()) return false;
+  for (size_t i = 0; i < kBearer.size(); ++i)  // the scheme name is case-insensitive
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kBearer[i]) return false;
   // Hashing first makes both sides the same length, so the comparison time
   // says nothing about the token.
   auto stored = store_.getSetting(kSettingKey);

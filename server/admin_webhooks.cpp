@@ -117,7 +117,7 @@ void AdminApi::deleteWebhook(const httplib::Request& req, httplib::Response& res
   if (auto r = store_.deleteWebhook(*id); !r) return sendError(res, r.error());
   if (auto r = eventsDbs_.remove(*id); !r) {
     // The webhook is gone; a stray file is only disk space. Say so loudly.
-    spdlog::error("webhook.events_db_remove_failed webhook_id={} error={}", *id,
+    spdlog::error("webhook.events_db_remove_failed webhook_id={} error=\"{}\"", *id,
                   r.error().message);
   }
   spdlog::info("webhook.deleted webhook_id={}", *id);

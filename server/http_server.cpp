@@ -1,7 +1,12 @@
 #include "server/http_server.h"
 
+#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <thread>
+
+#include "base/secret.h"
 #include "server/json_io.h"
 
 namespace webhooker::server {
@@ -21,15 +26,36 @@ void describeBuiltInError(httplib::Response& res) {
   }
 }
 
+// When the current request started: set before routing, read by the
+// logger once the response is written. cpp-httplib handles a request on one
+// thread from start to end.
+thread_local std::chrono::steady_clock::time_point requestStart;
+
+// Basic auth for /metrics: both parts compared as hashes, in constant time.
+bool basicAuthMatches(const std::string& header, const std::string& user,
+                      const std::string& password) {
+  constexpr std::string_view kBasic = "Basic ";
+  if (header.size() <= kBasic.size() || header.compare(0, kBasic.size(), kBasic) != 0) return false;
+  const auto decoded = base64Decode(std::string_view(header).substr(kBasic.size()));
+  if (!decoded) return false;
+  const size_t colon = decoded->find(':');
+  if (colon == std::string::npos) return false;
+  const bool userOk = constantTimeEquals(sha256Hex(decoded->substr(0, colon)), sha256Hex(user));
+  const bool passwordOk =
+      constantTimeEquals(sha256Hex(decoded->substr(colon + 1)), sha256Hex(password));
+  return userOk && passwordOk;
+}
+
 }  // namespace
 
-HttpServer::HttpServer(ServerOptions options, MainStore& store, EventsDbPool& eventsDbs,
-                       Dispatcher& dispatcher)
+HttpServer::HttpServer(ServerOptions options, ServerParts parts)
     : options_(std::move(options)),
-      store_(store),
-      auth_(store),
-      ingest_(store, eventsDbs, dispatcher, options_.ingest),
-      admin_(store, eventsDbs, dispatcher) {
+      store_(parts.store),
+      registry_(parts.registry),
+      metrics_(parts.registry),
+      auth_(parts.store),
+      ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest),
+      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard) {
   const int threads = options_.threads > 0 ? options_.threads : 8;
   http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   // Without TCP_NODELAY small responses wait on Nagle's algorithm: ~300 req/s
@@ -58,14 +84,27 @@ void HttpServer::registerRoutes() {
           what = e.what();
         } catch (...) {
         }
-        spdlog::error("http.handler_failed method={} path={} error={}", req.method, req.path, what);
+        spdlog::error("http.handler_failed method={} path={} error=\"{}\"", req.method, req.path, what);
         sendError(res, 500, "internal_error", "internal error");
       });
 
-  // Authenticate every admin request before routing, so an unknown route
-  // says nothing to a caller without the token.
+  http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics_.request(req.path, res.status, std::chrono::steady_clock::now() - requestStart);
+  });
+
+  // Runs before any body is read. Authenticates every admin request, so an
+  // unknown route says nothing to a caller without the token, and refuses
+  // bodies sent anywhere but ingest and the API, so nobody can make us read
+  // a large chunked body for nothing.
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path.rfind("/api/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    requestStart = std::chrono::steady_clock::now();
+    const bool ingest = req.path.rfind("/hooks/", 0) == 0;
+    const bool api = req.path.rfind("/api/", 0) == 0;
+    if (!ingest && !api && req.method != "GET" && req.method != "HEAD") {
+      sendError(res, 404, "not_found", "no such route");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!api) return httplib::Server::HandlerResponse::Unhandled;
     if (auth_.allows(req.get_header_value("Authorization")))
       return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
@@ -74,8 +113,29 @@ void HttpServer::registerRoutes() {
   });
 
   const std::string hook = R"(/hooks/([^/]+))";
-  http_.Post(hook, [this](const httplib::Request& req, httplib::Response& res) {
-    ingest_.handle(req, res);
+  // Read the body ourselves: stop at the limit whatever the framing
+  // (Content-Length or chunked), instead of buffering it all first.
+  http_.Post(hook, [this](const httplib::Request& req, httplib::Response& res,
+                          const httplib::ContentReader& reader) {
+    std::string body;
+    bool tooLarge = false;
+    const bool complete = reader([&](const char* data, size_t length) {
+      if (body.size() + length > options_.ingest.bodyLimit) {
+        tooLarge = true;
+        return false;
+      }
+      body.append(data, length);
+      return true;
+    });
+    // cpp-httplib refuses a Content-Length over the limit without calling
+    // the receiver at all: that, too, is a body too large.
+    if (tooLarge || res.status == 413)
+      return sendError(res, 413, "body_too_large",
+                       "the body is larger than the limit of " +
+                           std::to_string(options_.ingest.bodyLimit) + " bytes");
+    if (!complete)
+      return sendError(res, 400, "incomplete_body", "the request body could not be read whole");
+    ingest_.handle(req, std::move(body), res);
   });
   auto notAllowed = [](const httplib::Request&, httplib::Response& res) {
     res.set_header("Allow", "POST");
@@ -91,6 +151,9 @@ void HttpServer::registerRoutes() {
     sendJson(res, 200, {{"status", "ok"}});
   });
   http_.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) { readyz(res); });
+  http_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    metrics(req, res);
+  });
 
   admin_.registerRoutes(http_);
 }
@@ -101,6 +164,18 @@ void HttpServer::readyz(httplib::Response& res) {
   if (auto ping = store_.ping(); !ping)
     return sendJson(res, 503, {{"status", "storage_unavailable"}});
   sendJson(res, 200, {{"status", "ready"}});
+}
+
+void HttpServer::metrics(const httplib::Request& req, httplib::Response& res) {
+  if (!options_.metricsUsername.empty() &&
+      !basicAuthMatches(req.get_header_value("Authorization"), options_.metricsUsername,
+                        options_.metricsPassword)) {
+    res.set_header("WWW-Authenticate", "Basic realm=\"webhooker metrics\"");
+    return sendError(res, 401, "unauthorized", "metrics require basic auth");
+  }
+  res.status = 200;
+  res.set_content(prometheus::TextSerializer().Serialize(registry_.Collect()),
+                  "text/plain; version=0.0.4; charset=utf-8");
 }
 
 Result<int> HttpServer::bind() {
@@ -117,12 +192,20 @@ Result<int> HttpServer::bind() {
   return port;
 }
 
-void HttpServer::run() { http_.listen_after_bind(); }
+void HttpServer::run() {
+  running_ = true;
+  if (!stopRequested_) http_.listen_after_bind();
+  running_ = false;
+}
 
 void HttpServer::stopAccepting() { ingest_.setAccepting(false); }
 
 void HttpServer::stop() {
   stopAccepting();
+  stopRequested_ = true;
+  // If run() is between its check and listening, wait until the server
+  // listens so that stop() reaches it.
+  while (running_ && !http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   http_.stop();
 }
 

@@ -1,14 +1,16 @@
 // HttpServer: the daemon's one listening socket — ingest (/hooks/...), the
-// admin API (/api/v1/...), /healthz and /readyz.
+// admin API (/api/v1/...), /metrics, /healthz and /readyz.
 //
-// Ownership: holds references to the stores and the dispatcher, which must
-// outlive it. Threading: run() blocks the calling thread and serves on
-// cpp-httplib's worker pool; stop() and stopAccepting() may be called from
-// any thread (a signal watcher).
+// Ownership: the parts it is given must outlive it. Threading: run() blocks
+// the calling thread and serves on cpp-httplib's worker pool; stop() and
+// stopAccepting() may be called from any thread (a signal watcher), also
+// before run() has started.
 #pragma once
 
 #include <httplib.h>
+#include <prometheus/registry.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -17,6 +19,8 @@
 #include "server/admin_api.h"
 #include "server/admin_token.h"
 #include "server/ingest_handler.h"
+#include "server/server_metrics.h"
+#include "targets/ssrf_guard.h"
 
 namespace webhooker::server {
 
@@ -25,12 +29,23 @@ struct ServerOptions {
   int port = 8080;  // 0: any free port (tests)
   int threads = 8;
   IngestOptions ingest;
+  // Basic auth on /metrics when both are set.
+  std::string metricsUsername;
+  std::string metricsPassword;
+};
+
+// What the server works with; owned by the caller.
+struct ServerParts {
+  MainStore& store;
+  EventsDbPool& eventsDbs;
+  Dispatcher& dispatcher;
+  const SsrfGuard& guard;            // refuses literal internal target URLs at write time
+  prometheus::Registry& registry;    // served on /metrics; the server adds its own series
 };
 
 class HttpServer {
  public:
-  HttpServer(ServerOptions options, MainStore& store, EventsDbPool& eventsDbs,
-             Dispatcher& dispatcher);
+  HttpServer(ServerOptions options, ServerParts parts);
   ~HttpServer();
 
   // Binds the socket; returns the port actually bound.
@@ -44,13 +59,20 @@ class HttpServer {
  private:
   void registerRoutes();
   void readyz(httplib::Response& res);
+  void metrics(const httplib::Request& req, httplib::Response& res);
 
   const ServerOptions options_;
   MainStore& store_;
+  prometheus::Registry& registry_;
+  ServerMetrics metrics_;
   const AdminAuth auth_;
   IngestHandler ingest_;
   AdminApi admin_;
   httplib::Server http_;
+  // cpp-httplib's stop() is lost if it comes before listening starts; these
+  // make an early stop() stick.
+  std::atomic<bool> stopRequested_{false};
+  std::atomic<bool> running_{false};
 };
 
 }  // namespace webhooker::server

@@ -24,17 +24,22 @@ std::optional<std::string> idempotencyKeyOf(const httplib::Request& req) {
 }  // namespace
 
 IngestHandler::IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                             IngestOptions options)
-    : store_(store), eventsDbs_(eventsDbs), dispatcher_(dispatcher), options_(options) {}
+                             ServerMetrics& metrics, IngestOptions options)
+    : store_(store),
+      eventsDbs_(eventsDbs),
+      dispatcher_(dispatcher),
+      metrics_(metrics),
+      options_(options) {}
 
-void IngestHandler::handle(const httplib::Request& req, httplib::Response& res) {
+void IngestHandler::handle(const httplib::Request& req, std::string body,
+                           httplib::Response& res) {
   if (!accepting_) {
     res.set_header("Retry-After", "5");
     return sendError(res, 503, "shutting_down", "webhooker is shutting down; retry shortly");
   }
   const std::string rawId = req.matches[1];
   if (!isUuid(rawId)) return sendError(res, 404, "not_found", "no such entrypoint");
-  if (req.body.size() > options_.bodyLimit)
+  if (body.size() > options_.bodyLimit)
     return sendError(res, 413, "body_too_large",
                      "the body is larger than the limit of " + std::to_string(options_.bodyLimit) +
                          " bytes");
@@ -43,7 +48,7 @@ void IngestHandler::handle(const httplib::Request& req, httplib::Response& res) 
   if (!entrypoint) {
     if (entrypoint.error().code == "not_found")
       return sendError(res, 404, "not_found", "no such entrypoint");
-    spdlog::error("ingest.lookup_failed entrypoint_id={} error={}", rawId,
+    spdlog::error("ingest.lookup_failed entrypoint_id={} error=\"{}\"", rawId,
                   entrypoint.error().message);
     return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
   }
@@ -57,7 +62,7 @@ void IngestHandler::handle(const httplib::Request& req, httplib::Response& res) 
 
   auto targets = store_.listTargets(entrypoint->webhookId);
   if (!targets) {
-    spdlog::error("ingest.lookup_failed webhook_id={} error={}", entrypoint->webhookId,
+    spdlog::error("ingest.lookup_failed webhook_id={} error=\"{}\"", entrypoint->webhookId,
                   targets.error().message);
     return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
   }
@@ -83,19 +88,19 @@ void IngestHandler::handle(const httplib::Request& req, httplib::Response& res) 
     event.headers.emplace_back(name, value);
   }
   event.contentType = req.get_header_value("Content-Type");
-  event.body = req.body;
+  event.body = std::move(body);
   event.remoteAddr = req.remote_addr;
   event.idempotencyKey = std::move(idempotencyKey);
 
   auto db = eventsDbs_.get(entrypoint->webhookId);
   if (!db) {
-    spdlog::error("ingest.store_failed webhook_id={} error={}", entrypoint->webhookId,
+    spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint->webhookId,
                   db.error().message);
     return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
   }
   auto stored = db.value()->ingest(event, targetIds, options_.idempotencyWindow);
   if (!stored) {
-    spdlog::error("ingest.store_failed webhook_id={} error={}", entrypoint->webhookId,
+    spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint->webhookId,
                   stored.error().message);
     return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
   }
@@ -110,6 +115,7 @@ void IngestHandler::handle(const httplib::Request& req, httplib::Response& res) 
                  stored->eventId);
     return;
   }
+  metrics_.eventReceived();
   spdlog::debug("ingest.stored webhook_id={} event_id={} deliveries={}", entrypoint->webhookId,
                 stored->eventId, stored->deliveries.size());
 

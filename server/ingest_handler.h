@@ -17,6 +17,7 @@
 
 #include "engine/dispatcher.h"
 #include "storage/events_db_pool.h"
+#include "server/server_metrics.h"
 #include "storage/main_store.h"
 
 namespace webhooker::server {
@@ -29,10 +30,11 @@ struct IngestOptions {
 class IngestHandler {
  public:
   IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                IngestOptions options);
+                ServerMetrics& metrics, IngestOptions options);
 
-  // Expects req.matches[1] to be the entrypoint id from the route.
-  void handle(const httplib::Request& req, httplib::Response& res);
+  // Expects req.matches[1] to be the entrypoint id from the route, and the
+  // body already read (and held to the limit) by the caller.
+  void handle(const httplib::Request& req, std::string body, httplib::Response& res);
 
   // While false, every ingest answers 503 (shutting down).
   void setAccepting(bool accepting) { accepting_ = accepting; }
@@ -42,6 +44,7 @@ class IngestHandler {
   MainStore& store_;
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;
+  ServerMetrics& metrics_;
   const IngestOptions options_;
   std::atomic<bool> accepting_{true};
 };
