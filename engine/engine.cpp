@@ -21,7 +21,7 @@ void Engine::start() {
   // oldest first, ahead of anything new.
   auto webhooks = store_.listWebhooks();
   if (!webhooks) {
-    spdlog::error("recovery.failed error={}", webhooks.error().message);
+    spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
   } else {
     for (const Webhook& w : webhooks.value()) reconcileWebhook(w.id, nullptr, true);
     spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());
@@ -67,7 +67,7 @@ void Engine::scheduleRetry(Task task, std::chrono::milliseconds delay) {
     std::lock_guard lock(engineMutex_);
     if (stopping_) return;  // on disk as retrying; the next start recovers it
     held_.insert(task.deliveryId);
-    rescheduled_.insert(task.deliveryId);
+    ++rescheduled_[task.deliveryId];
   }
   timer_.schedule(std::move(task), delay);
 }
@@ -84,8 +84,13 @@ bool Engine::admit(Task task) {
 }
 
 void Engine::enqueueHeld(Task task) {
+  // The lane's in-flight limit must hold from its first task, not only once
+  // an attempt has looked the target up: a restart queues a whole backlog
+  // before any attempt runs. (A cache hit but for the first task.)
+  const TargetPtr target = targetFor(task.webhookId, task.targetId);
   std::lock_guard lock(engineMutex_);
   Lane& lane = lanes_[task.targetId];
+  if (target) lane.maxConcurrency = std::max(1, target->maxConcurrency);
   if (stopping_ || lane.queue.size() >= options_.maxQueuedPerTarget) {
     // Memory is full; the row is on disk and the sweep brings it back.
     held_.erase(task.deliveryId);
@@ -127,14 +132,16 @@ void Engine::work(std::stop_token stop) {
     } catch (const std::exception& e) {
       // A bug, not a delivery outcome: keep the worker alive; the row stays
       // on disk in its last recorded state and the sweep retries it.
-      spdlog::critical("delivery.crashed delivery_id={} error={}", deliveryId, e.what());
+      spdlog::critical("delivery.crashed delivery_id={} error=\"{}\"", deliveryId, e.what());
     }
     lock.lock();
 
     Lane& done = lanes_[targetId];
     --done.inFlight;
     --inFlight_;
-    if (rescheduled_.erase(deliveryId) == 0) {
+    if (auto it = rescheduled_.find(deliveryId); it != rescheduled_.end()) {
+      if (--it->second == 0) rescheduled_.erase(it);
+    } else {
       held_.erase(deliveryId);
       if (reconciling_ > 0) releasedWhileReconciling_.insert(deliveryId);
     }
@@ -152,7 +159,7 @@ Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::str
   auto loaded = store_.getTarget(webhookId, targetId);
   if (!loaded) {
     if (loaded.error().code != "not_found")
-      spdlog::warn("engine.target_lookup_failed target_id={} error={}", targetId,
+      spdlog::warn("engine.target_lookup_failed target_id={} error=\"{}\"", targetId,
                    loaded.error().message);
     return nullptr;
   }
@@ -176,7 +183,7 @@ void Engine::runAttempt(Task& task) {
   if (!target) return;
   auto db = eventsDbs_.get(task.webhookId);
   if (!db) {
-    spdlog::error("delivery.events_db_unavailable webhook_id={} error={}", task.webhookId,
+    spdlog::error("delivery.events_db_unavailable webhook_id={} error=\"{}\"", task.webhookId,
                   db.error().message);
     return;
   }
@@ -198,7 +205,7 @@ void Engine::runAttempt(Task& task) {
   if (!task.payload) {
     auto payload = db.value()->loadPayload(task.eventId);
     if (!payload) {
-      spdlog::error("delivery.payload_unavailable delivery_id={} error={}", task.deliveryId,
+      spdlog::error("delivery.payload_unavailable delivery_id={} error=\"{}\"", task.deliveryId,
                     payload.error().message);
       return;
     }

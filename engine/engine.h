@@ -102,7 +102,9 @@ class Engine final : public Dispatcher, public Scheduler {
   std::unordered_map<std::string, Lane> lanes_;
   std::deque<std::string> ready_;  // lanes with queued work and room to run
   std::unordered_set<std::string> held_;
-  std::unordered_set<std::string> rescheduled_;  // in flight, and asked for a retry
+  // In flight and asked for a retry: how many such attempts are still to
+  // finish (a quick retry can finish before the attempt that scheduled it).
+  std::unordered_map<std::string, int> rescheduled_;
   // While a reconcile runs it may have read a delivery as unfinished just
   // before a worker finished it; such ids are kept here until it ends.
   int reconciling_ = 0;

@@ -22,13 +22,13 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
 
   auto db = eventsDbs_.get(webhookId);
   if (!db) {
-    spdlog::error("recovery.events_db_unavailable webhook_id={} error={}", webhookId,
+    spdlog::error("recovery.events_db_unavailable webhook_id={} error=\"{}\"", webhookId,
                   db.error().message);
     return;
   }
   auto unfinished = db.value()->unfinishedDeliveries();
   if (!unfinished) {
-    spdlog::error("recovery.scan_failed webhook_id={} error={}", webhookId,
+    spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
                   unfinished.error().message);
     return;
   }
@@ -60,11 +60,12 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
     if (d.status == delivery_status::kRetrying) {
       if (Rescheduler* r = targets_.rescheduler(target->type))
         wait = r->remainingBackoff(*db.value(), *target, d.id, d.attempts);
-    } else if (d.nextAttemptAt) {
-      // A pending delivery an open breaker deferred.
-      wait = std::max(std::chrono::milliseconds(0),
-                      std::chrono::duration_cast<std::chrono::milliseconds>(*d.nextAttemptAt -
-                                                                            clock_.now()));
+    }
+    if (d.nextAttemptAt) {
+      // The stored time may be later still: a receiver's Retry-After, or an
+      // open breaker's cooldown (also for a pending delivery it deferred).
+      wait = std::max(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                *d.nextAttemptAt - clock_.now()));
     }
     if (wait.count() == 0) {
       admit(std::move(task));
@@ -81,7 +82,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
 void Engine::sweep() {
   auto webhooks = store_.listWebhooks();
   if (!webhooks) {
-    spdlog::error("sweep.failed error={}", webhooks.error().message);
+    spdlog::error("sweep.failed error=\"{}\"", webhooks.error().message);
     return;
   }
   for (const Webhook& w : webhooks.value()) reconcileWebhook(w.id, nullptr, false);

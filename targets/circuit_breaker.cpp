@@ -22,6 +22,14 @@ int CircuitBreakers::openCountLocked() const {
   return n;
 }
 
+std::map<std::string, int> CircuitBreakers::openCountByType() const {
+  std::lock_guard lock(breakersMutex_);
+  std::map<std::string, int> out;
+  for (const auto& [id, b] : breakers_)
+    if (b.state != State::kClosed) ++out[b.type];
+  return out;
+}
+
 int CircuitBreakers::openCount() const {
   std::lock_guard lock(breakersMutex_);
   return openCountLocked();
@@ -67,11 +75,12 @@ void CircuitBreakers::recordSuccess(const std::string& targetId) {
   if (changed) notify(*changed);
 }
 
-void CircuitBreakers::recordFailure(const std::string& targetId) {
+void CircuitBreakers::recordFailure(const std::string& targetId, std::string_view targetType) {
   std::optional<int> changed;
   {
     std::lock_guard lock(breakersMutex_);
     Breaker& b = breakers_[targetId];
+    b.type = targetType;
     if (b.state == State::kHalfOpen) {
       b.state = State::kOpen;  // the probe failed: another full cooldown
       b.openedAt = clock_.now();
@@ -83,6 +92,13 @@ void CircuitBreakers::recordFailure(const std::string& targetId) {
     }
   }
   if (changed) notify(*changed);
+}
+
+void CircuitBreakers::releaseProbe(const std::string& targetId) {
+  std::lock_guard lock(breakersMutex_);
+  auto it = breakers_.find(targetId);
+  if (it != breakers_.end() && it->second.state == State::kHalfOpen)
+    it->second.probeInFlight = false;
 }
 
 void CircuitBreakers::reset(const std::string& targetId) {

@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <string_view>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -37,11 +39,18 @@ class CircuitBreakers {
   Decision allow(const std::string& targetId);
   void recordSuccess(const std::string& targetId);
   // Only retryable failures count: a 404 says the receiver is up.
-  void recordFailure(const std::string& targetId);
+  // `targetType` labels the breaker in openCountByType().
+  void recordFailure(const std::string& targetId, std::string_view targetType = "");
+  // The attempt allow() let through ended without saying anything about the
+  // receiver (nothing was sent: a refused destination, a bad config). If it
+  // was the half-open probe, the next caller may probe instead; without this
+  // the breaker would refuse everyone forever.
+  void releaseProbe(const std::string& targetId);
   // Forgets a target's breaker (target deleted or reconfigured).
   void reset(const std::string& targetId);
 
   int openCount() const;  // open or half-open
+  std::map<std::string, int> openCountByType() const;
   // Called (outside the lock) after any change of open/closed state, with
   // the new openCount(). Set once, before use.
   void onStateChange(std::function<void(int openCount)> listener);
@@ -53,6 +62,7 @@ class CircuitBreakers {
     int failures = 0;
     TimePoint openedAt{};
     bool probeInFlight = false;
+    std::string type;
   };
   int openCountLocked() const;
   void notify(int openCount) const;

@@ -21,7 +21,7 @@ void recordDone(const DeliveryContext& ctx, const Task& task, Stopwatch::time_po
   record.success = true;
   record.newStatus = delivery_status::kDelivered;
   if (auto r = ctx.db.recordAttempt(record); !r) {
-    spdlog::error("delivery.record_failed delivery_id={} attempt={} error={}", task.deliveryId,
+    spdlog::error("delivery.record_failed delivery_id={} attempt={} error=\"{}\"", task.deliveryId,
                   task.attempt, r.error().message);
     return;
   }

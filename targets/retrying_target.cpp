@@ -42,7 +42,7 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
     if (!decision.allowed) {
       // Not an attempt: no result row, no metric, no attempt used up.
       if (auto r = ctx.db.deferDelivery(task.deliveryId, clock_.now() + decision.retryIn); !r)
-        spdlog::warn("delivery.defer_failed delivery_id={} error={}", task.deliveryId,
+        spdlog::warn("delivery.defer_failed delivery_id={} error=\"{}\"", task.deliveryId,
                      r.error().message);
       spdlog::debug("delivery.breaker_refused target_id={} delivery_id={} retry_in_ms={}",
                     task.targetId, task.deliveryId, decision.retryIn.count());
@@ -71,9 +71,12 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
     if (response.failure != OutboundResponse::Failure::kBlocked)
       ctx.observer.attempted(task.targetType, response.duration);
   }
-  if (guarded && request) {
-    if (verdict.verdict == Verdict::kRetry) breakers_.recordFailure(task.targetId);
-    else if (verdict.reason != "blocked_destination") breakers_.recordSuccess(task.targetId);
+  if (guarded) {
+    // Nothing sent says nothing about the receiver, but a probe must not
+    // stay out forever.
+    if (!request || verdict.reason == "blocked_destination") breakers_.releaseProbe(task.targetId);
+    else if (verdict.verdict == Verdict::kRetry) breakers_.recordFailure(task.targetId, task.targetType);
+    else breakers_.recordSuccess(task.targetId);
   }
 
   milliseconds delay{0};
@@ -94,7 +97,7 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
 
   if (auto written = ctx.db.recordAttempt(record); !written) {
     // The row keeps its previous state; the sweep will pick it up again.
-    spdlog::error("delivery.record_failed delivery_id={} attempt={} error={}", task.deliveryId,
+    spdlog::error("delivery.record_failed delivery_id={} attempt={} error=\"{}\"", task.deliveryId,
                   task.attempt, written.error().message);
   } else {
     ctx.observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));

@@ -7,12 +7,16 @@ namespace webhooker {
 
 namespace {
 
-// Cuts at a UTF-8 character boundary so the message stays valid text.
-std::string cutUtf8(const std::string& text, size_t maxBytes) {
-  if (text.size() <= maxBytes) return text;
-  size_t end = maxBytes;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return text.substr(0, end);
+// The first `maxChars` characters (code points) of valid UTF-8 text: the
+// cut falls on a character boundary, so the message stays valid text.
+std::string cutUtf8(const std::string& text, size_t maxChars) {
+  size_t chars = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;  // continuation byte
+    if (chars == maxChars) return text.substr(0, i);
+    ++chars;
+  }
+  return text;
 }
 
 bool isValidUtf8(const std::string& s) {
@@ -33,15 +37,17 @@ std::string slackMessageText(const EventPayload& p) {
                                  p.receivedAt, p.body.size());
   if (p.body.empty()) return text + "_(empty body)_";
   std::string shown;
-  const auto json = nlohmann::json::parse(p.body, nullptr, false);
+  // ordered_json: shown with the keys in the sender's order, not sorted.
+  const auto json = nlohmann::ordered_json::parse(p.body, nullptr, false);
   if (!json.is_discarded())
     shown = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   else if (isValidUtf8(p.body))
     shown = p.body;
   else
     return text + "_(binary body, not shown)_";
-  const bool cut = shown.size() > SlackTarget::kMaxBodyChars;
-  shown = cutUtf8(shown, SlackTarget::kMaxBodyChars);
+  std::string kept = cutUtf8(shown, SlackTarget::kMaxBodyChars);
+  const bool cut = kept.size() < shown.size();
+  shown = std::move(kept);
   return text + "```\n" + shown + (cut ? "\n…" : "") + "\n```" +
          (cut ? fmt::format("\n_(body cut to {} characters)_", SlackTarget::kMaxBodyChars) : "");
 }

@@ -1,0 +1,603 @@
+// Delivery end to end in-process: events POSTed to the real HttpServer (or
+// stored straight into the events DB), delivered by the real Engine and
+// targets to scriptable loopback receivers. Every test checks what reached
+// the receiver and what the events DB recorded: the delivery's final status
+// and every delivery_results row.
+#include <doctest/doctest.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/engine_harness.h"
+#include "tests/support/receiver.h"
+
+namespace webhooker::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::vector<int> statusCodes(const std::vector<ResultRow>& rows) {
+  std::vector<int> out;
+  for (const ResultRow& r : rows) out.push_back(r.statusCode.value_or(0));
+  return out;
+}
+
+// Attempt numbers are 1, 2, ..., n with no gap or repeat.
+bool attemptsNumbered(const std::vector<ResultRow>& rows) {
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].attempt != static_cast<int>(i) + 1) return false;
+  return true;
+}
+
+HarnessOptions withBreaker(int threshold, std::chrono::milliseconds cooldown) {
+  HarnessOptions o;
+  o.breakerThreshold = threshold;
+  o.breakerCooldown = cooldown;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("503, 503, 200: delivered on the third attempt, waiting the backoff in between") {
+  EngineHarness h;
+  Receiver r;
+  r.script({respond(503), respond(503)});
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/in"),
+                                                 retryPolicy(5, 200, 0.2));
+  const std::string eventId = h.post(hook.entrypointId, R"({"n":1})");
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, target.id);
+
+  REQUIRE(h.waitForStatus(d, "delivered", 10s));
+  const auto rows = h.resultRows(d);
+  REQUIRE(rows.size() == 3);
+  CHECK(statusCodes(rows) == std::vector<int>{503, 503, 200});
+  CHECK(attemptsNumbered(rows));
+  CHECK_FALSE(rows[0].success);
+  CHECK_FALSE(rows[1].success);
+  CHECK(rows[2].success);
+  CHECK(rows[2].responseBody == "ok");
+  const DeliveryRow row = h.delivery(d);
+  CHECK(row.attempts == 3);
+  CHECK(row.lastStatusCode == 200);
+  CHECK_FALSE(row.failureReason);
+
+  const auto requests = r.requests();
+  REQUIRE(requests.size() == 3);
+  // delay(1) = 200 ms ± 20 %, delay(2) = 400 ms ± 20 %; 100 ms of slack for
+  // scheduling, none below the lower bound.
+  const long long gap1 = msBetween(requests[0].at, requests[1].at);
+  const long long gap2 = msBetween(requests[1].at, requests[2].at);
+  CHECK(gap1 >= 160);
+  CHECK(gap1 <= 240 + 100);
+  CHECK(gap2 >= 320);
+  CHECK(gap2 <= 480 + 100);
+  for (const auto& req : requests) CHECK(req.body == R"({"n":1})");
+
+  REQUIRE(h.observer().waitForOutcomes(3));
+  CHECK(h.observer().attempts("http") == 3);
+  CHECK(h.observer().outcomes("http", "retrying") == 2);
+  CHECK(h.observer().outcomes("http", "delivered") == 1);
+}
+
+TEST_CASE("408, 425 and 429 are retried like 5xx") {
+  EngineHarness h;
+  Receiver r;
+  r.script({respond(408), respond(425), respond(429)});
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 100, 0, 100));
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+  REQUIRE(h.waitForStatus(d, "delivered", 10s));
+  CHECK(statusCodes(h.resultRows(d)) == std::vector<int>{408, 425, 429, 200});
+}
+
+TEST_CASE("any other 4xx fails at once: one attempt, reason http_<code>") {
+  EngineHarness h;
+  const Hook hook = h.createWebhook();
+  const std::vector<int> codes = {400, 401, 403, 404, 410, 422};
+  std::vector<std::unique_ptr<Receiver>> receivers;
+  std::vector<TargetRecord> targets;
+  for (int code : codes) {
+    receivers.push_back(std::make_unique<Receiver>());
+    receivers.back()->setDefault(respond(code));
+    targets.push_back(
+        h.createHttpTarget(hook.webhookId, receivers.back()->url("/"), retryPolicy(5, 100)));
+  }
+  const std::string eventId = h.post(hook.entrypointId, R"({"kind":"test"})");
+  REQUIRE(h.observer().waitForOutcomes(static_cast<int>(codes.size()), 5s));
+
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const int code = codes[i];
+    CAPTURE(code);
+    const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, targets[i].id);
+    REQUIRE(h.waitForStatus(d, "failed", 5s));
+    const DeliveryRow row = h.delivery(d);
+    CHECK(row.failureReason == "http_" + std::to_string(code));
+    CHECK(row.lastStatusCode == code);
+    CHECK(row.attempts == 1);
+    const auto rows = h.resultRows(d);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].statusCode == code);
+    CHECK_FALSE(rows[0].success);
+    CHECK(h.observer().outcomes("http", "failed", "http_" + std::to_string(code)) == 1);
+  }
+  // Long enough for a (wrong) retry at base 100 ms to have shown up.
+  std::this_thread::sleep_for(400ms);
+  for (size_t i = 0; i < codes.size(); ++i) {
+    CAPTURE(codes[i]);
+    CHECK(receivers[i]->requestCount() == 1);
+  }
+}
+
+TEST_CASE("a receiver that never answers times out, and the attempt is retried") {
+  EngineHarness h;
+  Receiver r;
+  r.push(neverAnswer());  // then the default 200
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/slow"),
+                                                 retryPolicy(5, 500, 0), 4, /*timeoutMs=*/300);
+  const auto started = Steady::now();
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+
+  REQUIRE(h.waitForStatus(d, "retrying", 5s));
+  const auto first = h.resultRows(d);
+  REQUIRE(first.size() == 1);
+  CHECK_FALSE(first[0].statusCode);
+  REQUIRE(first[0].error);
+  CHECK(contains(*first[0].error, "timeout"));
+  CHECK(first[0].durationMs >= 300);
+  CHECK(first[0].durationMs < 2000);  // the attempt's timeout held, not the receiver
+  CHECK(h.delivery(d).attempts == 1);
+
+  REQUIRE(r.waitForRequests(2, 5s));
+  REQUIRE(h.waitForStatus(d, "delivered", 5s));
+  const auto rows = h.resultRows(d);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].statusCode == 200);
+  CHECK(msBetween(started, Steady::now()) < 4000);
+}
+
+TEST_CASE("connection refused six times with max_retries 5: failed, max_attempts, six rows") {
+  // A high threshold keeps the breaker out of this test: it is about retries.
+  EngineHarness h(withBreaker(100, 30s));
+  const int port = unusedLoopbackPort();
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, "http://127.0.0.1:" + std::to_string(port) + "/x",
+                         retryPolicy(5, 100, 0, 100));
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+
+  REQUIRE(h.waitForStatus(d, "failed", 10s));
+  const DeliveryRow row = h.delivery(d);
+  CHECK(row.failureReason == "max_attempts");
+  CHECK(row.attempts == 6);
+  CHECK_FALSE(row.lastStatusCode);
+  const auto rows = h.resultRows(d);
+  REQUIRE(rows.size() == 6);
+  CHECK(attemptsNumbered(rows));
+  for (const ResultRow& res : rows) {
+    CHECK_FALSE(res.statusCode);
+    CHECK_FALSE(res.success);
+    REQUIRE(res.error);
+    CHECK_FALSE(res.error->empty());
+  }
+  REQUIRE(h.observer().waitForOutcomes(6));
+  CHECK(h.observer().attempts("http") == 6);
+  CHECK(h.observer().outcomes("http", "retrying") == 5);
+  CHECK(h.observer().outcomes("http", "failed", "max_attempts") == 1);
+}
+
+TEST_CASE("max_retries 0 is one attempt and no retry") {
+  EngineHarness h;
+  Receiver r;
+  r.setDefault(respond(503));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(0, 100));
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+  REQUIRE(h.waitForStatus(d, "failed", 5s));
+  CHECK(h.delivery(d).failureReason == "max_attempts");
+  CHECK(h.delivery(d).lastStatusCode == 503);
+  std::this_thread::sleep_for(300ms);
+  CHECK(h.resultRows(d).size() == 1);
+  CHECK(r.requestCount() == 1);
+}
+
+TEST_CASE("429 with Retry-After: 2 waits at least 2 s, not the 100 ms backoff") {
+  EngineHarness h;
+  Receiver r;
+  r.push(respond(429, {{"Retry-After", "2"}}));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 100, 0));
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+
+  REQUIRE(r.waitForRequests(2, 6s));
+  const auto requests = r.requests();
+  const long long gap = msBetween(requests[0].at, requests[1].at);
+  CHECK(gap >= 2000);
+  CHECK(gap <= 2000 + 500);
+  REQUIRE(h.waitForStatus(d, "delivered", 5s));
+  CHECK(statusCodes(h.resultRows(d)) == std::vector<int>{429, 200});
+}
+
+TEST_CASE("redirects are never followed: 302 and 307 fail with http_<code>") {
+  EngineHarness h;
+  Receiver elsewhere;
+  Receiver r302;
+  Receiver r307;
+  r302.setDefault(respond(302, {{"Location", elsewhere.url("/moved")}}));
+  r307.setDefault(respond(307, {{"Location", elsewhere.url("/moved")}}));
+  const Hook hook = h.createWebhook();
+  const TargetRecord t302 = h.createHttpTarget(hook.webhookId, r302.url("/"), retryPolicy(5, 100));
+  const TargetRecord t307 = h.createHttpTarget(hook.webhookId, r307.url("/"), retryPolicy(5, 100));
+  const std::string eventId = h.post(hook.entrypointId, "{}");
+
+  for (const auto& [target, code] : {std::pair{t302, 302}, std::pair{t307, 307}}) {
+    CAPTURE(code);
+    const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, target.id);
+    REQUIRE(h.waitForStatus(d, "failed", 5s));
+    CHECK(h.delivery(d).failureReason == "http_" + std::to_string(code));
+    const auto rows = h.resultRows(d);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].statusCode == code);
+  }
+  std::this_thread::sleep_for(300ms);
+  CHECK(elsewhere.requestCount() == 0);
+  CHECK(r302.requestCount() == 1);
+  CHECK(r307.requestCount() == 1);
+}
+
+TEST_CASE("the circuit breaker opens after 5 failures, refuses without rows, then probes") {
+  EngineHarness h(withBreaker(5, 1000ms));
+  Receiver r;
+  r.setDefault(respond(500));
+  const Hook hook = h.createWebhook();
+  // max_delay 100 ms: the 6th attempt is due long before the cooldown ends.
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(10, 100, 0, 100));
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+
+  REQUIRE(r.waitForRequests(5, 5s));
+  const SteadyTime fifth = r.requests()[4].at;
+  // Well inside the 1 s cooldown, several 100 ms retry times later.
+  std::this_thread::sleep_until(fifth + 700ms);
+  CHECK(r.requestCount() == 5);
+  CHECK(h.breakers().openCount() == 1);
+  CHECK(h.breakerEvents() == std::vector<int>{1});
+  CHECK(h.resultRows(d).size() == 5);
+  DeliveryRow row = h.delivery(d);
+  CHECK(row.status == "retrying");
+  CHECK(row.attempts == 5);  // refusals use up no attempt
+  CHECK(h.observer().attempts("http") == 5);
+
+  // After the cooldown one probe goes out; it fails and reopens the breaker.
+  REQUIRE(r.waitForRequests(6, 3s));
+  r.setDefault(respond(200));  // the 6th request already took its 500
+  const SteadyTime sixth = r.requests()[5].at;
+  CHECK(msBetween(fifth, sixth) >= 990);
+  CHECK(msBetween(fifth, sixth) <= 1000 + 400);
+
+  // Another full cooldown, then the next probe succeeds and closes it.
+  REQUIRE(h.waitForStatus(d, "delivered", 5s));
+  const auto requests = r.requests();
+  REQUIRE(requests.size() == 7);
+  CHECK(msBetween(sixth, requests[6].at) >= 990);
+  CHECK(msBetween(sixth, requests[6].at) <= 1000 + 400);
+  const auto rows = h.resultRows(d);
+  REQUIRE(rows.size() == 7);
+  CHECK(attemptsNumbered(rows));
+  CHECK(statusCodes(rows) == std::vector<int>{500, 500, 500, 500, 500, 500, 200});
+  row = h.delivery(d);
+  CHECK(row.attempts == 7);
+  CHECK(h.breakers().openCount() == 0);
+  CHECK(h.breakerEvents() == std::vector<int>{1, 0});
+  // Only dispatched attempts were counted, never the refusals.
+  REQUIRE(h.observer().waitForOutcomes(7));
+  CHECK(h.observer().attempts("http") == 7);
+  CHECK(h.observer().outcomes("http", "retrying") == 6);
+  CHECK(h.observer().outcomes("http", "delivered") == 1);
+}
+
+TEST_CASE("a half-open probe that sends nothing (blocked) does not wedge the breaker") {
+  EngineHarness h(withBreaker(5, 500ms));
+  Receiver r;
+  r.setDefault(respond(500));
+  h.resolver().set("receiver.test", {"127.0.0.1"});
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(
+      hook.webhookId, "http://receiver.test:" + std::to_string(r.port()) + "/",
+      retryPolicy(10, 100, 0, 100));
+  const DeliveryRef first =
+      h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+  REQUIRE(r.waitForRequests(5, 5s));
+  // Open. The name now points somewhere the guard refuses: the probe ends
+  // the delivery as blocked_destination without sending anything.
+  h.resolver().set("receiver.test", {"10.0.0.1"});
+  REQUIRE(h.waitForStatus(first, "failed", 3s));
+  CHECK(h.delivery(first).failureReason == "blocked_destination");
+  CHECK(r.requestCount() == 5);
+
+  // Back to a good address: the next delivery must get its probe through.
+  h.resolver().set("receiver.test", {"127.0.0.1"});
+  r.setDefault(respond(200));
+  const DeliveryRef second =
+      h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+  REQUIRE(h.waitForStatus(second, "delivered", 3s));
+  CHECK(h.breakers().openCount() == 0);
+}
+
+TEST_CASE("a slow target cannot hold up another: lanes and max_concurrency") {
+  EngineHarness h;
+  Receiver slow;
+  Receiver fast;
+  slow.setDefault(respondAfter(5000ms));
+  const Hook hook = h.createWebhook();
+  const TargetRecord a = h.createHttpTarget(hook.webhookId, slow.url("/a"), retryPolicy(5, 2000),
+                                            /*maxConcurrency=*/2, /*timeoutMs=*/10000);
+  const TargetRecord b = h.createHttpTarget(hook.webhookId, fast.url("/b"), retryPolicy(5, 2000));
+
+  const auto started = Steady::now();
+  for (int i = 0; i < 10; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+
+  REQUIRE(h.waitForCount(hook.webhookId, b.id, "delivered", 10, 5s));
+  const long long elapsed = msBetween(started, Steady::now());
+  CHECK(elapsed < 2000);
+  CHECK(fast.requestCount() == 10);
+  // A is stuck: at most its two lanes' worth in flight, nothing finished.
+  CHECK(slow.requestCount() >= 1);
+  CHECK(slow.maxInFlight() <= 2);
+  CHECK(slow.requestCount() <= 2);
+  CHECK(h.countWithStatus(hook.webhookId, a.id, "delivered") == 0);
+}
+
+TEST_CASE("a 100 KB body goes byte for byte, with headers forwarded by the rules") {
+  EngineHarness h;
+  Receiver r;
+  r.push(respond(503));  // the retry must reload the body from the events DB
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(
+      hook.webhookId, r.url("/big?x=1"), retryPolicy(5, 100, 0), 4, 5000,
+      json{{"headers", {{"X-Override", "configured"}, {"X-Added", "yes"}}}});
+
+  InboundEvent e;
+  e.entrypointId = hook.entrypointId;
+  e.method = "POST";
+  e.path = "/hooks/" + hook.entrypointId;
+  std::string body(100 * 1024, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>((i * 31 + 7) % 256);
+  REQUIRE(body.size() > Task::kInlineBodyLimit);
+  e.body = body;
+  e.contentType = "application/octet-stream";
+  e.headers = {{"Host", "sender.example"},
+               {"Content-Type", "application/octet-stream"},
+               {"Content-Length", "102400"},
+               {"X-Custom", "kept"},
+               {"X-Multi", "one"},
+               {"X-Multi", "two"},
+               {"X-Override", "original"},
+               {"Connection", "keep-alive, X-Hop-Token"},
+               {"X-Hop-Token", "hop-secret"},
+               {"Keep-Alive", "timeout=5"},
+               {"Transfer-Encoding", "chunked"},
+               {"Proxy-Authorization", "Basic c2VjcmV0"},
+               {"Proxy-Connection", "keep-alive"},
+               {"TE", "trailers"},
+               {"Upgrade", "h2c"},
+               {"User-Agent", "sender/1.0"}};
+  const IngestOutcome stored = h.ingestDirect(hook.webhookId, e, {target.id});
+  const DeliveryRef d{hook.webhookId, stored.deliveries.at(0).id};
+
+  REQUIRE(h.waitForStatus(d, "delivered", 5s));
+  const auto requests = r.requests();
+  REQUIRE(requests.size() == 2);
+  for (const ReceivedRequest& req : requests) {
+    CHECK(req.method == "POST");
+    CHECK(req.path == "/big");
+    CHECK(req.body.size() == body.size());
+    CHECK(req.body == body);
+    CHECK(req.header("Content-Length") == "102400");
+    CHECK(req.header("Content-Type") == "application/octet-stream");
+    CHECK(req.headerCount("Content-Type") == 1);
+    CHECK(req.header("X-Custom") == "kept");
+    REQUIRE(req.headerCount("X-Multi") == 2);
+    auto multi = req.headers.equal_range("X-Multi");
+    CHECK(multi.first->second == "one");
+    CHECK(std::next(multi.first)->second == "two");
+    CHECK(req.header("User-Agent") == "sender/1.0");
+    // Configured headers are added and win over the original's.
+    CHECK(req.headerCount("X-Override") == 1);
+    CHECK(req.header("X-Override") == "configured");
+    CHECK(req.header("X-Added") == "yes");
+    // Host is the receiver's, not the sender's.
+    CHECK(req.header("Host") == "127.0.0.1:" + std::to_string(r.port()));
+    // Hop-by-hop headers, and those the Connection header names, stay behind.
+    CHECK(req.header("Connection") != "keep-alive, X-Hop-Token");
+    CHECK_FALSE(req.hasHeader("X-Hop-Token"));
+    CHECK_FALSE(req.hasHeader("Keep-Alive"));
+    CHECK_FALSE(req.hasHeader("Transfer-Encoding"));
+    CHECK_FALSE(req.hasHeader("Proxy-Authorization"));
+    CHECK_FALSE(req.hasHeader("Proxy-Connection"));
+    CHECK_FALSE(req.hasHeader("TE"));
+    CHECK_FALSE(req.hasHeader("Upgrade"));
+  }
+  CHECK(statusCodes(h.resultRows(d)) == std::vector<int>{503, 200});
+}
+
+TEST_CASE("the real ingest path forwards the sender's body and headers, with the configured method") {
+  EngineHarness h;
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/put-here"),
+                                                 retryPolicy(5, 100), 4, 5000,
+                                                 json{{"method", "PUT"}});
+  const std::string body = R"({"event":"order.created","id":42,"note":"grüße"})";
+  const std::string eventId =
+      h.post(hook.entrypointId, body, "application/json",
+             {{"X-GitHub-Event", "push"}, {"Proxy-Authorization", "Basic c2VjcmV0"}});
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, target.id);
+  REQUIRE(h.waitForStatus(d, "delivered", 5s));
+  REQUIRE(r.requestCount() == 1);
+  const ReceivedRequest req = r.requests()[0];
+  CHECK(req.method == "PUT");
+  CHECK(req.path == "/put-here");
+  CHECK(req.body == body);
+  CHECK(req.header("Content-Type") == "application/json");
+  CHECK(req.header("X-GitHub-Event") == "push");
+  CHECK_FALSE(req.hasHeader("Proxy-Authorization"));
+  CHECK(req.header("Host") == "127.0.0.1:" + std::to_string(r.port()));
+}
+
+TEST_CASE("slack: the receiver gets {\"text\": ...} with method, content type and body") {
+  EngineHarness h;
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createTarget(hook.webhookId, "slack",
+                     json{{"webhook_url", r.url("/services/T000/B000/XXXX")}}, retryPolicy(5, 100));
+  h.post(hook.entrypointId, R"({"order":17,"items":["a","b"]})", "application/json");
+  h.post(hook.entrypointId, "hello plain text", "text/plain");
+  h.post(hook.entrypointId, "", "text/plain");
+
+  REQUIRE(h.waitForCount(hook.webhookId, target.id, "delivered", 3, 5s));
+  const auto requests = r.requests();
+  REQUIRE(requests.size() == 3);
+  int sawJson = 0;
+  int sawText = 0;
+  int sawEmpty = 0;
+  for (const ReceivedRequest& req : requests) {
+    CHECK(req.method == "POST");
+    CHECK(req.path == "/services/T000/B000/XXXX");
+    CHECK(req.header("Content-Type") == "application/json");
+    const json posted = json::parse(req.body, nullptr, false);
+    REQUIRE(posted.is_object());
+    CHECK(posted.size() == 1);
+    REQUIRE(posted.contains("text"));
+    REQUIRE(posted["text"].is_string());
+    const std::string text = posted["text"].get<std::string>();
+    CHECK(contains(text, "POST"));
+    if (contains(text, "\"order\"")) {
+      ++sawJson;
+      CHECK(contains(text, "application/json"));
+      CHECK(contains(text, "30 bytes"));
+      CHECK(contains(text,
+                     "```\n{\n  \"order\": 17,\n  \"items\": [\n    \"a\",\n    \"b\"\n  ]\n}\n```"));
+    } else if (contains(text, "hello plain text")) {
+      ++sawText;
+      CHECK(contains(text, "text/plain"));
+      CHECK(contains(text, "16 bytes"));
+      CHECK(contains(text, "```\nhello plain text\n```"));
+    } else {
+      ++sawEmpty;
+      CHECK(contains(text, "0 bytes"));
+      CHECK(contains(text, "empty body"));
+    }
+  }
+  CHECK(sawJson == 1);
+  CHECK(sawText == 1);
+  CHECK(sawEmpty == 1);
+  CHECK(h.observer().attempts("slack") == 3);
+}
+
+TEST_CASE("database and log targets: delivered after one successful attempt") {
+  EngineHarness h;
+  const Hook hook = h.createWebhook();
+  const TargetRecord db = h.createTarget(hook.webhookId, "database", json::object());
+  const TargetRecord log = h.createTarget(hook.webhookId, "log", json::object());
+  const std::string eventId = h.post(hook.entrypointId, R"({"stored":true})");
+  REQUIRE(h.observer().waitForOutcomes(2, 5s));
+
+  for (const TargetRecord* t : {&db, &log}) {
+    CAPTURE(t->type);
+    const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, t->id);
+    REQUIRE(h.waitForStatus(d, "delivered", 5s));
+    const DeliveryRow row = h.delivery(d);
+    CHECK(row.attempts == 1);
+    CHECK_FALSE(row.failureReason);
+    const auto rows = h.resultRows(d);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].success);
+    CHECK(rows[0].attempt == 1);
+    CHECK_FALSE(rows[0].statusCode);
+    CHECK_FALSE(rows[0].error);
+    CHECK(rows[0].durationMs >= 0);
+    CHECK(h.observer().attempts(t->type) == 1);
+    CHECK(h.observer().outcomes(t->type, "delivered") == 1);
+  }
+}
+
+TEST_CASE("SSRF: with an empty allow-list loopback and private destinations are refused") {
+  HarnessOptions options;
+  options.allowNetworks = "";
+  EngineHarness h(options);
+  Receiver r;
+  h.resolver().set("hooks.internal.test", {"10.1.2.3"});
+  const Hook hook = h.createWebhook();
+  const TargetRecord loopback =
+      h.createHttpTarget(hook.webhookId, "http://127.0.0.1:" + std::to_string(r.port()) + "/",
+                         retryPolicy(5, 100));
+  const TargetRecord named = h.createHttpTarget(
+      hook.webhookId, "http://hooks.internal.test:" + std::to_string(r.port()) + "/",
+      retryPolicy(5, 100));
+  const std::string eventId = h.post(hook.entrypointId, "{}");
+
+  for (const TargetRecord* t : {&loopback, &named}) {
+    const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, t->id);
+    REQUIRE(h.waitForStatus(d, "failed", 5s));
+    CHECK(h.delivery(d).failureReason == "blocked_destination");
+    const auto rows = h.resultRows(d);
+    REQUIRE(rows.size() == 1);
+    CHECK_FALSE(rows[0].statusCode);
+    REQUIRE(rows[0].error);
+    CHECK_FALSE(rows[0].error->empty());
+    // The message never names the internal address a name resolved to.
+    CHECK_FALSE(contains(*rows[0].error, "10.1.2.3"));
+  }
+  REQUIRE(h.observer().waitForOutcomes(2));
+  std::this_thread::sleep_for(300ms);
+  CHECK(r.requestCount() == 0);
+  CHECK(h.observer().attempts("http") == 0);  // nothing was dispatched
+  CHECK(h.observer().outcomes("http", "failed", "blocked_destination") == 2);
+}
+
+TEST_CASE("a host name is resolved by our resolver and the connection pinned to it") {
+  EngineHarness h;
+  Receiver r;
+  h.resolver().set("receiver.test", {"127.0.0.1"});
+  const Hook hook = h.createWebhook();
+  const TargetRecord named = h.createHttpTarget(
+      hook.webhookId, "http://receiver.test:" + std::to_string(r.port()) + "/named",
+      retryPolicy(5, 100));
+  const TargetRecord unknown = h.createHttpTarget(
+      hook.webhookId, "http://no-such-host.test:" + std::to_string(r.port()) + "/",
+      retryPolicy(0, 100));
+  const std::string eventId = h.post(hook.entrypointId, "{}");
+
+  const DeliveryRef ok = h.deliveryOf(hook.webhookId, eventId, named.id);
+  REQUIRE(h.waitForStatus(ok, "delivered", 5s));
+  REQUIRE(r.requestCount() == 1);
+  CHECK(r.requests()[0].header("Host") == "receiver.test:" + std::to_string(r.port()));
+
+  // A DNS failure is retryable; with max_retries 0 it ends max_attempts.
+  const DeliveryRef failed = h.deliveryOf(hook.webhookId, eventId, unknown.id);
+  REQUIRE(h.waitForStatus(failed, "failed", 5s));
+  CHECK(h.delivery(failed).failureReason == "max_attempts");
+  const auto rows = h.resultRows(failed);
+  REQUIRE(rows.size() == 1);
+  REQUIRE(rows[0].error);
+  CHECK(contains(*rows[0].error, "no-such-host.test"));
+}
+
+}  // namespace webhooker::testing

@@ -1,0 +1,456 @@
+// Recovery: what the engine finds on disk when it starts (pending now,
+// retrying after the *remaining* backoff, deliveries of deleted targets
+// failed as target_deleted), the sweep that never schedules a delivery
+// twice, paused targets, and a kill -9 of the real daemon in the middle of
+// a backoff.
+#include <doctest/doctest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/events_db.h"
+#include "tests/support/daemon_process.h"
+#include "tests/support/engine_harness.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/receiver.h"
+#include "tests/support/temp_dir.h"
+
+namespace webhooker::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+InboundEvent eventWithBody(const Hook& hook, const std::string& body) {
+  InboundEvent e;
+  e.entrypointId = hook.entrypointId;
+  e.method = "POST";
+  e.path = "/hooks/" + hook.entrypointId;
+  e.headers = {{"Content-Type", "application/json"}};
+  e.contentType = "application/json";
+  e.body = body;
+  e.remoteAddr = "127.0.0.1";
+  return e;
+}
+
+// The arrival of the request whose body is `body`; throws if none came.
+SteadyTime arrivalOf(const Receiver& r, const std::string& body) {
+  for (const ReceivedRequest& req : r.requests())
+    if (req.body == body) return req.at;
+  throw std::runtime_error("no request with body " + body);
+}
+
+// Every value of every row of every table, as text: a string absent from
+// this is nowhere in the file's rows.
+std::string allText(const std::filesystem::path& file) {
+  SQLite::Database db = openReadOnlyDb(file);
+  std::string out;
+  SQLite::Statement tables(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
+  while (tables.executeStep()) {
+    const std::string table = tables.getColumn(0).getString();
+    SQLite::Statement rows(db, "SELECT * FROM \"" + table + "\"");
+    while (rows.executeStep())
+      for (int i = 0; i < rows.getColumnCount(); ++i)
+        if (!rows.getColumn(i).isNull()) out += rows.getColumn(i).getString() + '\n';
+  }
+  return out;
+}
+
+std::vector<std::string> tableNames(const std::filesystem::path& file) {
+  SQLite::Database db = openReadOnlyDb(file);
+  SQLite::Statement q(db, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
+  std::vector<std::string> out;
+  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("on start, pending deliveries go at once and a retrying one waits only what is left") {
+  HarnessOptions options;
+  options.startEngine = false;
+  EngineHarness h(options);
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 2000, 0));
+
+  // Stored while no engine runs, as a daemon that died after ingest leaves them.
+  std::vector<DeliveryRef> pending;
+  for (int i = 0; i < 3; ++i) {
+    const IngestOutcome stored = h.ingestDirect(
+        hook.webhookId, eventWithBody(hook, json{{"pending", i}}.dump()), {target.id}, false);
+    pending.push_back({hook.webhookId, stored.deliveries.at(0).id});
+  }
+  // One whose first attempt failed 1 s ago: 1 s of its 2 s backoff is left.
+  const std::string retryingBody = R"({"retrying":true})";
+  const IngestOutcome stored =
+      h.ingestDirect(hook.webhookId, eventWithBody(hook, retryingBody), {target.id}, false);
+  const DeliveryRef retrying{hook.webhookId, stored.deliveries.at(0).id};
+  {
+    FakeClock oneSecondAgo(SystemClock().now() - 1s);
+    auto db = EventsDb::open(h.eventsDbPath(hook.webhookId), DbOptions{}, oneSecondAgo);
+    REQUIRE(db);
+    AttemptRecord a;
+    a.deliveryId = retrying.id;
+    a.attempt = 1;
+    a.statusCode = 503;
+    a.durationMs = 4;
+    a.newStatus = delivery_status::kRetrying;
+    a.nextAttemptAt = oneSecondAgo.now() + 2s;
+    REQUIRE(db.value()->recordAttempt(a));
+  }
+  std::this_thread::sleep_for(100ms);
+  CHECK(r.requestCount() == 0);  // no engine, no delivery
+  for (const DeliveryRef& d : pending) CHECK(h.delivery(d).status == "pending");
+  CHECK(h.delivery(retrying).status == "retrying");
+
+  h.startEngine();
+  const SteadyTime started = h.engineStartedAt();
+  for (const DeliveryRef& d : pending) {
+    REQUIRE(h.waitForStatus(d, "delivered", 3s));
+    CHECK(h.resultRows(d).size() == 1);
+  }
+  for (int i = 0; i < 3; ++i)
+    CHECK(msBetween(started, arrivalOf(r, json{{"pending", i}}.dump())) < 1000);
+
+  REQUIRE(h.waitForStatus(retrying, "delivered", 5s));
+  const long long waited = msBetween(started, arrivalOf(r, retryingBody));
+  CHECK(waited >= 800);   // not at once
+  CHECK(waited <= 1500);  // not a fresh 2 s either
+  const auto rows = h.resultRows(retrying);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].statusCode == 503);
+  CHECK(rows[1].statusCode == 200);
+  CHECK(rows[1].attempt == 2);
+  CHECK(h.delivery(retrying).attempts == 2);
+}
+
+TEST_CASE("a receiver's Retry-After, longer than the backoff, still holds after a restart") {
+  HarnessOptions options;
+  options.startEngine = false;
+  EngineHarness h(options);
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 100, 0));
+  const IngestOutcome stored =
+      h.ingestDirect(hook.webhookId, eventWithBody(hook, "{}"), {target.id}, false);
+  const DeliveryRef d{hook.webhookId, stored.deliveries.at(0).id};
+  {
+    // 1 s ago the receiver answered 429 with Retry-After: 3.
+    FakeClock oneSecondAgo(SystemClock().now() - 1s);
+    auto db = EventsDb::open(h.eventsDbPath(hook.webhookId), DbOptions{}, oneSecondAgo);
+    REQUIRE(db);
+    AttemptRecord a;
+    a.deliveryId = d.id;
+    a.attempt = 1;
+    a.statusCode = 429;
+    a.newStatus = delivery_status::kRetrying;
+    a.nextAttemptAt = oneSecondAgo.now() + 3s;
+    REQUIRE(db.value()->recordAttempt(a));
+  }
+  h.startEngine();
+  REQUIRE(r.waitForRequests(1, 5s));
+  const long long waited = msBetween(h.engineStartedAt(), r.requests()[0].at);
+  CHECK(waited >= 1800);  // the 2 s left of the 3 s, not the 100 ms backoff
+  CHECK(waited <= 2600);
+  REQUIRE(h.waitForStatus(d, "delivered", 3s));
+}
+
+TEST_CASE("a restart's backlog respects the target's max_concurrency from the first attempt") {
+  HarnessOptions options;
+  options.startEngine = false;
+  EngineHarness h(options);
+  Receiver r;
+  r.setDefault(respondAfter(150ms));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 2000, 0), /*maxConcurrency=*/1);
+  for (int i = 0; i < 6; ++i)
+    h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()), {target.id}, false);
+
+  h.startEngine();
+  REQUIRE(h.waitForCount(hook.webhookId, target.id, "delivered", 6, 5s));
+  CHECK(r.requestCount() == 6);
+  CHECK(r.maxInFlight() == 1);
+}
+
+TEST_CASE("deliveries of a deleted target fail as target_deleted; no target data reaches the events DB") {
+  HarnessOptions options;
+  options.startEngine = false;
+  EngineHarness h(options);
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const std::string secretUrl = r.url("/hook?token=SECRET-URL-TOKEN-4711");
+  const TargetRecord target = h.createTarget(
+      hook.webhookId, "http",
+      json{{"url", secretUrl},
+           {"timeout_ms", 5000},
+           {"headers", {{"Authorization", "Bearer SECRET-HEADER-0815"}}},
+           {"signing_secret", "whsec_SECRET-SIGNING-1234"}},
+      retryPolicy(5, 100), 4, "target-name-MARKER-77");
+  std::vector<DeliveryRef> deliveries;
+  for (int i = 0; i < 3; ++i) {
+    const IngestOutcome stored = h.ingestDirect(
+        hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()), {target.id}, false);
+    deliveries.push_back({hook.webhookId, stored.deliveries.at(0).id});
+  }
+  REQUIRE(h.store().deleteTarget(hook.webhookId, target.id));
+
+  h.startEngine();
+  for (const DeliveryRef& d : deliveries) {
+    REQUIRE(h.waitForStatus(d, "failed", 5s));
+    const DeliveryRow row = h.delivery(d);
+    CHECK(row.failureReason == "target_deleted");
+    CHECK(row.attempts == 0);
+    CHECK(h.resultRows(d).empty());
+  }
+  REQUIRE(h.observer().waitForOutcomes(3));
+  std::this_thread::sleep_for(200ms);
+  CHECK(r.requestCount() == 0);
+  CHECK(h.observer().attempts() == 0);
+  CHECK(h.observer().outcomes("http", "failed", "target_deleted") == 3);
+
+  const auto file = h.eventsDbPath(hook.webhookId);
+  for (const std::string& name : tableNames(file)) CHECK(name != "targets");
+  const std::string text = allText(file);
+  REQUIRE(contains(text, target.id));  // deliveries name their target by id, and only that
+  for (const char* secret : {"SECRET-URL-TOKEN", "SECRET-HEADER", "SECRET-SIGNING", "whsec_",
+                             "target-name-MARKER", "Authorization"}) {
+    CAPTURE(secret);
+    CHECK_FALSE(contains(text, secret));
+  }
+  CHECK_FALSE(contains(text, secretUrl));
+}
+
+TEST_CASE("a target deleted while its delivery waits to retry: target_deleted, no more requests") {
+  EngineHarness h;
+  Receiver r;
+  r.setDefault(respond(503));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 400, 0));
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+  REQUIRE(h.waitForStatus(d, "retrying", 5s));
+  REQUIRE(h.store().deleteTarget(hook.webhookId, target.id));
+  h.engine().targetChanged(hook.webhookId, target.id);
+
+  REQUIRE(h.waitForStatus(d, "failed", 3s));
+  CHECK(h.delivery(d).failureReason == "target_deleted");
+  std::this_thread::sleep_for(500ms);
+  CHECK(r.requestCount() == 1);
+  CHECK(h.resultRows(d).size() == 1);
+}
+
+TEST_CASE("the sweep never schedules a delivery twice") {
+  HarnessOptions options;
+  options.sweepInterval = 20ms;
+  options.breakerThreshold = 1000;  // ten 503s in a row must not open it here
+  EngineHarness h(options);
+  Receiver r;
+  r.setDefault(respondAfter(15ms));
+  std::vector<ScriptedResponse> failures(10, respond(503));
+  r.script(failures);  // ten deliveries go through a retry too
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 100, 0), 4);
+
+  constexpr int kEvents = 60;
+  std::map<std::string, DeliveryRef> byBody;
+  for (int i = 0; i < kEvents; ++i) {
+    const std::string body = json{{"seq", i}}.dump();
+    // Half are handed over by "ingest", half only the sweep can find.
+    const IngestOutcome stored =
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, body), {target.id}, i % 2 == 0);
+    byBody.emplace(body, DeliveryRef{hook.webhookId, stored.deliveries.at(0).id});
+  }
+  std::atomic<bool> done{false};
+  std::vector<std::jthread> sweepers;
+  for (int i = 0; i < 2; ++i)
+    sweepers.emplace_back([&] {
+      while (!done) {
+        h.engine().sweep();
+        std::this_thread::sleep_for(1ms);
+      }
+    });
+  const bool allDelivered =
+      h.waitForCount(hook.webhookId, target.id, "delivered", kEvents, 20s);
+  done = true;
+  sweepers.clear();
+  INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered")
+       << " pending=" << h.countWithStatus(hook.webhookId, target.id, "pending")
+       << " retrying=" << h.countWithStatus(hook.webhookId, target.id, "retrying")
+       << " held=" << h.engine().heldCount() << " requests=" << r.requestCount());
+  REQUIRE(allDelivered);
+  std::this_thread::sleep_for(300ms);  // a duplicate would show up by now
+
+  std::map<std::string, int> requestsPerBody;
+  for (const ReceivedRequest& req : r.requests()) ++requestsPerBody[req.body];
+  CHECK(r.requestCount() == kEvents + failures.size());
+  int failedFirst = 0;
+  for (const auto& [body, d] : byBody) {
+    CAPTURE(body);
+    const auto rows = h.resultRows(d);
+    CHECK(requestsPerBody[body] == static_cast<int>(rows.size()));
+    REQUIRE(!rows.empty());
+    REQUIRE(rows.size() <= 2);
+    int successes = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      CHECK(rows[i].attempt == static_cast<int>(i) + 1);
+      successes += rows[i].success;
+    }
+    CHECK(successes == 1);
+    CHECK(rows.back().success);
+    failedFirst += rows.size() == 2;
+  }
+  CHECK(failedFirst == static_cast<int>(failures.size()));
+  CHECK(h.engine().heldCount() == 0);
+}
+
+TEST_CASE("a deactivated target's deliveries are paused, and resume when it is reactivated") {
+  EngineHarness h;
+  Receiver r;
+  r.push(respond(503));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 300, 0));
+
+  // One delivery waiting for its retry when the target is switched off...
+  const DeliveryRef waiting =
+      h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, R"({"first":1})"), target.id);
+  REQUIRE(h.waitForStatus(waiting, "retrying", 5s));
+  h.setTargetActive(target, false);
+  // ...and three that were stored just before it was.
+  std::vector<DeliveryRef> pending;
+  for (int i = 0; i < 3; ++i) {
+    const IngestOutcome stored =
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()), {target.id});
+    pending.push_back({hook.webhookId, stored.deliveries.at(0).id});
+  }
+
+  // Past the retry time and several sweeps: nothing moves.
+  std::this_thread::sleep_for(900ms);
+  CHECK(r.requestCount() == 1);
+  CHECK(h.delivery(waiting).status == "retrying");
+  CHECK(h.resultRows(waiting).size() == 1);
+  for (const DeliveryRef& d : pending) {
+    CHECK(h.delivery(d).status == "pending");
+    CHECK(h.resultRows(d).empty());
+  }
+
+  h.setTargetActive(target, true);
+  REQUIRE(h.waitForStatus(waiting, "delivered", 3s));
+  CHECK(h.resultRows(waiting).size() == 2);
+  for (const DeliveryRef& d : pending) {
+    REQUIRE(h.waitForStatus(d, "delivered", 3s));
+    CHECK(h.resultRows(d).size() == 1);
+  }
+  CHECK(r.requestCount() == 5);
+}
+
+namespace {
+
+constexpr const char* kDaemonToken = "whk_recovery-test-token-0123456789";
+
+httplib::Client daemonClient(const DaemonProcess& daemon) {
+  httplib::Client c(daemon.url());
+  c.set_tcp_nodelay(true);
+  c.set_connection_timeout(5s);
+  c.set_read_timeout(10s);
+  c.set_bearer_token_auth(kDaemonToken);
+  return c;
+}
+
+json expectJson(const httplib::Result& res, int status) {
+  REQUIRE(res);
+  INFO(res->body);
+  REQUIRE(res->status == status);
+  return json::parse(res->body);
+}
+
+std::string deliveryStatus(const std::filesystem::path& eventsDb) {
+  SQLite::Database db = openReadOnlyDb(eventsDb);
+  SQLite::Statement q(db, "SELECT status FROM deliveries");
+  return q.executeStep() ? q.getColumn(0).getString() : "<none>";
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 during a backoff: the restarted daemon waits only the remaining backoff") {
+  TempDir dir;
+  Receiver r;
+  r.setDefault(respond(503));
+  DaemonOptions options;
+  options.env = {std::string("WEBHOOKER_ADMIN_TOKEN=") + kDaemonToken,
+                 "WEBHOOKER_ALLOW_NETWORKS=127.0.0.0/8"};
+
+  std::string webhookId;
+  SteadyTime firstAttempt;
+  {
+    DaemonProcess daemon(dir.path(), options);
+    auto api = daemonClient(daemon);
+    const json webhook = expectJson(
+        api.Post("/api/v1/webhooks", json{{"name", "k9"}}.dump(), "application/json"), 201);
+    webhookId = webhook.at("id").get<std::string>();
+    const std::string entrypointId = webhook.at("entrypoints").at(0).at("id").get<std::string>();
+    expectJson(api.Post("/api/v1/webhooks/" + webhookId + "/targets",
+                        json{{"name", "receiver"},
+                             {"type", "http"},
+                             {"config", {{"url", r.url("/k9")}, {"timeout_ms", 2000}}},
+                             {"retry", {{"max_retries", 5}, {"base_delay_ms", 3000}, {"jitter", 0}}}}
+                            .dump(),
+                        "application/json"),
+               201);
+    expectJson(api.Post("/hooks/" + entrypointId, R"({"order":1})", "application/json"), 200);
+
+    REQUIRE(r.waitForRequests(1, 5s));
+    firstAttempt = r.requests()[0].at;
+    const auto eventsDb = dir / ("events-" + webhookId + ".db");
+    const auto deadline = Steady::now() + 5s;
+    while (deliveryStatus(eventsDb) != "retrying" && Steady::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    REQUIRE(deliveryStatus(eventsDb) == "retrying");
+
+    // A third of the way into the 3 s backoff, an unclean death.
+    std::this_thread::sleep_until(firstAttempt + 1000ms);
+    CHECK(daemon.kill9() == 128 + 9);
+  }
+  CHECK(r.requestCount() == 1);
+  r.setDefault(respond(200));
+
+  const SteadyTime restarted = Steady::now();
+  DaemonProcess again(dir.path(), options);
+  REQUIRE(r.waitForRequests(2, 10s));
+  const SteadyTime second = r.requests()[1].at;
+  // The full backoff from the first attempt, not a fresh one from the restart.
+  CHECK(msBetween(firstAttempt, second) >= 2950);
+  CHECK(msBetween(firstAttempt, second) <= 3000 + 700);
+  CHECK(msBetween(restarted, second) < 2600);
+
+  const auto eventsDb = dir / ("events-" + webhookId + ".db");
+  const auto deadline = Steady::now() + 5s;
+  while (deliveryStatus(eventsDb) != "delivered" && Steady::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(deliveryStatus(eventsDb) == "delivered");
+  SQLite::Database db = openReadOnlyDb(eventsDb);
+  SQLite::Statement q(db, "SELECT attempt, status_code FROM delivery_results ORDER BY attempt");
+  std::vector<std::pair<int, int>> rows;
+  while (q.executeStep()) rows.emplace_back(q.getColumn(0).getInt(), q.getColumn(1).getInt());
+  CHECK(rows == std::vector<std::pair<int, int>>{{1, 503}, {2, 200}});
+  CHECK(again.stop() == 0);
+}
+
+}  // namespace webhooker::testing

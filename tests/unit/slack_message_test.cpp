@@ -1,0 +1,287 @@
+// The Slack message: the event's method, content type, time and size, and
+// the body in a code block — pretty-printed JSON (keys in the sender's
+// order), other text as is, nothing for empty or binary bodies, cut to 3500
+// characters at a character boundary with a note. And what SlackTarget
+// actually posts: {"text": <that message>} as application/json, checked on a
+// loopback receiver.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/random.h"
+#include "storage/events_db.h"
+#include "targets/circuit_breaker.h"
+#include "targets/http_client.h"
+#include "targets/slack_target.h"
+#include "targets/ssrf_guard.h"
+#include "tests/support/receiver.h"
+#include "tests/support/static_resolver.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using webhooker::EventPayload;
+using webhooker::slackMessageText;
+using webhooker::SlackTarget;
+
+constexpr const char* kReceivedAt = "2026-11-29T17:48:05.123Z";
+
+EventPayload payload(std::string body, std::string contentType = "application/json",
+                     std::string method = "POST") {
+  EventPayload p;
+  p.method = std::move(method);
+  p.contentType = std::move(contentType);
+  p.body = std::move(body);
+  p.receivedAt = kReceivedAt;
+  p.headers = {{"Content-Type", p.contentType}};
+  return p;
+}
+
+bool endsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Strict UTF-8 check: nlohmann's default dump throws on invalid sequences.
+bool validUtf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+size_t codePoints(const std::string& text) {
+  size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// What is between the opening "```\n" and the closing "\n```".
+std::string codeBlock(const std::string& text) {
+  const size_t open = text.find("```\n");
+  const size_t close = text.rfind("\n```");
+  if (open == std::string::npos || close == std::string::npos || close < open + 4) return "<none>";
+  return text.substr(open + 4, close - open - 4);
+}
+
+std::string repeat(const std::string& unit, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += unit;
+  return out;
+}
+
+void checkHeaderLine(const std::string& text, const EventPayload& p) {
+  const std::string first = text.substr(0, text.find('\n'));
+  CHECK(contains(first, p.method));
+  CHECK(contains(first, p.contentType.empty() ? "(no content type)" : p.contentType));
+  CHECK(contains(first, kReceivedAt));
+  CHECK(contains(first, std::to_string(p.body.size()) + " bytes"));
+}
+
+}  // namespace
+
+TEST_CASE("a JSON body is pretty-printed in a code block, keys in the sender's order") {
+  const EventPayload p =
+      payload(R"({"order":17,"items":["a","b"],"nested":{"ok":true,"z":null,"a":1.5}})");
+  const std::string text = slackMessageText(p);
+  checkHeaderLine(text, p);
+  CHECK(codeBlock(text) ==
+        "{\n"
+        "  \"order\": 17,\n"
+        "  \"items\": [\n"
+        "    \"a\",\n"
+        "    \"b\"\n"
+        "  ],\n"
+        "  \"nested\": {\n"
+        "    \"ok\": true,\n"
+        "    \"z\": null,\n"
+        "    \"a\": 1.5\n"
+        "  }\n"
+        "}");
+  CHECK(endsWith(text, "\n```"));
+  CHECK_FALSE(contains(text, "cut"));
+}
+
+TEST_CASE("a JSON body is recognised whatever the content type says") {
+  const std::string text = slackMessageText(payload(R"([1, 2])", "text/plain"));
+  CHECK(codeBlock(text) == "[\n  1,\n  2\n]");
+}
+
+TEST_CASE("a non-JSON text body is shown as is") {
+  SUBCASE("form data") {
+    const EventPayload p =
+        payload("name=ada&lang=c%2B%2B", "application/x-www-form-urlencoded");
+    const std::string text = slackMessageText(p);
+    checkHeaderLine(text, p);
+    CHECK(codeBlock(text) == "name=ada&lang=c%2B%2B");
+  }
+  SUBCASE("almost JSON, multi-line, with non-ASCII text") {
+    const std::string body = "{not json\nline two: grüße ✓";
+    const std::string text = slackMessageText(payload(body, "text/plain"));
+    CHECK(codeBlock(text) == body);
+  }
+}
+
+TEST_CASE("an empty body says so, with no code block") {
+  const EventPayload p = payload("", "", "PUT");
+  const std::string text = slackMessageText(p);
+  checkHeaderLine(text, p);
+  CHECK(contains(text, "0 bytes"));
+  CHECK(contains(text, "(no content type)"));
+  CHECK(contains(text, "empty body"));
+  CHECK_FALSE(contains(text, "```"));
+}
+
+TEST_CASE("a binary body is not shown, and the message stays valid UTF-8") {
+  const std::string body("\x00\x01\xff\xfe\x80zz\x00", 8);
+  const EventPayload p = payload(body, "application/octet-stream");
+  const std::string text = slackMessageText(p);
+  checkHeaderLine(text, p);
+  CHECK(contains(text, "8 bytes"));
+  CHECK(contains(text, "binary body"));
+  CHECK_FALSE(contains(text, "```"));
+  CHECK_FALSE(contains(text, "zz"));
+  CHECK(validUtf8(text));
+}
+
+TEST_CASE("a long body is cut to 3500 characters with a note") {
+  CHECK(SlackTarget::kMaxBodyChars == 3500);
+  const std::string note = "_(body cut to 3500 characters)_";
+
+  SUBCASE("ASCII") {
+    const EventPayload p = payload(std::string(10000, 'x'), "text/plain");
+    const std::string text = slackMessageText(p);
+    checkHeaderLine(text, p);
+    CHECK(contains(text, "10000 bytes"));
+    CHECK(codeBlock(text) == std::string(3500, 'x') + "\n…");
+    CHECK(endsWith(text, "```\n" + note));
+  }
+  SUBCASE("two-byte characters: 3500 characters, not 3500 bytes") {
+    const std::string text = slackMessageText(payload(repeat("é", 10000), "text/plain"));
+    CHECK(codeBlock(text) == repeat("é", 3500) + "\n…");
+    CHECK(contains(text, note));
+    CHECK(validUtf8(text));
+  }
+  SUBCASE("a cut that would fall inside a character moves to its start") {
+    // 1 + 3499 three-byte characters, then more: byte 3500 is mid-character.
+    const std::string body = "a" + repeat("€", 9999);
+    const std::string text = slackMessageText(payload(body, "text/plain"));
+    const std::string shown = codeBlock(text);
+    CHECK(validUtf8(text));
+    CHECK(shown == "a" + repeat("€", 3499) + "\n…");
+    CHECK(codePoints(shown) == 3500 + 2);  // + "\n…"
+  }
+  SUBCASE("pretty-printed JSON longer than the limit is cut too") {
+    nlohmann::json big = nlohmann::json::array();
+    for (int i = 0; i < 2000; ++i) big.push_back(i);
+    const std::string text = slackMessageText(payload(big.dump()));
+    const std::string shown = codeBlock(text);
+    CHECK(shown.rfind("[\n  0,\n  1,\n", 0) == 0);
+    CHECK(codePoints(shown) == 3500 + 2);
+    CHECK(contains(text, note));
+  }
+  SUBCASE("exactly 3500 characters is not cut") {
+    const std::string text = slackMessageText(payload(repeat("ü", 3500), "text/plain"));
+    CHECK(codeBlock(text) == repeat("ü", 3500));
+    CHECK_FALSE(contains(text, "cut"));
+  }
+}
+
+namespace {
+
+// Keeps what the target asked to reschedule (nothing, on success).
+class RecordingScheduler final : public webhooker::Scheduler {
+ public:
+  void scheduleRetry(webhooker::Task task, std::chrono::milliseconds delay) override {
+    retries.emplace_back(std::move(task), delay);
+  }
+  std::vector<std::pair<webhooker::Task, std::chrono::milliseconds>> retries;
+};
+
+class CountingObserver final : public webhooker::AttemptObserver {
+ public:
+  void attempted(const std::string&, std::chrono::milliseconds) override { ++attempts; }
+  void outcome(const std::string&, const std::string& status, const std::string&) override {
+    outcomes.push_back(status);
+  }
+  int attempts = 0;
+  std::vector<std::string> outcomes;
+};
+
+class MiddleRandom final : public webhooker::Random {
+ public:
+  double uniform(double low, double high) override { return (low + high) / 2; }
+};
+
+}  // namespace
+
+TEST_CASE("SlackTarget posts {\"text\": message} as JSON to the webhook URL") {
+  using namespace webhooker;
+  testing::TempDir dir;
+  testing::Receiver receiver;
+  SystemClock clock;
+  testing::StaticResolver resolver;
+  SsrfGuard guard(resolver, SsrfGuard::parseAllowList("127.0.0.0/8").value());
+  HttpClient client(guard, clock);
+  CircuitBreakers breakers(clock);
+  MiddleRandom random;
+  SlackTarget slack(client, breakers, random, clock);
+
+  auto db = EventsDb::open(dir / "events.db", DbOptions{}, clock);
+  REQUIRE(db);
+  InboundEvent event;
+  event.entrypointId = "8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
+  event.method = "POST";
+  event.path = "/hooks/8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
+  event.headers = {{"Content-Type", "application/json"}};
+  event.contentType = "application/json";
+  event.body = R"({"id":"evt_1","kind":"charge.succeeded"})";
+  const std::string targetId = "5e0c9a61-1b7d-4f2e-a3c4-d5e6f7a8b9c0";
+  auto stored = db.value()->ingest(event, {targetId}, 24h);
+  REQUIRE(stored);
+  REQUIRE(stored->deliveries.size() == 1);
+
+  TargetRecord target;
+  target.id = targetId;
+  target.type = "slack";
+  target.configJson = nlohmann::json{{"webhook_url", receiver.url("/services/T000/B000/XXXX")}}.dump();
+  const EventPayload p{event.method, event.headers, event.contentType, event.body,
+                       stored->receivedAt};
+  Task task;
+  task.deliveryId = stored->deliveries[0].id;
+  task.eventId = stored->eventId;
+  task.targetId = targetId;
+  task.targetType = "slack";
+  RecordingScheduler scheduler;
+  CountingObserver observer;
+  slack.deliver(DeliveryContext{*db.value(), target, p, scheduler, observer}, task);
+
+  REQUIRE(receiver.requestCount() == 1);
+  const testing::ReceivedRequest request = receiver.requests()[0];
+  CHECK(request.method == "POST");
+  CHECK(request.path == "/services/T000/B000/XXXX");
+  CHECK(request.header("Content-Type") == "application/json");
+  const auto posted = nlohmann::json::parse(request.body, nullptr, false);
+  REQUIRE(posted.is_object());
+  CHECK(posted.size() == 1);
+  REQUIRE(posted.contains("text"));
+  CHECK(posted["text"] == slackMessageText(p));
+  CHECK(contains(posted["text"].get<std::string>(), "\"kind\": \"charge.succeeded\""));
+  // The original request's headers are not forwarded to Slack.
+  CHECK(request.headerCount("Content-Type") == 1);
+
+  CHECK(scheduler.retries.empty());
+  CHECK(observer.attempts == 1);
+  CHECK(observer.outcomes == std::vector<std::string>{"delivered"});
+}
