@@ -87,10 +87,23 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_LOG_LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
+  cmd.add_option("--log-format", c.logFormat, "text, or json for one JSON object per line")
+      ->envname("WEBHOOKER_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd.add_option("--metrics-username", c.metricsUsername,
+                 "with METRICS_PASSWORD, require basic auth on /metrics")
+      ->envname("METRICS_USERNAME");
+  cmd.add_option("--sampler-interval-ms", c.samplerIntervalMs,
+                 "how often the pending/retrying gauges are recounted from the databases")
+      ->envname("WEBHOOKER_SAMPLER_INTERVAL_MS")
+      ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}))
+      ->capture_default_str();
   cmd.footer(
       "Environment only:\n"
       "  WEBHOOKER_ADMIN_TOKEN   admin API token to use instead of a generated one\n"
-      "                          (at least 16 characters; stored hashed)");
+      "                          (at least 16 characters; stored hashed)\n"
+      "  METRICS_PASSWORD        password for /metrics basic auth (with --metrics-username)");
 }
 
 Result<void> finishConfig(Config& c) {
@@ -99,6 +112,10 @@ Result<void> finishConfig(Config& c) {
     if (c.adminToken->size() < 16)
       return makeError("invalid_config", "WEBHOOKER_ADMIN_TOKEN must be at least 16 characters");
   }
+  if (const char* password = std::getenv("METRICS_PASSWORD"); password) c.metricsPassword = password;
+  if (c.metricsUsername.empty() != c.metricsPassword.empty())
+    return makeError("invalid_config",
+                     "METRICS_USERNAME and METRICS_PASSWORD must be set together");
   if (c.debug && c.logLevel == "info") c.logLevel = "debug";
   return {};
 }

@@ -33,6 +33,10 @@ struct Config {
 
   bool debug = false;
   std::string logLevel = "info";    // trace | debug | info | warn | error
+  std::string logFormat = "text";   // text | json
+  std::string metricsUsername;      // with metricsPassword: basic auth on /metrics
+  std::string metricsPassword;
+  int64_t samplerIntervalMs = 30'000;
 
   std::optional<std::string> adminToken;  // WEBHOOKER_ADMIN_TOKEN (environment only)
 

@@ -1,13 +1,85 @@
 #include "app/logging.h"
 
+#include <nlohmann/json.hpp>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
+#include <chrono>
+
+#include "base/time_format.h"
+
 namespace webhooker::app {
 
-void setupLogging(const std::string& level) {
+namespace {
+
+// Reads `key=value` or `key="quoted \"value\""` from the front of `s`.
+bool nextField(std::string_view& s, std::string& key, std::string& value) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  const size_t eq = s.find('=');
+  const size_t space = s.find(' ');
+  if (s.empty() || eq == std::string_view::npos || (space != std::string_view::npos && space < eq))
+    return false;
+  key = std::string(s.substr(0, eq));
+  s.remove_prefix(eq + 1);
+  value.clear();
+  if (!s.empty() && s.front() == '"') {
+    s.remove_prefix(1);
+    while (!s.empty() && s.front() != '"') {
+      if (s.front() == '\\' && s.size() > 1) s.remove_prefix(1);
+      value.push_back(s.front());
+      s.remove_prefix(1);
+    }
+    if (!s.empty()) s.remove_prefix(1);
+  } else {
+    const size_t end = std::min(s.find(' '), s.size());
+    value = std::string(s.substr(0, end));
+    s.remove_prefix(end);
+  }
+  return true;
+}
+
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const std::string line =
+        jsonLogLine(formatTime(msg.time), std::string(spdlog::level::to_string_view(msg.level).data(),
+                                                      spdlog::level::to_string_view(msg.level).size()),
+                    std::string(msg.payload.data(), msg.payload.size())) +
+        "\n";
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<JsonFormatter>();
+  }
+};
+
+}  // namespace
+
+std::string jsonLogLine(const std::string& time, const std::string& level,
+                        const std::string& message) {
+  nlohmann::ordered_json line{{"time", time}, {"level", level}};
+  std::string_view rest(message);
+  const size_t space = std::min(rest.find(' '), rest.size());
+  line["event"] = std::string(rest.substr(0, space));
+  rest.remove_prefix(space);
+  std::string key, value;
+  while (nextField(rest, key, value)) {
+    if (key == "time" || key == "level" || key == "event") key = "field_" + key;
+    line[key] = value;
+  }
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  if (!rest.empty()) line["message"] = std::string(rest);  // what did not parse as fields
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void setupLogging(const std::string& level, const std::string& format) {
   auto logger = spdlog::stderr_logger_mt("webhooker");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+  if (format == "json")
+    logger->set_formatter(std::make_unique<JsonFormatter>());
+  else
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);

@@ -13,6 +13,8 @@
 #include "app/commands.h"
 #include "base/clock.h"
 #include "base/random.h"
+#include "engine/backlog_sampler.h"
+#include "engine/delivery_metrics.h"
 #include "engine/engine.h"
 #include "server/admin_token.h"
 #include "server/http_server.h"
@@ -38,14 +40,6 @@ sigset_t blockStopSignals() {
   return set;
 }
 
-// Delivery metrics are not exported yet; attempts are still recorded in the
-// events DBs.
-class NoAttemptMetrics final : public AttemptObserver {
- public:
-  void attempted(const std::string&, std::chrono::milliseconds) override {}
-  void outcome(const std::string&, const std::string&, const std::string&) override {}
-};
-
 }  // namespace
 
 int runServe(const Config& config) {
@@ -54,7 +48,7 @@ int runServe(const Config& config) {
   std::error_code ec;
   std::filesystem::create_directories(dataDir, ec);
   if (ec) {
-    spdlog::critical("daemon.data_dir_failed path={} error={}", dataDir.string(), ec.message());
+    spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(), ec.message());
     return 1;
   }
   std::filesystem::permissions(dataDir, std::filesystem::perms::owner_all,
@@ -63,19 +57,19 @@ int runServe(const Config& config) {
   SystemClock clock;
   auto store = MainStore::open(dataDir / "webhooker.db", config.dbOptions(), clock);
   if (!store) {
-    spdlog::critical("daemon.open_failed path={} error={}", (dataDir / "webhooker.db").string(),
+    spdlog::critical("daemon.open_failed path={} error=\"{}\"", (dataDir / "webhooker.db").string(),
                      store.error().message);
     return 1;
   }
   auto token = server::ensureAdminToken(*store.value(), config.adminToken);
   if (!token) {
-    spdlog::critical("daemon.admin_token_failed error={}", token.error().message);
+    spdlog::critical("daemon.admin_token_failed error=\"{}\"", token.error().message);
     return 1;
   }
 
   auto allowNetworks = SsrfGuard::parseAllowList(config.allowNetworks);
   if (!allowNetworks) {
-    spdlog::critical("daemon.invalid_config error={}", allowNetworks.error().message);
+    spdlog::critical("daemon.invalid_config error=\"{}\"", allowNetworks.error().message);
     return 1;
   }
   SystemResolver resolver;
@@ -84,7 +78,9 @@ int runServe(const Config& config) {
   CircuitBreakers breakers(clock);
   SystemRandom random;
   const TargetRegistry targets = standardTargets(httpClient, breakers, random, clock);
-  NoAttemptMetrics metrics;
+  prometheus::Registry registry;
+  DeliveryMetrics metrics(registry);
+  breakers.onStateChange([&](int) { metrics.setBreakersOpen(breakers.openCountByType()); });
 
   EventsDbPool eventsDbs(dataDir, config.dbOptions(), clock, config.maxOpenEventsDbs);
   EngineOptions engineOptions;
@@ -97,10 +93,14 @@ int runServe(const Config& config) {
   options.port = config.port;
   options.threads = config.httpThreads;
   options.ingest.bodyLimit = config.bodyLimit;
-  server::HttpServer http(options, *store.value(), eventsDbs, engine);
+  options.metricsUsername = config.metricsUsername;
+  options.metricsPassword = config.metricsPassword;
+  server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, registry});
+  BacklogSampler sampler(*store.value(), eventsDbs, metrics,
+                         std::chrono::milliseconds(config.samplerIntervalMs));
   auto port = http.bind();
   if (!port) {
-    spdlog::critical("daemon.listen_failed error={}", port.error().message);
+    spdlog::critical("daemon.listen_failed error=\"{}\"", port.error().message);
     return 1;
   }
 
@@ -117,6 +117,7 @@ int runServe(const Config& config) {
                dataDir.string());
 
   engine.start();
+  sampler.start();
   std::jthread signalWatcher([&](std::stop_token stop) {
     const timespec tick{0, 200'000'000};
     while (!stop.stop_requested()) {
@@ -131,6 +132,7 @@ int runServe(const Config& config) {
   http.run();
   signalWatcher.request_stop();
   signalWatcher.join();
+  sampler.stop();
   if (!engine.stop(std::chrono::milliseconds(config.shutdownGraceMs))) {
     // Unfinished attempts are still `pending`/`retrying` on disk and are
     // recovered at the next start; waiting longer would only delay that.

@@ -222,6 +222,22 @@ Result<std::optional<TimePoint>> EventsDb::lastAttemptTime(const std::string& de
   }
 }
 
+Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT target_id, status, COUNT(*) FROM deliveries "
+                        "WHERE status IN ('pending', 'retrying') GROUP BY target_id, status");
+    std::vector<BacklogCount> out;
+    while (q.executeStep())
+      out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(),
+                     q.getColumn(2).getInt64()});
+    return out;
+  } catch (const std::exception& e) {
+    return storage::storageError("count backlog", e);
+  }
+}
+
 Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries() {
   std::lock_guard lock(dbMutex_);
   try {

@@ -119,6 +119,13 @@ class EventsDb {
   Result<EventPayload> loadPayload(const std::string& eventId);
   // When the latest attempt of a delivery was recorded, if any.
   Result<std::optional<TimePoint>> lastAttemptTime(const std::string& deliveryId);
+  struct BacklogCount {
+    std::string targetId;
+    std::string status;  // pending | retrying
+    int64_t count = 0;
+  };
+  // How many deliveries wait, per target and status (for the sampler).
+  Result<std::vector<BacklogCount>> backlogByTarget();
   // Every pending or retrying delivery, oldest first.
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries();
 

@@ -362,6 +362,18 @@ Result<void> MainStore::deleteTarget(const std::string& webhookId, const std::st
   }
 }
 
+Result<std::unordered_map<std::string, std::string>> MainStore::liveTargetTypes() {
+  std::lock_guard lock(dbMutex_);
+  try {
+    SQLite::Statement q(*db_, "SELECT id, type FROM targets WHERE deleted_at IS NULL");
+    std::unordered_map<std::string, std::string> out;
+    while (q.executeStep()) out.emplace(q.getColumn(0).getString(), q.getColumn(1).getString());
+    return out;
+  } catch (const std::exception& e) {
+    return storage::storageError("list target types", e);
+  }
+}
+
 Result<std::optional<std::string>> MainStore::getSetting(const std::string& key) {
   std::lock_guard lock(dbMutex_);
   try {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -68,6 +69,8 @@ class MainStore {
   // config, retry) for a target that is not deleted.
   Result<TargetRecord> updateTarget(const TargetRecord& target);
   Result<void> deleteTarget(const std::string& webhookId, const std::string& id);
+  // id → type of every target that is not deleted, across all webhooks.
+  Result<std::unordered_map<std::string, std::string>> liveTargetTypes();
 
   Result<std::optional<std::string>> getSetting(const std::string& key);
   Result<void> setSetting(const std::string& key, const std::string& value);

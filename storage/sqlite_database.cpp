@@ -15,9 +15,6 @@ int schemaVersion(SQLite::Database& db) {
 
 Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations) {
   try {
-    db.exec(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
     const int current = schemaVersion(db);
     const int known = migrations.empty() ? 0 : migrations.back().version;
     if (current > known) {
@@ -27,6 +24,10 @@ Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations)
                                    db.getFilename(), current, known));
     }
     int applied = 0;
+    if (current < known)
+      db.exec(
+          "CREATE TABLE IF NOT EXISTS schema_migrations ("
+          " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
     for (const Migration& m : migrations) {
       if (m.version <= current) continue;
       SQLite::Transaction txn(db);

@@ -1,0 +1,71 @@
+// DeliveryMetrics: the delivery side of /metrics, on a prometheus-cpp
+// registry. Every series carries one label, target_type, from {http, slack,
+// database, log}; anything else is counted as "unknown", so no series can be
+// minted from an id. All series exist, at 0, from construction.
+//
+// The counting rules: an attempt (and its duration) is counted only where
+// one was dispatched — targets call attempted(); outcome counters move only
+// after the status row was written — targets call outcome() after the
+// write succeeded. Threading: every method is safe from any thread.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "targets/target.h"
+
+namespace webhooker {
+
+class DeliveryMetrics final : public AttemptObserver {
+ public:
+  static constexpr std::array<std::string_view, 5> kTypeLabels = {"http", "slack", "database",
+                                                                   "log", "unknown"};
+  // Dead-letter reasons besides http_<code> (a 3xx or 4xx status, created
+  // when first seen); anything else is counted as "other".
+  static constexpr std::array<std::string_view, 5> kReasons = {
+      "max_attempts", "blocked_destination", "invalid_config", "target_deleted", "other"};
+
+  explicit DeliveryMetrics(prometheus::Registry& registry);
+
+  void attempted(const std::string& targetType, std::chrono::milliseconds duration) override;
+  void outcome(const std::string& targetType, const std::string& status,
+               const std::string& failureReason) override;
+
+  // Set by the sampler from row counts, per target type.
+  void setBacklog(std::string_view targetType, double pending, double retrying);
+  // Recounted from the breaker registry on every state change: open
+  // breakers per target type; types not in the map are set to 0.
+  void setBreakersOpen(const std::map<std::string, int>& openByType);
+
+  // "http" stays "http"; "ftp" or "" become "unknown".
+  static std::string_view typeLabel(std::string_view targetType);
+  // http_404 and the reasons above as they are; anything else "other".
+  static std::string reasonLabel(std::string_view failureReason);
+
+ private:
+  struct PerType {
+    prometheus::Counter* attempts;
+    prometheus::Counter* succeeded;
+    prometheus::Counter* failed;
+    prometheus::Counter* retries;
+    prometheus::Histogram* duration;
+    prometheus::Gauge* pending;
+    prometheus::Gauge* retrying;
+    prometheus::Gauge* breakersOpen;
+  };
+  PerType& series(std::string_view targetType);
+
+  prometheus::Family<prometheus::Counter>& deadLetters_;
+  std::map<std::string, PerType, std::less<>> byType_;  // fixed after construction
+};
+
+}  // namespace webhooker
