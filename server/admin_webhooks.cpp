@@ -23,6 +23,21 @@ json entrypointJson(const Entrypoint& e) {
           {"updated_at", e.updatedAt}};
 }
 
+// The fields a webhook is created or changed with; each one optional here.
+Result<WebhookPatch> webhookFields(const json& body) {
+  if (auto r = refuseUnknownFields(body, {"name", "description", "retention_days"}); !r)
+    return r.error();
+  auto name = stringField(body, "name", kMaxName);
+  if (!name) return name.error();
+  auto description = stringField(body, "description", kMaxDescription, true);
+  if (!description) return description.error();
+  auto retention = intField(body, "retention_days", 1, kMaxRetentionDays);
+  if (!retention) return retention.error();
+  WebhookPatch fields{name.value(), description.value(), std::nullopt};
+  if (retention.value()) fields.retentionDays = static_cast<int>(*retention.value());
+  return fields;
+}
+
 }  // namespace
 
 Result<json> AdminApi::webhookView(const Webhook& w) {
@@ -54,18 +69,12 @@ void AdminApi::listWebhooks(const httplib::Request&, httplib::Response& res) {
 void AdminApi::createWebhook(const httplib::Request& req, httplib::Response& res) {
   auto body = parseJsonObject(req, res);
   if (!body) return;
-  if (auto r = refuseUnknownFields(*body, {"name", "description", "retention_days"}); !r)
-    return sendError(res, r.error());
-  auto name = stringField(*body, "name", kMaxName);
-  if (!name) return sendError(res, name.error());
-  if (!name.value()) return sendError(res, 400, "invalid_field", "name is required");
-  auto description = stringField(*body, "description", kMaxDescription, true);
-  if (!description) return sendError(res, description.error());
-  auto retention = intField(*body, "retention_days", 1, kMaxRetentionDays);
-  if (!retention) return sendError(res, retention.error());
+  auto fields = webhookFields(*body);
+  if (!fields) return sendError(res, fields.error());
+  if (!fields->name) return sendError(res, 400, "invalid_field", "name is required");
 
-  auto created = store_.createWebhook(*name.value(), description.value().value_or(""),
-                                      static_cast<int>(retention.value().value_or(30)));
+  auto created = store_.createWebhook(*fields->name, fields->description.value_or(""),
+                                      fields->retentionDays.value_or(30));
   if (!created) return sendError(res, created.error());
   // The events DB exists from the start, so the sqlite3 CLI can open it.
   if (auto db = eventsDbs_.get(created->id); !db) {
@@ -93,18 +102,9 @@ void AdminApi::updateWebhook(const httplib::Request& req, httplib::Response& res
   if (!id) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
-  if (auto r = refuseUnknownFields(*body, {"name", "description", "retention_days"}); !r)
-    return sendError(res, r.error());
-  auto name = stringField(*body, "name", kMaxName);
-  if (!name) return sendError(res, name.error());
-  auto description = stringField(*body, "description", kMaxDescription, true);
-  if (!description) return sendError(res, description.error());
-  auto retention = intField(*body, "retention_days", 1, kMaxRetentionDays);
-  if (!retention) return sendError(res, retention.error());
-
-  WebhookPatch patch{name.value(), description.value(), std::nullopt};
-  if (retention.value()) patch.retentionDays = static_cast<int>(*retention.value());
-  auto updated = store_.updateWebhook(*id, patch);
+  auto fields = webhookFields(*body);
+  if (!fields) return sendError(res, fields.error());
+  auto updated = store_.updateWebhook(*id, fields.value());
   if (!updated) return sendError(res, updated.error());
   auto view = webhookView(updated.value());
   if (!view) return sendError(res, view.error());
