@@ -125,7 +125,9 @@ OutboundResponse HttpClient::send(OutboundRequest request) {
     return elapsed() < request.timeout;
   };
 
+  const uint64_t ticket = watchdog_.watch(*client, started + request.timeout);
   httplib::Result result = client->send(req);
+  watchdog_.unwatch(ticket);
   out.duration = elapsed();
   if (!result) {
     const bool pastDeadline = out.duration >= request.timeout;

@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/url.h"
 #include "storage/events_db.h"
+#include "targets/attempt_watchdog.h"
 #include "targets/ssrf_guard.h"
 
 namespace webhooker {
@@ -66,6 +67,7 @@ class HttpClient {
 
   const SsrfGuard& guard_;
   const Clock& clock_;
+  AttemptWatchdog watchdog_;
   std::mutex poolMutex_;  // guards idle_
   std::unordered_map<std::string, std::vector<Connection>> idle_;
 };

@@ -1,0 +1,47 @@
+#include "targets/attempt_watchdog.h"
+
+namespace webhooker {
+
+AttemptWatchdog::AttemptWatchdog() : watchThread_([this](std::stop_token st) { run(st); }) {}
+
+AttemptWatchdog::~AttemptWatchdog() {
+  watchThread_.request_stop();
+  changed_.notify_all();
+}
+
+uint64_t AttemptWatchdog::watch(httplib::Client& client, Deadline deadline) {
+  std::lock_guard lock(watchedMutex_);
+  const uint64_t ticket = nextTicket_++;
+  watched_.emplace(ticket, Watched{&client, deadline});
+  changed_.notify_all();
+  return ticket;
+}
+
+void AttemptWatchdog::unwatch(uint64_t ticket) {
+  std::lock_guard lock(watchedMutex_);
+  watched_.erase(ticket);
+}
+
+void AttemptWatchdog::run(std::stop_token stop) {
+  std::unique_lock lock(watchedMutex_);
+  while (!stop.stop_requested()) {
+    Deadline earliest = Deadline::max();
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = watched_.begin(); it != watched_.end();) {
+      if (it->second.deadline <= now) {
+        // stop() shuts the socket down; the blocked send() returns an error.
+        it->second.client->stop();
+        it = watched_.erase(it);
+      } else {
+        earliest = std::min(earliest, it->second.deadline);
+        ++it;
+      }
+    }
+    if (earliest == Deadline::max())
+      changed_.wait(lock, stop, [&] { return !watched_.empty(); });
+    else
+      changed_.wait_until(lock, stop, earliest, [] { return false; });
+  }
+}
+
+}  // namespace webhooker

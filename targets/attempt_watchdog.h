@@ -1,0 +1,52 @@
+// AttemptWatchdog: ends HTTP attempts that outlive their total timeout.
+//
+// cpp-httplib's timeouts apply to each connect, read and write on their
+// own, so a receiver that trickles a byte at a time (headers included) could
+// hold an attempt, and its worker, for ever. The watchdog shuts the
+// connection of any attempt past its deadline; the attempt then fails as a
+// timeout and is retried like any other.
+//
+// Threading: watch()/unwatch() from any thread; one thread of its own
+// (watchThread_). Once unwatch() has returned, the watchdog will not touch
+// that client again, so the caller may reuse or destroy it.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace webhooker {
+
+class AttemptWatchdog {
+ public:
+  using Deadline = std::chrono::steady_clock::time_point;
+
+  AttemptWatchdog();
+  ~AttemptWatchdog();
+  AttemptWatchdog(const AttemptWatchdog&) = delete;
+  AttemptWatchdog& operator=(const AttemptWatchdog&) = delete;
+
+  // Returns a ticket for unwatch().
+  uint64_t watch(httplib::Client& client, Deadline deadline);
+  void unwatch(uint64_t ticket);
+
+ private:
+  struct Watched {
+    httplib::Client* client;
+    Deadline deadline;
+  };
+  void run(std::stop_token stop);
+
+  std::mutex watchedMutex_;  // guards watched_ and nextTicket_; held while stopping a client
+  std::condition_variable_any changed_;
+  std::map<uint64_t, Watched> watched_;
+  uint64_t nextTicket_ = 1;
+  std::jthread watchThread_;
+};
+
+}  // namespace webhooker

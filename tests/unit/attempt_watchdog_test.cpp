@@ -1,0 +1,100 @@
+// The watchdog ends an HTTP attempt at its deadline even when the receiver
+// keeps every single read within the read timeout (a byte at a time).
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "targets/attempt_watchdog.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Accepts one connection and trickles a never-ending header, one byte per
+// 50 ms, until stopped.
+class TricklingServer {
+ public:
+  TricklingServer() {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    socklen_t len = sizeof addr;
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    listen(listener_, 1);
+    thread_ = std::jthread([this](std::stop_token stop) {
+      const int conn = accept(listener_, nullptr, nullptr);
+      if (conn < 0) return;
+      const std::string start = "HTTP/1.1 200 OK\r\nX-Slow: ";
+      (void)!write(conn, start.data(), start.size());
+      while (!stop.stop_requested()) {
+        if (write(conn, "a", 1) != 1) break;
+        std::this_thread::sleep_for(50ms);
+      }
+      close(conn);
+    });
+  }
+  ~TricklingServer() {
+    thread_.request_stop();
+    shutdown(listener_, SHUT_RDWR);
+    close(listener_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::jthread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("an attempt past its deadline is cut off even if every read is quick") {
+  TricklingServer server;
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(5, 0);  // each byte comes well within this
+  webhooker::AttemptWatchdog watchdog;
+
+  const auto start = std::chrono::steady_clock::now();
+  const uint64_t ticket = watchdog.watch(client, start + 400ms);
+  auto result = client.Get("/");
+  watchdog.unwatch(ticket);
+  const auto took = std::chrono::steady_clock::now() - start;
+
+  CHECK_FALSE(result);
+  CHECK(took >= 400ms);
+  CHECK(took < 2s);
+}
+
+TEST_CASE("an attempt that finishes in time is left alone") {
+  httplib::Server server;
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::jthread serving([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::sleep_for(1ms);
+
+  httplib::Client client("127.0.0.1", port);
+  webhooker::AttemptWatchdog watchdog;
+  const uint64_t ticket = watchdog.watch(client, std::chrono::steady_clock::now() + 300ms);
+  auto result = client.Get("/");
+  watchdog.unwatch(ticket);
+  REQUIRE(result);
+  CHECK(result->status == 200);
+  // After unwatch the deadline passing must not touch the client.
+  std::this_thread::sleep_for(400ms);
+  auto again = client.Get("/");
+  REQUIRE(again);
+  CHECK(again->status == 200);
+  server.stop();
+}
