@@ -25,13 +25,24 @@ bool nextField(std::string_view& s, std::string& key, std::string& value) {
   s.remove_prefix(eq + 1);
   value.clear();
   if (!s.empty() && s.front() == '"') {
-    s.remove_prefix(1);
-    while (!s.empty() && s.front() != '"') {
-      if (s.front() == '\\' && s.size() > 1) s.remove_prefix(1);
-      value.push_back(s.front());
-      s.remove_prefix(1);
+    // The value ends at the first quote no backslash escapes.
+    size_t end = 1;
+    while (end < s.size() && s[end] != '"') end += s[end] == '\\' ? 2 : 1;
+    const std::string_view quoted = s.substr(0, std::min(end + 1, s.size()));
+    s.remove_prefix(quoted.size());
+    // A JSON string (the log target writes the body as one) keeps its \n,
+    // \t and \uXXXX; anything else is unquoted loosely, \x as x.
+    const auto parsed = nlohmann::json::parse(quoted, nullptr, false);
+    if (parsed.is_string()) {
+      value = parsed.get<std::string>();
+    } else {
+      std::string_view inner = quoted.substr(1);
+      if (end < quoted.size()) inner.remove_suffix(1);  // the closing quote
+      for (size_t i = 0; i < inner.size(); ++i) {
+        if (inner[i] == '\\' && i + 1 < inner.size()) ++i;
+        value.push_back(inner[i]);
+      }
     }
-    if (!s.empty()) s.remove_prefix(1);
   } else {
     const size_t end = std::min(s.find(' '), s.size());
     value = std::string(s.substr(0, end));
