@@ -41,8 +41,9 @@ struct Session {
   std::string urlFlag;         // "" → WEBHOOKER_URL → kDefaultUrl
   bool rawJson = false;
   std::string webhookId;
-  std::string childId;         // entrypoint or target id
+  std::string childId;         // entrypoint, target, event or delivery id
   json body = json::object();  // only the fields the user gave
+  std::vector<std::pair<std::string, std::string>> query;  // only the parameters given
   int& exitCode;
 };
 using SessionPtr = std::shared_ptr<Session>;
@@ -281,19 +282,24 @@ std::vector<Column> targetColumns() {
 
 // --- Command building -----------------------------------------------------
 
+// --url and --json, which every call takes.
+void addSharedOptions(CLI::App& cmd, const SessionPtr& s) {
+  cmd.add_option("--url", s->urlFlag,
+                 std::string("the daemon's address [env: WEBHOOKER_URL, default: ") +
+                     kDefaultUrl + "]");
+  cmd.add_flag("--json", s->rawJson, "print the API's JSON answer as it is");
+  // Leaves copy this footer when added, so their --help names the shared
+  // options too.
+  cmd.footer(kCommonHelp);
+}
+
 // A group (`webhooks`, ...) carries the options every call shares; its
 // leaves fall through to it, so `--url`/`--json` may follow the verb.
 CLI::App& addGroup(CLI::App& app, const SessionPtr& s, const std::string& name,
                    const std::string& description) {
   CLI::App* group = app.add_subcommand(name, description);
   group->require_subcommand(1);
-  group->add_option("--url", s->urlFlag,
-                    std::string("the daemon's address [env: WEBHOOKER_URL, default: ") +
-                        kDefaultUrl + "]");
-  group->add_flag("--json", s->rawJson, "print the API's JSON answer as it is");
-  // Leaves copy this footer when added, so their --help names the shared
-  // options too.
-  group->footer(kCommonHelp);
+  addSharedOptions(*group, s);
   return *group;
 }
 
@@ -317,6 +323,16 @@ void addChildIdArg(CLI::App& cmd, const SessionPtr& s, const std::string& name) 
 }
 
 std::string webhookPath(const Session& s) { return "/webhooks/" + pathSegment(s.webhookId); }
+
+// `path` with the query parameters the user gave, each value escaped.
+std::string withQuery(std::string path, const Session& s) {
+  char separator = '?';
+  for (const auto& [name, value] : s.query) {
+    path += separator + name + "=" + pathSegment(value);
+    separator = '&';
+  }
+  return path;
+}
 
 std::string childPath(const Session& s, const char* collection) {
   return webhookPath(s) + "/" + collection + "/" + pathSegment(s.childId);
@@ -358,6 +374,15 @@ void addWebhookFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   addBodyOption<std::string>(cmd, s, "--description", "/description", "a description");
   addBodyOption<int64_t>(cmd, s, "--retention-days", "/retention_days",
                          "days events are kept (server default 30)");
+  addBodyOption<int64_t>(cmd, s, "--max-events", "/max_events",
+                         "events kept at most; the oldest finished go first "
+                         "(server default 100000)");
+  addBodyOption<std::vector<std::string>>(
+      cmd, s, "--mask", "/mask_pointers",
+      "a JSON pointer (/user/email) whose value is stored as \"[masked]\" once the event's "
+      "deliveries are final (repeatable; replaces the list)");
+  cmd.add_flag_callback("--no-masks", [s] { s->body["mask_pointers"] = json::array(); },
+                        "mask nothing in events that finish from now on");
 }
 
 // The fields `targets create` and `targets update` share.
@@ -482,6 +507,226 @@ void addTargetCommands(CLI::App& app, const SessionPtr& s) {
   addChildIdArg(remove, s, "TARGET_ID");
 }
 
+// --- History and redrive --------------------------------------------------
+
+constexpr size_t kMaxCellText = 60;
+
+// Long free text (errors) cut for a table; --json shows it whole.
+std::string shortened(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  if (text.size() > kMaxCellText) text = text.substr(0, kMaxCellText - 3) + "...";
+  return text;
+}
+
+std::string plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// A target by name when the daemon knows it, by id otherwise.
+std::string targetCell(const json& row) {
+  const json name = field(row, "target_name");
+  return name.is_string() ? name.get<std::string>() : cellText(field(row, "target_id"));
+}
+
+std::vector<Column> deliveryColumns() {
+  return {fieldColumn("ID", "id"),
+          fieldColumn("EVENT", "event_id"),
+          {"TARGET", targetCell},
+          fieldColumn("STATUS", "status"),
+          fieldColumn("ATTEMPTS", "attempts"),
+          fieldColumn("LAST_CODE", "last_status_code"),
+          fieldColumn("REASON", "failure_reason"),
+          {"LAST_ERROR",
+           [](const json& row) { return shortened(cellText(field(row, "last_error"))); }},
+          fieldColumn("UPDATED_AT", "updated_at")};
+}
+
+std::vector<Column> eventColumns() {
+  return {fieldColumn("ID", "id"), fieldColumn("RECEIVED_AT", "received_at"),
+          fieldColumn("METHOD", "method"), fieldColumn("CONTENT_TYPE", "content_type"),
+          fieldColumn("SIZE", "body_size"),
+          // One "target=status" per delivery.
+          {"DELIVERIES", [](const json& row) {
+             std::string text;
+             const json deliveries = field(row, "deliveries");
+             if (deliveries.is_array())
+               for (const json& d : deliveries)
+                 text += (text.empty() ? "" : ", ") + targetCell(d) + "=" +
+                         cellText(field(d, "status"));
+             return text.empty() ? std::string("-") : text;
+           }}};
+}
+
+// A page of a listing, then how to ask for the next one.
+Render showPage(const char* listKey, std::vector<Column> columns) {
+  return [listKey, columns = std::move(columns)](const json& answer) {
+    printTable(field(answer, listKey), columns);
+    const json next = field(answer, "next_cursor");
+    if (next.is_string()) std::cout << "\nmore: --cursor " << next.get<std::string>() << "\n";
+  };
+}
+
+void showEvent(const json& e) {
+  std::cout << "event        " << cellText(field(e, "id")) << "\n"
+            << "received_at  " << cellText(field(e, "received_at")) << "\n"
+            << "request      " << cellText(field(e, "method")) << " " << cellText(field(e, "path"));
+  const json query = field(e, "query");
+  if (query.is_string() && !query.get<std::string>().empty())
+    std::cout << "?" << query.get<std::string>();
+  std::cout << "\nfrom         " << cellText(field(e, "remote_addr")) << "\n"
+            << "content_type " << cellText(field(e, "content_type")) << "\n"
+            << "body_size    " << cellText(field(e, "body_size")) << "\n";
+  const json headers = field(e, "headers");
+  std::cout << "headers\n";
+  if (headers.is_array())
+    for (const json& h : headers)
+      if (h.is_array() && h.size() == 2)
+        std::cout << "  " << cellText(h[0]) << ": " << cellText(h[1]) << "\n";
+  if (field(e, "body_encoding") == "base64")
+    std::cout << "body (base64)\n" << cellText(field(e, "body")) << "\n";
+  else
+    std::cout << "body\n" << cellText(field(e, "body")) << "\n";
+
+  std::cout << "\n";
+  printTable(field(e, "deliveries"),
+             {fieldColumn("DELIVERY", "id"), {"TARGET", targetCell},
+              fieldColumn("TYPE", "target_type"), fieldColumn("STATUS", "status"),
+              fieldColumn("ATTEMPTS", "attempts"), fieldColumn("REASON", "failure_reason")});
+  // Every attempt of every delivery, with the delivery it belongs to.
+  json attempts = json::array();
+  const json deliveries = field(e, "deliveries");
+  if (deliveries.is_array())
+    for (const json& d : deliveries) {
+      const json results = field(d, "results");
+      if (!results.is_array()) continue;
+      for (json r : results) {
+        r["delivery_id"] = field(d, "id");
+        attempts.push_back(std::move(r));
+      }
+    }
+  std::cout << "\n";
+  printTable(attempts,
+             {fieldColumn("DELIVERY", "delivery_id"), fieldColumn("ATTEMPT", "attempt"),
+              fieldColumn("CODE", "status_code"), fieldColumn("OK", "success"),
+              fieldColumn("DURATION_MS", "duration_ms"),
+              {"ERROR", [](const json& row) { return shortened(cellText(field(row, "error"))); }},
+              fieldColumn("AT", "created_at")});
+}
+
+// A query option: when given, `?name=value` is sent.
+void addQueryOption(CLI::App& cmd, const SessionPtr& s, const std::string& flag, const char* name,
+                    const std::string& help) {
+  cmd.add_option_function<std::string>(
+      flag, [s, name](const std::string& value) { s->query.emplace_back(name, value); }, help);
+}
+
+// The filters both listings take.
+void addListOptions(CLI::App& cmd, const SessionPtr& s) {
+  addQueryOption(cmd, s, "--status", "status", "pending, retrying, delivered or failed");
+  addQueryOption(cmd, s, "--target", "target_id",
+                 "only deliveries to this target id (events: with one)");
+  addQueryOption(cmd, s, "--since", "since", "received at or after this ISO-8601 time");
+  addQueryOption(cmd, s, "--until", "until", "received before this ISO-8601 time");
+  addQueryOption(cmd, s, "--limit", "limit", "rows per page (default 50, at most 500)");
+  addQueryOption(cmd, s, "--cursor", "cursor", "the page after the one that printed it");
+}
+
+void addEventCommands(CLI::App& app, const SessionPtr& s) {
+  auto& group = addGroup(app, s, "events", "a webhook's received events, newest first");
+  auto& list = addLeaf(
+      group, s, "list", "list events with the status of their deliveries",
+      [s] { return ApiCall{"GET", withQuery(webhookPath(*s) + "/events", *s), {}}; },
+      showPage("events", eventColumns()));
+  addWebhookIdArg(list, s);
+  addListOptions(list, s);
+  auto& show = addLeaf(
+      group, s, "show", "show one event: request, body, deliveries and every attempt",
+      [s] { return ApiCall{"GET", childPath(*s, "events"), {}}; }, showEvent);
+  addWebhookIdArg(show, s);
+  addChildIdArg(show, s, "EVENT_ID");
+}
+
+void addDeliveryCommands(CLI::App& app, const SessionPtr& s) {
+  auto& group = addGroup(app, s, "deliveries",
+                         "a webhook's deliveries; --status failed lists the dead letters");
+  auto& list = addLeaf(
+      group, s, "list", "list deliveries, newest first",
+      [s] { return ApiCall{"GET", withQuery(webhookPath(*s) + "/deliveries", *s), {}}; },
+      showPage("deliveries", deliveryColumns()));
+  addWebhookIdArg(list, s);
+  addListOptions(list, s);
+  auto& retry = addLeaf(
+      group, s, "retry", "retry a failed delivery with a fresh retry budget (its history stays)",
+      [s] { return ApiCall{"POST", childPath(*s, "deliveries") + "/retry", json::object()}; },
+      [](const json& d) {
+        std::cout << "retrying delivery " << cellText(field(d, "id")) << " to "
+                  << targetCell(d) << " (new attempt series after attempt "
+                  << cellText(field(d, "series_start")) << ")\n";
+      });
+  addWebhookIdArg(retry, s);
+  addChildIdArg(retry, s, "DELIVERY_ID");
+}
+
+// A command of its own (not in a group), with the shared options.
+CLI::App& addTopLevelLeaf(CLI::App& app, const SessionPtr& s, const std::string& name,
+                          const std::string& description, std::function<ApiCall()> makeCall,
+                          Render render) {
+  CLI::App* cmd = app.add_subcommand(name, description);
+  addSharedOptions(*cmd, s);
+  cmd->callback([s, makeCall = std::move(makeCall), render = std::move(render)] {
+    runCall(*s, makeCall(), render);
+  });
+  return *cmd;
+}
+
+void addRedriveCommands(CLI::App& app, const SessionPtr& s) {
+  auto& redeliver = addTopLevelLeaf(
+      app, s, "redeliver", "deliver a stored event again, as new deliveries",
+      [s] { return ApiCall{"POST", childPath(*s, "events") + "/redeliver", s->body}; },
+      [](const json& answer) {
+        const json deliveries = field(answer, "deliveries");
+        std::cout << "created "
+                  << plural(deliveries.is_array() ? static_cast<int64_t>(deliveries.size()) : 0,
+                            "delivery", "deliveries")
+                  << "\n";
+        printTable(deliveries,
+                   {fieldColumn("ID", "id"), {"TARGET", targetCell},
+                    fieldColumn("TYPE", "target_type"), fieldColumn("STATUS", "status")});
+      });
+  addWebhookIdArg(redeliver, s);
+  addChildIdArg(redeliver, s, "EVENT_ID");
+  redeliver.add_option_function<std::vector<std::string>>(
+      "--target",
+      [s](const std::vector<std::string>& ids) {
+        for (const std::string& id : ids) s->body["target_ids"].push_back(id);
+      },
+      "a target id to deliver to (repeatable; default: every active target)");
+
+  auto& replay = addTopLevelLeaf(
+      app, s, "replay",
+      "deliver failed (or all finished) deliveries again, e.g. after a receiver's outage",
+      [s] { return ApiCall{"POST", webhookPath(*s) + "/replay", s->body}; },
+      [](const json& answer) {
+        const json count = field(answer, "count");
+        const int64_t n = count.is_number_integer() ? count.get<int64_t>() : 0;
+        if (field(answer, "dry_run") == true)
+          std::cout << plural(n, "delivery", "deliveries") << " would be replayed (dry run)\n";
+        else
+          std::cout << "replayed " << plural(n, "delivery", "deliveries") << "\n";
+      });
+  addWebhookIdArg(replay, s);
+  addBodyOption<std::string>(replay, s, "--status", "/status",
+                             "failed (default) or all (failed and delivered)");
+  addBodyOption<std::string>(replay, s, "--target", "/target_id", "only this target id");
+  addBodyOption<std::string>(replay, s, "--since", "/since",
+                             "events received at or after this ISO-8601 time");
+  addBodyOption<std::string>(replay, s, "--until", "/until",
+                             "events received before this ISO-8601 time");
+  replay.add_flag_callback("--dry-run", [s] { s->body["dry_run"] = true; },
+                           "only count what would be replayed");
+}
+
 }  // namespace
 
 void addClientCommands(CLI::App& app, int& exitCode) {
@@ -489,6 +734,9 @@ void addClientCommands(CLI::App& app, int& exitCode) {
   addWebhookCommands(app, session);
   addEntrypointCommands(app, session);
   addTargetCommands(app, session);
+  addEventCommands(app, session);
+  addDeliveryCommands(app, session);
+  addRedriveCommands(app, session);
 }
 
 }  // namespace webhooker::app

@@ -1,5 +1,6 @@
 // Management commands that call a running daemon's admin API:
-// `webhooker webhooks|entrypoints|targets ...`. The daemon's address comes
+// `webhooker webhooks|entrypoints|targets|events|deliveries ...`, `webhooker
+// redeliver` and `webhooker replay`. The daemon's address comes
 // from --url (WEBHOOKER_URL, default http://127.0.0.1:8080), the token from
 // WEBHOOKER_TOKEN only: a token on the command line would show in `ps`.
 #pragma once

@@ -14,5 +14,8 @@ int runMigrate(const Config& config);
 // `webhooker admin-token --reset`: replaces the admin token, prints the new
 // one once. Takes effect on a running daemon at once.
 int runAdminTokenReset(const Config& config);
+// `webhooker backup <dir>`: copies webhooker.db and every events DB into
+// `targetDir` (created; refused unless empty), a running daemon or not.
+int runBackup(const Config& config, const std::filesystem::path& targetDir);
 
 }  // namespace webhooker::app

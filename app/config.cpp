@@ -82,6 +82,16 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_SWEEP_INTERVAL_MS")
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}))
       ->capture_default_str();
+  cmd.add_option("--breaker-threshold", c.breakerThreshold,
+                 "consecutive retryable failures that open a target's circuit breaker")
+      ->envname("WEBHOOKER_BREAKER_THRESHOLD")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  cmd.add_option("--breaker-cooldown-ms", c.breakerCooldownMs,
+                 "how long an open circuit breaker waits before it lets one probe through")
+      ->envname("WEBHOOKER_BREAKER_COOLDOWN_MS")
+      ->check(CLI::Range(int64_t{10}, int64_t{3'600'000}))
+      ->capture_default_str();
   cmd.add_flag("--debug", c.debug, "log at debug level")->envname("DEBUG");
   cmd.add_option("--log-level", c.logLevel, "trace, debug, info, warn or error")
       ->envname("WEBHOOKER_LOG_LEVEL")
@@ -98,6 +108,12 @@ void addServeOptions(CLI::App& cmd, Config& c) {
                  "how often the pending/retrying gauges are recounted from the databases")
       ->envname("WEBHOOKER_SAMPLER_INTERVAL_MS")
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}))
+      ->capture_default_str();
+  cmd.add_option("--prune-interval-ms", c.pruneIntervalMs,
+                 "how often old events are deleted (retention_days, max_events), finished "
+                 "bodies masked (mask_pointers) and the space given back")
+      ->envname("WEBHOOKER_PRUNE_INTERVAL_MS")
+      ->check(CLI::Range(int64_t{100}, int64_t{604'800'000}))
       ->capture_default_str();
   cmd.footer(
       "Environment only:\n"

@@ -30,6 +30,8 @@ struct Config {
   std::string allowNetworks;        // CIDRs the SSRF guard lets through
   int64_t shutdownGraceMs = 10'000;
   int64_t sweepIntervalMs = 60'000;
+  int breakerThreshold = 5;            // consecutive retryable failures that open a breaker
+  int64_t breakerCooldownMs = 30'000;  // how long it stays open before one probe
 
   bool debug = false;
   std::string logLevel = "info";    // trace | debug | info | warn | error
@@ -37,6 +39,7 @@ struct Config {
   std::string metricsUsername;      // with metricsPassword: basic auth on /metrics
   std::string metricsPassword;
   int64_t samplerIntervalMs = 30'000;
+  int64_t pruneIntervalMs = 3'600'000;  // retention and masking pass
 
   std::optional<std::string> adminToken;  // WEBHOOKER_ADMIN_TOKEN (environment only)
 

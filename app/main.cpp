@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   // One Config per command: CLI11 applies environment variables to the
   // options of every subcommand, run or not, so a shared Config would let
   // DATA_DIR override another command's --data-dir.
-  Config serveConfig, migrateConfig, tokenConfig;
+  Config serveConfig, migrateConfig, tokenConfig, backupConfig;
   auto* serve = app.add_subcommand("serve", "run the daemon (the default command)");
   addServeOptions(*serve, serveConfig);
   auto* migrate = app.add_subcommand("migrate", "bring every database to this binary's schema");
@@ -29,6 +29,12 @@ int main(int argc, char** argv) {
   addStorageOptions(*adminToken, tokenConfig);
   bool reset = false;
   adminToken->add_flag("--reset", reset, "replace the token with a new one and print it once")
+      ->required();
+  auto* backup = app.add_subcommand(
+      "backup", "copy every database into a new folder, while the daemon runs or not");
+  addStorageOptions(*backup, backupConfig);
+  std::string backupDir;
+  backup->add_option("DIR", backupDir, "the folder to write the copies to (new or empty)")
       ->required();
 
   int clientExit = 0;
@@ -44,6 +50,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   Config* config = *serve ? &serveConfig : *migrate ? &migrateConfig : *adminToken ? &tokenConfig : nullptr;
+  if (*backup) config = &backupConfig;
   if (!config) return clientExit;  // a client command ran in a parse callback
   if (auto r = finishConfig(*config); !r) {
     std::cerr << "webhooker: " << r.error().message << "\n";
@@ -51,6 +58,7 @@ int main(int argc, char** argv) {
   }
   if (*migrate) return runMigrate(*config);
   if (*adminToken) return runAdminTokenReset(*config);
+  if (*backup) return runBackup(*config, backupDir);
   setupLogging(config->logLevel, config->logFormat);
   return runServe(*config);
 }

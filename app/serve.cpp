@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "app/commands.h"
@@ -16,6 +17,7 @@
 #include "engine/backlog_sampler.h"
 #include "engine/delivery_metrics.h"
 #include "engine/engine.h"
+#include "engine/retention_pruner.h"
 #include "server/admin_token.h"
 #include "server/http_server.h"
 #include "storage/events_db_pool.h"
@@ -75,12 +77,19 @@ int runServe(const Config& config) {
   SystemResolver resolver;
   SsrfGuard guard(resolver, allowNetworks.value());
   HttpClient httpClient(guard, clock);
-  CircuitBreakers breakers(clock);
+  CircuitBreakers breakers(clock, config.breakerThreshold,
+                           std::chrono::milliseconds(config.breakerCooldownMs));
   SystemRandom random;
   const TargetRegistry targets = standardTargets(httpClient, breakers, random, clock);
   prometheus::Registry registry;
   DeliveryMetrics metrics(registry);
-  breakers.onStateChange([&](int) { metrics.setBreakersOpen(breakers.openCountByType()); });
+  // Serialised so that two state changes on different threads cannot
+  // publish their recounts in the wrong order.
+  std::mutex breakerGaugeMutex;
+  breakers.onStateChange([&](int) {
+    std::lock_guard lock(breakerGaugeMutex);
+    metrics.setBreakersOpen(breakers.openCountByType());
+  });
 
   EventsDbPool eventsDbs(dataDir, config.dbOptions(), clock, config.maxOpenEventsDbs);
   EngineOptions engineOptions;
@@ -98,6 +107,8 @@ int runServe(const Config& config) {
   server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, registry});
   BacklogSampler sampler(*store.value(), eventsDbs, metrics,
                          std::chrono::milliseconds(config.samplerIntervalMs));
+  RetentionPruner pruner(*store.value(), eventsDbs,
+                         std::chrono::milliseconds(config.pruneIntervalMs));
   auto port = http.bind();
   if (!port) {
     spdlog::critical("daemon.listen_failed error=\"{}\"", port.error().message);
@@ -118,6 +129,7 @@ int runServe(const Config& config) {
 
   engine.start();
   sampler.start();
+  pruner.start();
   std::jthread signalWatcher([&](std::stop_token stop) {
     const timespec tick{0, 200'000'000};
     while (!stop.stop_requested()) {
@@ -133,6 +145,7 @@ int runServe(const Config& config) {
   signalWatcher.request_stop();
   signalWatcher.join();
   sampler.stop();
+  pruner.stop();
   if (!engine.stop(std::chrono::milliseconds(config.shutdownGraceMs))) {
     // Unfinished attempts are still `pending`/`retrying` on disk and are
     // recovered at the next start; waiting longer would only delay that.

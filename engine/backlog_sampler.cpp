@@ -41,6 +41,7 @@ Result<void> BacklogSampler::sampleOnce() {
   for (std::string_view t : DeliveryMetrics::kTypeLabels) counts[std::string(t)] = {0, 0};
   for (const Webhook& w : webhooks.value()) {
     auto db = eventsDbs_.get(w.id);
+    if (!db && db.error().code == "not_found") continue;  // deleted since the listing
     if (!db) return db.error();
     auto backlog = db.value()->backlogByTarget();
     if (!backlog) return backlog.error();

@@ -182,6 +182,12 @@ void Engine::runAttempt(Task& task) {
   // No row at all: the whole webhook was deleted with its events DB.
   if (!target) return;
   auto db = eventsDbs_.get(task.webhookId);
+  if (!db && db.error().code == "not_found") {
+    // The webhook was deleted with its events DB after its target was cached.
+    spdlog::debug("delivery.webhook_deleted webhook_id={} delivery_id={}", task.webhookId,
+                  task.deliveryId);
+    return;
+  }
   if (!db) {
     spdlog::error("delivery.events_db_unavailable webhook_id={} error=\"{}\"", task.webhookId,
                   db.error().message);

@@ -55,11 +55,12 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
     task.targetId = d.targetId;
     task.targetType = target->type;
     task.attempt = d.attempts + 1;
+    task.seriesStart = d.seriesStart;
 
     std::chrono::milliseconds wait{0};
     if (d.status == delivery_status::kRetrying) {
       if (Rescheduler* r = targets_.rescheduler(target->type))
-        wait = r->remainingBackoff(*db.value(), *target, d.id, d.attempts);
+        wait = r->remainingBackoff(*db.value(), *target, d.id, d.attempts - d.seriesStart);
     }
     if (d.nextAttemptAt) {
       // The stored time may be later still: a receiver's Retry-After, or an

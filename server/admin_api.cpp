@@ -41,6 +41,13 @@ void AdminApi::registerRoutes(httplib::Server& http) {
   http.Get(webhook + "/targets/([^/]+)", bind(&AdminApi::getTarget));
   http.Patch(webhook + "/targets/([^/]+)", bind(&AdminApi::updateTarget));
   http.Delete(webhook + "/targets/([^/]+)", bind(&AdminApi::deleteTarget));
+  // History and redrive.
+  http.Get(webhook + "/events", bind(&AdminApi::listEvents));
+  http.Get(webhook + "/events/([^/]+)", bind(&AdminApi::getEvent));
+  http.Post(webhook + "/events/([^/]+)/redeliver", bind(&AdminApi::redeliverEvent));
+  http.Get(webhook + "/deliveries", bind(&AdminApi::listDeliveries));
+  http.Post(webhook + "/deliveries/([^/]+)/retry", bind(&AdminApi::retryDelivery));
+  http.Post(webhook + "/replay", bind(&AdminApi::replay));
 }
 
 }  // namespace webhooker::server

@@ -1,4 +1,5 @@
-// AdminApi: /api/v1 routes for webhooks, entrypoints and targets.
+// AdminApi: /api/v1 routes for webhooks, entrypoints, targets, the delivery
+// history and redrive.
 //
 // Authentication happens before routing (HttpServer); handlers assume an
 // authorised caller. Every handler validates the whole request before it
@@ -44,9 +45,20 @@ class AdminApi {
   void updateTarget(const httplib::Request& req, httplib::Response& res);
   void deleteTarget(const httplib::Request& req, httplib::Response& res);
 
+  // --- History (admin_history.cpp): read-only, newest first, paged ---
+  void listEvents(const httplib::Request& req, httplib::Response& res);
+  void getEvent(const httplib::Request& req, httplib::Response& res);
+  void listDeliveries(const httplib::Request& req, httplib::Response& res);
+
+  // --- Redrive (admin_redrive.cpp): one transaction per request, then the
+  // reset or new deliveries go to the engine's lanes like fresh ones ---
+  void retryDelivery(const httplib::Request& req, httplib::Response& res);
+  void redeliverEvent(const httplib::Request& req, httplib::Response& res);
+  void replay(const httplib::Request& req, httplib::Response& res);
+
   MainStore& store_;
   EventsDbPool& eventsDbs_;
-  Dispatcher& dispatcher_;  // told about target changes
+  Dispatcher& dispatcher_;  // told about target changes, handed redriven deliveries
   const SsrfGuard& guard_;  // refuses literal internal addresses in target URLs
 };
 

@@ -1,6 +1,7 @@
 // Admin API: webhooks and their entrypoints.
 #include <spdlog/spdlog.h>
 
+#include "base/json_pointer.h"
 #include "server/admin_api.h"
 #include "server/json_io.h"
 #include "server/request_fields.h"
@@ -14,6 +15,9 @@ using nlohmann::json;
 constexpr size_t kMaxName = 200;
 constexpr size_t kMaxDescription = 2000;
 constexpr int64_t kMaxRetentionDays = 3650;
+constexpr int64_t kMaxMaxEvents = 10'000'000;
+constexpr size_t kMaxMaskPointers = 64;
+constexpr size_t kMaxPointerLength = 1024;
 
 json entrypointJson(const Entrypoint& e) {
   return {{"id", e.id},
@@ -23,9 +27,45 @@ json entrypointJson(const Entrypoint& e) {
           {"updated_at", e.updatedAt}};
 }
 
+// Absent → nullopt. Present: an array of at most kMaxMaskPointers JSON
+// pointers (RFC 6901), so the retention pass never meets one it cannot use.
+Result<std::optional<std::vector<std::string>>> maskPointersField(const json& body) {
+  if (!body.contains("mask_pointers")) return std::optional<std::vector<std::string>>();
+  const json& v = body.at("mask_pointers");
+  const auto invalid = [](const std::string& why) {
+    return makeError("invalid_field", "mask_pointers must be an array of at most " +
+                                          std::to_string(kMaxMaskPointers) +
+                                          " JSON pointers (RFC 6901: \"\" or starting with "
+                                          "\"/\", \"~\" only as ~0 or ~1); " + why);
+  };
+  if (!v.is_array()) return invalid("it is not an array");
+  if (v.size() > kMaxMaskPointers) return invalid(std::to_string(v.size()) + " were given");
+  std::vector<std::string> pointers;
+  for (const json& p : v) {
+    if (!p.is_string() || p.get_ref<const std::string&>().size() > kMaxPointerLength ||
+        !parseJsonPointer(p.get_ref<const std::string&>()))
+      return invalid(p.dump(-1, ' ', false, json::error_handler_t::replace) + " is not one");
+    pointers.push_back(p.get<std::string>());
+  }
+  return std::optional<std::vector<std::string>>(std::move(pointers));
+}
+
+// A changed pointer list also applies to events the retention pass already
+// examined: they are looked at again on its next pass. Masking cannot be
+// undone, so a removed pointer unmasks nothing.
+void remaskLater(EventsDbPool& eventsDbs, const std::string& webhookId) {
+  auto db = eventsDbs.get(webhookId);
+  auto reset = db ? db.value()->resetMasking() : Result<void>(db.error());
+  if (!reset)
+    spdlog::error("webhook.mask_reset_failed webhook_id={} error=\"{}\"", webhookId,
+                  reset.error().message);
+}
+
 // The fields a webhook is created or changed with; each one optional here.
 Result<WebhookPatch> webhookFields(const json& body) {
-  if (auto r = refuseUnknownFields(body, {"name", "description", "retention_days"}); !r)
+  if (auto r = refuseUnknownFields(
+          body, {"name", "description", "retention_days", "max_events", "mask_pointers"});
+      !r)
     return r.error();
   auto name = stringField(body, "name", kMaxName);
   if (!name) return name.error();
@@ -33,7 +73,12 @@ Result<WebhookPatch> webhookFields(const json& body) {
   if (!description) return description.error();
   auto retention = intField(body, "retention_days", 1, kMaxRetentionDays);
   if (!retention) return retention.error();
-  WebhookPatch fields{name.value(), description.value(), std::nullopt};
+  auto maxEvents = intField(body, "max_events", 1, kMaxMaxEvents);
+  if (!maxEvents) return maxEvents.error();
+  auto maskPointers = maskPointersField(body);
+  if (!maskPointers) return maskPointers.error();
+  WebhookPatch fields{name.value(), description.value(), std::nullopt, maxEvents.value(),
+                      std::move(maskPointers.value())};
   if (retention.value()) fields.retentionDays = static_cast<int>(*retention.value());
   return fields;
 }
@@ -49,6 +94,10 @@ Result<json> AdminApi::webhookView(const Webhook& w) {
               {"name", w.name},
               {"description", w.description},
               {"retention_days", w.retentionDays},
+              {"max_events", w.maxEvents},
+              // Once every delivery of an event is final these values read
+              // "[masked]" in its stored body, and a replay sends that form.
+              {"mask_pointers", w.maskPointers},
               {"created_at", w.createdAt},
               {"updated_at", w.updatedAt},
               {"entrypoints", eps}};
@@ -73,8 +122,11 @@ void AdminApi::createWebhook(const httplib::Request& req, httplib::Response& res
   if (!fields) return sendError(res, fields.error());
   if (!fields->name) return sendError(res, 400, "invalid_field", "name is required");
 
-  auto created = store_.createWebhook(*fields->name, fields->description.value_or(""),
-                                      fields->retentionDays.value_or(30));
+  auto created = store_.createWebhook(
+      *fields->name, fields->description.value_or(""),
+      fields->retentionDays.value_or(Webhook::kDefaultRetentionDays),
+      fields->maxEvents.value_or(Webhook::kDefaultMaxEvents),
+      fields->maskPointers.value_or(std::vector<std::string>()));
   if (!created) return sendError(res, created.error());
   // The events DB exists from the start, so the sqlite3 CLI can open it.
   if (auto db = eventsDbs_.get(created->id); !db) {
@@ -104,8 +156,11 @@ void AdminApi::updateWebhook(const httplib::Request& req, httplib::Response& res
   if (!body) return;
   auto fields = webhookFields(*body);
   if (!fields) return sendError(res, fields.error());
+  auto before = store_.getWebhook(*id);
+  if (!before) return sendError(res, before.error());
   auto updated = store_.updateWebhook(*id, fields.value());
   if (!updated) return sendError(res, updated.error());
+  if (updated->maskPointers != before->maskPointers) remaskLater(eventsDbs_, *id);
   auto view = webhookView(updated.value());
   if (!view) return sendError(res, view.error());
   sendJson(res, 200, view.value());

@@ -93,6 +93,8 @@ void IngestHandler::handle(const httplib::Request& req, std::string body,
   event.idempotencyKey = std::move(idempotencyKey);
 
   auto db = eventsDbs_.get(entrypoint->webhookId);
+  if (!db && db.error().code == "not_found")  // the webhook was deleted meanwhile
+    return sendError(res, 404, "not_found", "no such entrypoint");
   if (!db) {
     spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint->webhookId,
                   db.error().message);

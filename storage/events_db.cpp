@@ -242,8 +242,8 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries() {
   std::lock_guard lock(dbMutex_);
   try {
     SQLite::Statement q(*db_,
-                        "SELECT id, event_id, target_id, status, attempts, next_attempt_at "
-                        "FROM deliveries WHERE status IN ('pending', 'retrying') "
+                        "SELECT id, event_id, target_id, status, attempts, next_attempt_at, "
+                        "series_start FROM deliveries WHERE status IN ('pending', 'retrying') "
                         "ORDER BY created_at, rowid");
     std::vector<UnfinishedDelivery> out;
     while (q.executeStep()) {
@@ -254,6 +254,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries() {
       d.status = q.getColumn(3).getString();
       d.attempts = q.getColumn(4).getInt();
       d.nextAttemptAt = timeColumn(q.getColumn(5));
+      d.seriesStart = q.getColumn(6).getInt();
       out.push_back(std::move(d));
     }
     return out;

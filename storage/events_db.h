@@ -86,7 +86,94 @@ struct UnfinishedDelivery {
   std::string targetId;
   std::string status;  // pending | retrying
   int attempts = 0;
+  int seriesStart = 0;  // attempts made before the current series (a redrive)
   std::optional<TimePoint> nextAttemptAt;
+};
+
+// --- History and redrive: types --------------------------------------------
+
+// Where a page of history ends: the sort key (a stored time, an id) of its
+// last row. Pages run newest first by (time, id), so a key stays valid
+// whatever arrives later.
+struct PageKey {
+  std::string time;
+  std::string id;
+};
+
+// Which deliveries (or events with such a delivery) to show or replay.
+// Times are in the stored format and select by the event's received_at:
+// since <= received_at < until.
+struct HistoryFilter {
+  std::vector<std::string> statuses;  // empty: any
+  std::optional<std::string> targetId;
+  std::optional<std::string> since;
+  std::optional<std::string> until;
+};
+
+// One delivery_results row.
+struct AttemptRow {
+  int attempt = 0;
+  std::optional<int> statusCode;
+  std::string responseBody;  // capped at 4 KiB when written
+  std::optional<std::string> error;
+  int64_t durationMs = 0;
+  bool success = false;
+  std::string createdAt;
+};
+
+// A deliveries row with its latest attempt.
+struct DeliveryRecord {
+  std::string id;
+  std::string eventId;
+  std::string targetId;
+  std::string status;
+  int attempts = 0;
+  int seriesStart = 0;
+  std::optional<std::string> nextAttemptAt;
+  std::optional<int> lastStatusCode;
+  std::optional<std::string> failureReason;
+  std::string createdAt;
+  std::string updatedAt;
+  std::string eventReceivedAt;
+  std::optional<std::string> lastAttemptAt;
+  std::optional<std::string> lastError;
+  std::vector<AttemptRow> attemptRows;  // every attempt, oldest first; only in showEvent()
+};
+
+// An events row. Headers and body are read only by showEvent().
+struct EventRecord {
+  std::string id;
+  std::string entrypointId;
+  std::string method;
+  std::string path;
+  std::string query;
+  std::string contentType;
+  int64_t bodySize = 0;
+  std::string remoteAddr;
+  std::optional<std::string> idempotencyKey;
+  std::string receivedAt;
+  HeaderList headers;
+  std::string body;
+  std::vector<DeliveryRecord> deliveries;  // oldest first
+};
+
+template <typename T>
+struct HistoryPage {
+  std::vector<T> items;
+  std::optional<PageKey> next;  // set when more rows follow
+};
+
+// What a replay acts on: deliveries in `filter`'s statuses (failed, or
+// failed and delivered) whose target is one of `targetIds` (the live ones).
+struct ReplayRequest {
+  HistoryFilter filter;
+  std::vector<std::string> targetIds;
+  bool dryRun = false;
+};
+
+struct ReplayOutcome {
+  int64_t count = 0;
+  std::vector<UnfinishedDelivery> reset;  // empty on a dry run
 };
 
 class EventsDb {
@@ -128,6 +215,67 @@ class EventsDb {
   Result<std::vector<BacklogCount>> backlogByTarget();
   // Every pending or retrying delivery, oldest first.
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries();
+
+  // --- History (events_db_history.cpp) -------------------------------------
+  // Read-only views for the admin API. "not_found" for an unknown id.
+
+  // Events newest first by (received_at, id), at most `limit`, starting after
+  // `after`; with their deliveries. Status and target filters keep the events
+  // that have at least one delivery matching both.
+  Result<HistoryPage<EventRecord>> listEvents(const HistoryFilter& filter, int limit,
+                                              const std::optional<PageKey>& after);
+  // One event with headers, body, deliveries and every attempt.
+  Result<EventRecord> showEvent(const std::string& eventId);
+  // Deliveries newest first by (created_at, id).
+  Result<HistoryPage<DeliveryRecord>> listDeliveries(const HistoryFilter& filter, int limit,
+                                                     const std::optional<PageKey>& after);
+  Result<DeliveryRecord> getDelivery(const std::string& deliveryId);
+
+  // --- Redrive (events_db_redrive.cpp) --------------------------------------
+  // Each call is one transaction; on an error nothing was written.
+
+  // Starts a new attempt series on a failed delivery: pending, no reason, no
+  // next time, series_start = attempts; its results stay. "conflict" unless
+  // it is failed.
+  Result<UnfinishedDelivery> retryDelivery(const std::string& deliveryId);
+  // New pending deliveries of a stored event, one per target id.
+  Result<std::vector<UnfinishedDelivery>> redeliverEvent(const std::string& eventId,
+                                                         const std::vector<std::string>& targetIds);
+  // Counts (dry run) or restarts as new series what `request` selects; the
+  // count of a dry run is what a real run would reset at that moment.
+  Result<ReplayOutcome> replay(const ReplayRequest& request);
+
+  // --- Retention and masking (events_db_retention.cpp) ----------------------
+  // For the periodic retention pass (one caller at a time). Work is done in
+  // short batches, each its own transaction, so ingest waits one batch at most.
+
+  struct PruneCount {
+    int64_t expired = 0;  // older than the retention window
+    int64_t overCap = 0;  // beyond max_events
+  };
+  // Deletes events received more than `retentionDays` ago (by the clock),
+  // then the oldest events beyond `maxEvents`, each with its deliveries and
+  // results. Never an event with a pending or retrying delivery, however old.
+  Result<PruneCount> pruneEvents(int retentionDays, int64_t maxEvents);
+
+  struct MaskCount {
+    int64_t masked = 0;     // body rewritten with "[masked]" values
+    int64_t unchanged = 0;  // JSON, but no pointer named anything (masked=1)
+    int64_t notJson = 0;    // left as received (masked=0)
+  };
+  // Masks the bodies of events not examined yet (masked IS NULL) whose
+  // deliveries are all delivered or failed; "invalid_config" for a pointer
+  // that is not one (the API refuses those). Old bytes stay in the file until
+  // reclaimSpace().
+  Result<MaskCount> maskFinishedEvents(const std::vector<std::string>& pointers);
+  // Marks masked events as not examined, so the next pass applies a changed
+  // pointer list to them as well. Cheap: the body is not rewritten.
+  Result<void> resetMasking();
+  // Gives free pages back to the file system (incremental_vacuum) and copies
+  // the WAL into the file and truncates it (wal_checkpoint(TRUNCATE)), so
+  // deleted and masked bytes leave the disk. False when another connection's
+  // open read kept part of the WAL: call again later.
+  Result<bool> reclaimSpace();
 
  private:
   EventsDb(std::unique_ptr<SQLite::Database> db, const Clock& clock);

@@ -19,6 +19,8 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
   }
+  if (removed_.count(webhookId))
+    return makeError("not_found", "webhook " + webhookId + " was deleted with its events");
   auto db = EventsDb::open(pathFor(webhookId), options_, clock_);
   if (!db) return db.error();
   lru_.emplace_front(webhookId, db.value());
@@ -33,6 +35,7 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
 Result<void> EventsDbPool::remove(const std::string& webhookId) {
   {
     std::lock_guard lock(poolMutex_);
+    removed_.insert(webhookId);
     if (auto it = index_.find(webhookId); it != index_.end()) {
       lru_.erase(it->second);
       index_.erase(it);

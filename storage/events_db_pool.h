@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/clock.h"
 #include "base/result.h"
@@ -28,9 +29,13 @@ class EventsDbPool {
                size_t capacity = kDefaultCapacity);
 
   // The events DB of `webhookId`, opened (created and migrated if missing).
+  // "not_found" for a webhook removed since the pool was made.
   Result<std::shared_ptr<EventsDb>> get(const std::string& webhookId);
 
   // Closes the webhook's DB (once its users let go) and deletes its files.
+  // From then on get() refuses the id, so a late delivery or pass cannot
+  // bring back an empty file; a holder of the DB writes to the unlinked file
+  // until it lets go. Webhook ids are never reused, so the refusal lasts.
   Result<void> remove(const std::string& webhookId);
 
   std::filesystem::path pathFor(const std::string& webhookId) const;
@@ -44,9 +49,10 @@ class EventsDbPool {
   const Clock& clock_;
   const size_t capacity_;
 
-  mutable std::mutex poolMutex_;  // guards lru_ and index_
+  mutable std::mutex poolMutex_;  // guards lru_, index_ and removed_
   Lru lru_;                       // front: most recently used
   std::unordered_map<std::string, Lru::iterator> index_;
+  std::unordered_set<std::string> removed_;  // webhook ids whose files remove() deleted
 };
 
 }  // namespace webhooker

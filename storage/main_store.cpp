@@ -1,5 +1,7 @@
 #include "storage/main_store.h"
 
+#include <nlohmann/json.hpp>
+
 #include "base/time_format.h"
 #include "base/uuid.h"
 #include "storage/sqlite_database.h"
@@ -8,14 +10,39 @@ namespace webhooker {
 
 namespace {
 
+constexpr const char* kWebhookColumns =
+    "id, name, description, retention_days, max_events, mask_pointers, created_at, updated_at";
+
 constexpr const char* kTargetColumns =
     "id, webhook_id, name, type, active, max_concurrency, config, max_retries, base_delay_ms, "
     "max_delay_ms, jitter, created_at, updated_at, deleted_at";
 
+// mask_pointers is a JSON array of strings; the API wrote it, so anything
+// else in it is skipped rather than fatal.
+std::vector<std::string> readPointerList(const std::string& text) {
+  std::vector<std::string> out;
+  const auto list = nlohmann::json::parse(text, nullptr, false);
+  if (list.is_array())
+    for (const auto& p : list)
+      if (p.is_string()) out.push_back(p.get<std::string>());
+  return out;
+}
+
+std::string pointerListText(const std::vector<std::string>& pointers) {
+  return nlohmann::json(pointers).dump();
+}
+
 Webhook readWebhook(SQLite::Statement& q) {
-  return Webhook{q.getColumn(0).getString(), q.getColumn(1).getString(),
-                 q.getColumn(2).getString(), q.getColumn(3).getInt(),
-                 q.getColumn(4).getString(), q.getColumn(5).getString()};
+  Webhook w;
+  w.id = q.getColumn(0).getString();
+  w.name = q.getColumn(1).getString();
+  w.description = q.getColumn(2).getString();
+  w.retentionDays = q.getColumn(3).getInt();
+  w.maxEvents = q.getColumn(4).getInt64();
+  w.maskPointers = readPointerList(q.getColumn(5).getString());
+  w.createdAt = q.getColumn(6).getString();
+  w.updatedAt = q.getColumn(7).getString();
+  return w;
 }
 
 Entrypoint readEntrypoint(SQLite::Statement& q) {
@@ -77,21 +104,31 @@ Result<void> MainStore::ping() {
 }
 
 Result<Webhook> MainStore::createWebhook(const std::string& name, const std::string& description,
-                                         int retentionDays) {
+                                         int retentionDays, int64_t maxEvents,
+                                         const std::vector<std::string>& maskPointers) {
   const std::string now = formatTime(clock_.now());
-  Webhook w{newUuid(), name, description, retentionDays, now, now};
+  Webhook w;
+  w.id = newUuid();
+  w.name = name;
+  w.description = description;
+  w.retentionDays = retentionDays;
+  w.maxEvents = maxEvents;
+  w.maskPointers = maskPointers;
+  w.createdAt = now;
+  w.updatedAt = now;
   std::lock_guard lock(dbMutex_);
   try {
     SQLite::Transaction txn(*db_);
-    SQLite::Statement insert(*db_,
-                             "INSERT INTO webhooks (id, name, description, retention_days, "
-                             "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)");
+    SQLite::Statement insert(*db_, std::string("INSERT INTO webhooks (") + kWebhookColumns +
+                                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     insert.bind(1, w.id);
     insert.bind(2, w.name);
     insert.bind(3, w.description);
     insert.bind(4, w.retentionDays);
-    insert.bind(5, now);
-    insert.bind(6, now);
+    insert.bind(5, w.maxEvents);
+    insert.bind(6, pointerListText(w.maskPointers));
+    insert.bind(7, now);
+    insert.bind(8, now);
     insert.exec();
     SQLite::Statement entry(*db_,
                             "INSERT INTO entrypoints (id, webhook_id, active, created_at, "
@@ -111,9 +148,8 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
 Result<Webhook> MainStore::getWebhook(const std::string& id) {
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT id, name, description, retention_days, created_at, updated_at "
-                        "FROM webhooks WHERE id = ?");
+    SQLite::Statement q(*db_, std::string("SELECT ") + kWebhookColumns +
+                                  " FROM webhooks WHERE id = ?");
     q.bind(1, id);
     if (!q.executeStep()) return notFound("webhook", id);
     return readWebhook(q);
@@ -125,9 +161,8 @@ Result<Webhook> MainStore::getWebhook(const std::string& id) {
 Result<std::vector<Webhook>> MainStore::listWebhooks() {
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT id, name, description, retention_days, created_at, updated_at "
-                        "FROM webhooks ORDER BY created_at, id");
+    SQLite::Statement q(*db_, std::string("SELECT ") + kWebhookColumns +
+                                  " FROM webhooks ORDER BY created_at, id");
     std::vector<Webhook> out;
     while (q.executeStep()) out.push_back(readWebhook(q));
     return out;
@@ -143,13 +178,17 @@ Result<Webhook> MainStore::updateWebhook(const std::string& id, const WebhookPat
       SQLite::Statement q(*db_,
                           "UPDATE webhooks SET name = COALESCE(?, name), "
                           "description = COALESCE(?, description), "
-                          "retention_days = COALESCE(?, retention_days), updated_at = ? "
+                          "retention_days = COALESCE(?, retention_days), "
+                          "max_events = COALESCE(?, max_events), "
+                          "mask_pointers = COALESCE(?, mask_pointers), updated_at = ? "
                           "WHERE id = ?");
       if (patch.name) q.bind(1, *patch.name);
       if (patch.description) q.bind(2, *patch.description);
       if (patch.retentionDays) q.bind(3, *patch.retentionDays);
-      q.bind(4, formatTime(clock_.now()));
-      q.bind(5, id);
+      if (patch.maxEvents) q.bind(4, *patch.maxEvents);
+      if (patch.maskPointers) q.bind(5, pointerListText(*patch.maskPointers));
+      q.bind(6, formatTime(clock_.now()));
+      q.bind(7, id);
       if (q.exec() == 0) return notFound("webhook", id);
     } catch (const std::exception& e) {
       return storage::storageError("update webhook", e);

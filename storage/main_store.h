@@ -27,6 +27,8 @@ struct WebhookPatch {
   std::optional<std::string> name;
   std::optional<std::string> description;
   std::optional<int> retentionDays;
+  std::optional<int64_t> maxEvents;
+  std::optional<std::vector<std::string>> maskPointers;  // replaces the whole list
 };
 
 class MainStore {
@@ -44,7 +46,8 @@ class MainStore {
 
   // Creates the webhook and its first entrypoint in one transaction.
   Result<Webhook> createWebhook(const std::string& name, const std::string& description,
-                                int retentionDays);
+                                int retentionDays, int64_t maxEvents = Webhook::kDefaultMaxEvents,
+                                const std::vector<std::string>& maskPointers = {});
   Result<Webhook> getWebhook(const std::string& id);
   Result<std::vector<Webhook>> listWebhooks();
   Result<Webhook> updateWebhook(const std::string& id, const WebhookPatch& patch);

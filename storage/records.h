@@ -5,14 +5,22 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace webhooker {
 
 struct Webhook {
+  static constexpr int kDefaultRetentionDays = 30;
+  static constexpr int64_t kDefaultMaxEvents = 100'000;
+
   std::string id;
   std::string name;
   std::string description;
-  int retentionDays = 30;
+  int retentionDays = kDefaultRetentionDays;
+  int64_t maxEvents = kDefaultMaxEvents;  // events kept at most; the oldest finished go first
+  // JSON pointers (RFC 6901) whose values are replaced with "[masked]" in a
+  // stored JSON body once every delivery of the event is final.
+  std::vector<std::string> maskPointers;
   std::string createdAt;
   std::string updatedAt;
 };

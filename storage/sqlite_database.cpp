@@ -63,6 +63,10 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
       db->exec("PRAGMA auto_vacuum = INCREMENTAL");
     db->exec("PRAGMA journal_mode = WAL");
     db->exec("PRAGMA foreign_keys = ON");
+    // Freed space is overwritten with zeros, so a masked or deleted body
+    // does not linger in free pages (user data; see docs/decisions.md).
+    // Some builds default to it; others do not.
+    db->exec("PRAGMA secure_delete = ON");
     db->exec(options.sync == SyncMode::kFull ? "PRAGMA synchronous = FULL"
                                              : "PRAGMA synchronous = NORMAL");
     if (versionBefore) *versionBefore = schemaVersion(*db);

@@ -15,8 +15,8 @@
 
 namespace webhooker::storage {
 
-// Opens (creating if needed) the file, sets WAL, foreign keys, busy timeout
-// and the sync mode, then applies every migration newer than the file's
+// Opens (creating if needed) the file, sets WAL, foreign keys, busy timeout,
+// secure_delete and the sync mode, then applies every migration newer than the file's
 // schema in its own transaction. Refuses a file whose schema is newer than
 // `migrations` knows ("schema_too_new"): an older binary must not write to it.
 // `versionBefore`, when given, receives the schema version found on disk.

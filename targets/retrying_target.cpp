@@ -86,37 +86,39 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
   } else if (verdict.verdict == Verdict::kTerminal) {
     record.newStatus = delivery_status::kFailed;
     record.failureReason = verdict.reason;
-  } else if (task.attempt > policy.maxRetries) {
+  } else if (task.attemptInSeries() > policy.maxRetries) {
     record.newStatus = delivery_status::kFailed;
     record.failureReason = "max_attempts";
   } else {
-    delay = applyRetryAfter(retryDelay(policy, task.attempt, random_), retryAfter, policy);
+    delay = applyRetryAfter(retryDelay(policy, task.attemptInSeries(), random_), retryAfter,
+                            policy);
     record.newStatus = delivery_status::kRetrying;
     record.nextAttemptAt = clock_.now() + delay;
   }
 
   if (auto written = ctx.db.recordAttempt(record); !written) {
-    // The row keeps its previous state; the sweep will pick it up again.
+    // The row keeps its previous state and attempt count; the sweep picks it
+    // up again. Rescheduling here would skip an attempt number.
     spdlog::error("delivery.record_failed delivery_id={} attempt={} error=\"{}\"", task.deliveryId,
                   task.attempt, written.error().message);
-  } else {
-    ctx.observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));
-    if (record.newStatus == delivery_status::kRetrying)
-      spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
-                   "status_code={} error=\"{}\" retry_in_ms={}",
-                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                   record.statusCode.value_or(0), record.error, delay.count());
-    else if (record.newStatus == delivery_status::kFailed)
-      spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
-                   "reason={} status_code={} error=\"{}\"",
-                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                   *record.failureReason, record.statusCode.value_or(0), record.error);
-    else
-      spdlog::info("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
-                   "status_code={} duration_ms={}",
-                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                   record.statusCode.value_or(0), record.durationMs);
+    return;
   }
+  ctx.observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));
+  if (record.newStatus == delivery_status::kRetrying)
+    spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
+                 "status_code={} error=\"{}\" retry_in_ms={}",
+                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                 record.statusCode.value_or(0), record.error, delay.count());
+  else if (record.newStatus == delivery_status::kFailed)
+    spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
+                 "reason={} status_code={} error=\"{}\"",
+                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                 *record.failureReason, record.statusCode.value_or(0), record.error);
+  else
+    spdlog::info("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
+                 "status_code={} duration_ms={}",
+                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                 record.statusCode.value_or(0), record.durationMs);
   if (record.newStatus == delivery_status::kRetrying) {
     ++task.attempt;
     ctx.scheduler.scheduleRetry(std::move(task), delay);

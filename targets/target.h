@@ -64,7 +64,8 @@ class Rescheduler {
  public:
   virtual ~Rescheduler() = default;
   // How long a recovered `retrying` delivery still has to wait: the backoff
-  // after attempt `attemptNum`, minus the time since that attempt.
+  // after attempt `attemptNum` of its series (Task::attemptInSeries), minus
+  // the time since that attempt.
   virtual std::chrono::milliseconds remainingBackoff(EventsDb& db, const TargetRecord& target,
                                                      const std::string& deliveryId,
                                                      int attemptNum) = 0;

@@ -20,7 +20,13 @@ struct Task {
   std::string targetId;
   std::string targetType;
   int attempt = 1;  // the attempt number this task will make
+  // Attempts made before the current series: a redrive starts a new series
+  // with a full retry budget, and the results of the old one stay.
+  int seriesStart = 0;
   std::optional<EventPayload> payload;  // set when the body is at most kInlineBodyLimit
+
+  // The attempt's number within its series (1 for the first attempt).
+  int attemptInSeries() const { return attempt - seriesStart; }
 };
 
 }  // namespace webhooker

@@ -155,6 +155,7 @@ class TestServer {
     return eventsDbs_->pathFor(webhookId);
   }
   MainStore& store() { return *store_; }
+  EventsDbPool& eventsDbs() { return *eventsDbs_; }
   RecordingDispatcher& dispatcher() { return dispatcher_; }
   const RecordingDispatcher& dispatcher() const { return dispatcher_; }
   server::HttpServer& http() { return *http_; }

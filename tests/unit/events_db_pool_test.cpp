@@ -1,5 +1,5 @@
 // EventsDbPool: one events-<id>.db per webhook under the data dir, a bounded
-// LRU of open files, and remove() deleting a webhook's files.
+// LRU of open files, and remove() deleting a webhook's files for good.
 #include <doctest/doctest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -209,10 +209,14 @@ TEST_CASE("remove closes the DB and deletes the file with its -wal and -shm") {
   CHECK(std::filesystem::exists(pool.pathFor(keptId)));
   CHECK(countEvents(pool.pathFor(keptId)) == 1);
 
-  // A later get starts from an empty file.
-  auto fresh = getOrFail(pool, id);
-  CHECK(fresh.get() != nullptr);
-  CHECK(countEvents(file) == 0);
+  // A later get (a retry timer, a pass that listed the webhook before the
+  // delete) is refused and brings no empty file back.
+  auto late = pool.get(id);
+  REQUIRE_FALSE(late.ok());
+  CHECK(late.error().code == "not_found");
+  CHECK_FALSE(std::filesystem::exists(file));
+  CHECK(pool.openCount() == 1);
+  CHECK(getOrFail(pool, keptId));
 }
 
 TEST_CASE("remove of a webhook that was never opened deletes its file") {
@@ -242,8 +246,12 @@ TEST_CASE("a holder of a removed DB keeps it until it lets go") {
   CHECK(pool.openCount() == 0);
   CHECK_FALSE(std::filesystem::exists(pool.pathFor(id)));
   CHECK_FALSE(weak.expired());
+  // It writes to the unlinked file; nobody else can open the id again.
+  ingestOne(*held, "into the unlinked file");
+  CHECK_FALSE(pool.get(id).ok());
   held.reset();
   CHECK(weak.expired());
+  CHECK_FALSE(std::filesystem::exists(pool.pathFor(id)));
 }
 
 TEST_CASE("get reports a data dir it cannot write as an error") {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/time_format.h"
 #include "base/uuid.h"
@@ -200,6 +201,43 @@ TEST_CASE_FIXTURE(Fixture, "updateWebhook changes only the fields in the patch")
   CHECK(q.getColumn(1).getString() == "");
   CHECK(q.getColumn(2).getInt() == 7);
   CHECK(q.getColumn(3).getString() == kStart);
+}
+
+TEST_CASE_FIXTURE(Fixture, "max_events and mask_pointers: defaults, create, update, read back") {
+  const Webhook plain = webhook("plain");
+  CHECK(plain.maxEvents == 100000);
+  CHECK(plain.maskPointers.empty());
+  CHECK(count("SELECT COUNT(*) FROM webhooks WHERE mask_pointers = '[]'") == 1);
+  clock.advance(1ms);  // list order: by creation time
+
+  auto masked = store->createWebhook("masked", "", 7, 500, {"/user/email", "/a~1b", ""});
+  REQUIRE(masked.ok());
+  auto got = store->getWebhook(masked->id);
+  REQUIRE(got.ok());
+  CHECK(got->maxEvents == 500);
+  CHECK(got->maskPointers == std::vector<std::string>{"/user/email", "/a~1b", ""});
+
+  WebhookPatch nameOnly;
+  nameOnly.name = "renamed";
+  auto renamed = store->updateWebhook(masked->id, nameOnly);
+  REQUIRE(renamed.ok());
+  CHECK(renamed->maxEvents == 500);
+  CHECK(renamed->maskPointers.size() == 3);
+
+  WebhookPatch settings;
+  settings.maxEvents = 10'000'000;
+  settings.maskPointers = std::vector<std::string>{};
+  auto changed = store->updateWebhook(masked->id, settings);
+  REQUIRE(changed.ok());
+  CHECK(changed->maxEvents == 10'000'000);
+  CHECK(changed->maskPointers.empty());
+  auto all = store->listWebhooks();
+  REQUIRE(all.ok());
+  CHECK(all->at(1).maxEvents == 10'000'000);
+  CHECK(all->at(0).maxEvents == 100000);
+
+  // The schema refuses a cap below 1 even if a caller did not.
+  CHECK_FALSE(store->createWebhook("bad", "", 30, 0).ok());
 }
 
 TEST_CASE_FIXTURE(Fixture, "updateWebhook of an unknown id is not_found and writes nothing") {

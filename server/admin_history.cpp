@@ -1,0 +1,124 @@
+// Admin API: the delivery history — events with their deliveries, one
+// event with every attempt, and deliveries by status (`failed` is the
+// dead-letter view) and target. Read-only; pages are newest first and their
+// cursors stay valid while new events arrive.
+#include <charconv>
+
+#include "server/admin_api.h"
+#include "server/history_params.h"
+#include "server/history_views.h"
+#include "server/json_io.h"
+
+namespace webhooker::server {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kDefaultLimit = 50;
+constexpr int kMaxLimit = 500;
+constexpr const char* kEventsCursor = "events";
+constexpr const char* kDeliveriesCursor = "deliveries";
+
+struct ListQuery {
+  HistoryFilter filter;
+  int limit = kDefaultLimit;
+  std::optional<PageKey> after;
+};
+
+std::optional<std::string> param(const std::map<std::string, std::string>& params,
+                                 const char* name) {
+  const auto it = params.find(name);
+  if (it == params.end()) return std::nullopt;
+  return it->second;
+}
+
+// ?status=&target_id=&since=&until=&limit=&cursor=, as both listings take them.
+Result<ListQuery> readListQuery(const httplib::Request& req, MainStore& store,
+                                const std::string& webhookId, const char* cursorKind) {
+  auto params = queryParams(req, {"status", "target_id", "since", "until", "limit", "cursor"});
+  if (!params) return params.error();
+  ListQuery query;
+  if (const auto status = param(*params, "status")) {
+    if (!isDeliveryStatus(*status))
+      return makeError("invalid_field",
+                       "status must be one of pending, retrying, delivered, failed");
+    query.filter.statuses = {*status};
+  }
+  if (const auto targetId = param(*params, "target_id")) {
+    // A deleted target's history is still history.
+    auto target = namedTarget(store, webhookId, *targetId, "target_id");
+    if (!target) return target.error();
+    query.filter.targetId = target->id;
+  }
+  if (auto r = readTimeRange(param(*params, "since"), param(*params, "until"), query.filter); !r)
+    return r.error();
+  if (const auto limit = param(*params, "limit")) {
+    const char* end = limit->data() + limit->size();
+    const auto [ptr, ec] = std::from_chars(limit->data(), end, query.limit);
+    if (ec != std::errc() || ptr != end || query.limit < 1 || query.limit > kMaxLimit)
+      return makeError("invalid_field", "limit must be an integer from 1 to 500");
+  }
+  if (const auto cursor = param(*params, "cursor")) {
+    auto key = decodeCursor(cursorKind, *cursor);
+    if (!key) return key.error();
+    query.after = key.value();
+  }
+  return query;
+}
+
+json nextCursor(const char* kind, const std::optional<PageKey>& next) {
+  return next ? json(encodeCursor(kind, *next)) : json();
+}
+
+}  // namespace
+
+void AdminApi::listEvents(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  if (!db) return sendError(res, db.error());
+  auto query = readListQuery(req, store_, *id, kEventsCursor);
+  if (!query) return sendError(res, query.error());
+  auto page = db.value()->listEvents(query->filter, query->limit, query->after);
+  if (!page) return sendError(res, page.error());
+  TargetLabels labels(store_, *id);
+  json events = json::array();
+  for (const EventRecord& e : page->items) events.push_back(eventSummaryJson(e, labels));
+  sendJson(res, 200, {{"events", std::move(events)},
+                      {"next_cursor", nextCursor(kEventsCursor, page->next)}});
+}
+
+void AdminApi::getEvent(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto eventId = pathId(req, res, 2, "event");
+  if (!eventId) return;
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  if (!db) return sendError(res, db.error());
+  if (auto params = queryParams(req, {}); !params) return sendError(res, params.error());
+  auto event = db.value()->showEvent(*eventId);
+  if (!event && event.error().code == "not_found")
+    return sendError(res, 404, "not_found", "no event " + *eventId + " in this webhook");
+  if (!event) return sendError(res, event.error());
+  TargetLabels labels(store_, *id);
+  sendJson(res, 200, eventDetailJson(event.value(), labels));
+}
+
+void AdminApi::listDeliveries(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  if (!db) return sendError(res, db.error());
+  auto query = readListQuery(req, store_, *id, kDeliveriesCursor);
+  if (!query) return sendError(res, query.error());
+  auto page = db.value()->listDeliveries(query->filter, query->limit, query->after);
+  if (!page) return sendError(res, page.error());
+  TargetLabels labels(store_, *id);
+  json deliveries = json::array();
+  for (const DeliveryRecord& d : page->items) deliveries.push_back(deliveryJson(d, labels));
+  sendJson(res, 200, {{"deliveries", std::move(deliveries)},
+                      {"next_cursor", nextCursor(kDeliveriesCursor, page->next)}});
+}
+
+}  // namespace webhooker::server

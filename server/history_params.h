@@ -1,0 +1,54 @@
+// Reading the history and redrive endpoints' inputs: query parameters,
+// time ranges, page cursors and the targets a request names. Every reader
+// refuses bad input with a 4xx-mapped error before anything is read or
+// written, so a refused request changes nothing.
+#pragma once
+
+#include <httplib.h>
+
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "storage/events_db.h"
+#include "storage/events_db_pool.h"
+#include "storage/main_store.h"
+
+namespace webhooker::server {
+
+// The query parameters by name: "unknown_parameter" for a name not in
+// `allowed`, "invalid_parameter" for one given twice.
+Result<std::map<std::string, std::string>> queryParams(
+    const httplib::Request& req, std::initializer_list<std::string_view> allowed);
+
+// A delivery status as stored: pending, retrying, delivered or failed.
+bool isDeliveryStatus(std::string_view text);
+
+// Sets filter.since/until (stored time format) from what the caller typed:
+// "invalid_field" for a time parseTime() refuses, "invalid_time_range" when
+// since is later than until.
+Result<void> readTimeRange(const std::optional<std::string>& since,
+                           const std::optional<std::string>& until, HistoryFilter& filter);
+
+// The target of `webhookId` that request field `field` names (soft-deleted
+// ones too; callers decide what those mean): "invalid_field" unless a uuid,
+// "unknown_target" unless it is one of this webhook's.
+Result<TargetRecord> namedTarget(MainStore& store, const std::string& webhookId,
+                                 const std::string& raw, const char* field);
+
+// Page cursors are opaque to callers: URL-safe base64 of the listing's kind
+// and the sort key of the last row shown. A cursor of another kind, or one
+// that does not decode, is "invalid_cursor".
+std::string encodeCursor(std::string_view kind, const PageKey& key);
+Result<PageKey> decodeCursor(std::string_view kind, std::string_view cursor);
+
+// The events DB of an existing webhook: "not_found" for an unknown webhook
+// (without creating a file for it).
+Result<std::shared_ptr<EventsDb>> webhookEventsDb(MainStore& store, EventsDbPool& eventsDbs,
+                                                  const std::string& webhookId);
+
+}  // namespace webhooker::server

@@ -1,0 +1,141 @@
+#include "server/history_views.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "base/secret.h"
+
+namespace webhooker::server {
+
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json orNull(const std::optional<T>& value) {
+  return value ? json(*value) : json();
+}
+
+bool isValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t extra = 0;
+    unsigned min = 0;
+    unsigned code = 0;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) { extra = 1; min = 0x80; code = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { extra = 2; min = 0x800; code = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { extra = 3; min = 0x10000; code = c & 0x07; }
+    else return false;
+    if (extra >= s.size() - i) return false;  // cut short
+    for (size_t k = 1; k <= extra; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      code = (code << 6) | (cc & 0x3F);
+    }
+    // Overlong forms, surrogates and values past Unicode are not UTF-8.
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+json attemptJson(const AttemptRow& a) {
+  return {{"attempt", a.attempt},
+          {"status_code", orNull(a.statusCode)},
+          {"success", a.success},
+          {"error", orNull(a.error)},
+          {"duration_ms", a.durationMs},
+          {"response_body", a.responseBody},
+          {"created_at", a.createdAt}};
+}
+
+}  // namespace
+
+TargetLabels::TargetLabels(MainStore& store, std::string webhookId)
+    : store_(store), webhookId_(std::move(webhookId)) {}
+
+void TargetLabels::describe(const std::string& targetId, json& out) {
+  auto it = labels_.find(targetId);
+  if (it == labels_.end()) {
+    std::optional<Label> label;
+    // Only the name and type are kept: the record's config holds credentials.
+    if (auto t = store_.getTarget(webhookId_, targetId))
+      label = Label{t->name, t->type, t->deletedAt.has_value()};
+    it = labels_.emplace(targetId, std::move(label)).first;
+  }
+  out["target_name"] = it->second ? json(it->second->name) : json();
+  out["target_type"] = it->second ? json(it->second->type) : json();
+  if (it->second && it->second->deleted) out["target_deleted"] = true;
+}
+
+bool isTextContentType(std::string_view contentType) {
+  std::string ct(contentType);
+  std::transform(ct.begin(), ct.end(), ct.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // The same rule as the delivery_history view's body_preview.
+  return ct.rfind("text/", 0) == 0 || ct.find("json") != std::string::npos ||
+         ct.find("xml") != std::string::npos ||
+         ct.find("x-www-form-urlencoded") != std::string::npos;
+}
+
+json deliveryJson(const DeliveryRecord& d, TargetLabels& labels) {
+  json out = {{"id", d.id},
+              {"event_id", d.eventId},
+              {"target_id", d.targetId}};
+  labels.describe(d.targetId, out);
+  out.update({{"status", d.status},
+              {"attempts", d.attempts},
+              {"series_start", d.seriesStart},
+              {"next_attempt_at", orNull(d.nextAttemptAt)},
+              {"last_status_code", orNull(d.lastStatusCode)},
+              {"failure_reason", orNull(d.failureReason)},
+              {"last_attempt_at", orNull(d.lastAttemptAt)},
+              {"last_error", orNull(d.lastError)},
+              {"event_received_at", d.eventReceivedAt},
+              {"created_at", d.createdAt},
+              {"updated_at", d.updatedAt}});
+  if (!d.attemptRows.empty()) {
+    json results = json::array();
+    for (const AttemptRow& a : d.attemptRows) results.push_back(attemptJson(a));
+    out["results"] = std::move(results);
+  }
+  return out;
+}
+
+json eventSummaryJson(const EventRecord& e, TargetLabels& labels) {
+  json deliveries = json::array();
+  for (const DeliveryRecord& d : e.deliveries) deliveries.push_back(deliveryJson(d, labels));
+  return {{"id", e.id},
+          {"received_at", e.receivedAt},
+          {"entrypoint_id", e.entrypointId},
+          {"method", e.method},
+          {"path", e.path},
+          {"query", e.query},
+          {"content_type", e.contentType},
+          {"body_size", e.bodySize},
+          {"remote_addr", e.remoteAddr},
+          {"idempotency_key", orNull(e.idempotencyKey)},
+          {"deliveries", std::move(deliveries)}};
+}
+
+json eventDetailJson(const EventRecord& e, TargetLabels& labels) {
+  json out = eventSummaryJson(e, labels);
+  json headers = json::array();
+  for (const auto& [name, value] : e.headers) headers.push_back({name, value});
+  out["headers"] = std::move(headers);
+  if (isTextContentType(e.contentType) && isValidUtf8(e.body)) {
+    out["body"] = e.body;
+    out["body_encoding"] = "text";
+  } else {
+    out["body"] = base64Encode(e.body);
+    out["body_encoding"] = "base64";
+  }
+  // A delivery with no attempt yet still lists its (empty) results.
+  for (json& d : out["deliveries"])
+    if (!d.contains("results")) d["results"] = json::array();
+  return out;
+}
+
+}  // namespace webhooker::server

@@ -1,0 +1,23 @@
+#include "storage/body_masking.h"
+
+namespace webhooker {
+
+MaskedBody maskJsonBody(std::string_view body, const std::vector<JsonPointer>& pointers) {
+  MaskedBody out;
+  // ordered_json keeps the sender's member order; invalid UTF-8 fails the
+  // parse, so such a body counts as not JSON.
+  auto doc = nlohmann::ordered_json::parse(body, nullptr, false);
+  if (doc.is_discarded()) return out;
+  out.json = true;
+  bool replaced = false;
+  for (const JsonPointer& p : pointers)
+    replaced = replaceAtPointer(doc, p, kMaskedValue) || replaced;
+  if (!replaced) return out;
+  out.body = doc.dump();
+  // Masking a body masked before (the pointer list changed) may change nothing.
+  out.changed = out.body != body;
+  if (!out.changed) out.body.clear();
+  return out;
+}
+
+}  // namespace webhooker
