@@ -2,6 +2,8 @@
 // shown redacted on every read.
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "base/url.h"
 #include "server/admin_api.h"
 #include "server/json_io.h"
@@ -49,11 +51,16 @@ Result<void> applyCommonFields(const json& body, const SsrfGuard& guard, TargetR
 
   json config = json::parse(target.configJson, nullptr, false);
   if (config.is_discarded()) config = json::object();
+  const json before = config;
   if (body.contains("config")) {
     if (!body["config"].is_object())
       return makeError("invalid_config", "config must be a JSON object");
     config.merge_patch(body["config"]);
   }
+  // A replaced signing secret keeps signing for a grace period so receivers
+  // can switch over. AdminApi has no injected clock; wall time is what the
+  // operator's expiry is measured against anyway.
+  applySigningRotation(before, body, config, std::chrono::system_clock::now());
   auto valid = validateTargetConfig(target.type, config);
   if (!valid) return valid.error();
   // A literal internal address can be refused now; host names are vetted at

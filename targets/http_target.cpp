@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <set>
+
+#include "targets/target_config.h"
+#include "targets/webhook_signature.h"
 
 namespace webhooker {
 
@@ -44,7 +48,7 @@ HeaderList forwardableHeaders(const HeaderList& headers) {
   return out;
 }
 
-Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, const Task&) {
+Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, const Task& task) {
   const auto config = nlohmann::json::parse(ctx.target.configJson, nullptr, false);
   if (!config.is_object() || !config.contains("url") || !config["url"].is_string())
     return makeError("invalid_config", "the target has no valid url");
@@ -64,6 +68,29 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
       std::erase_if(request.headers, [&](const auto& h) { return lower(h.first) == key; });
       request.headers.emplace_back(name, value.get<std::string>());
     }
+  }
+  const TimePoint now = clock().now();
+  if (const auto secrets = activeSigningSecrets(config, now); !secrets.empty()) {
+    for (const std::string& secret : secrets)
+      if (!signingKey(secret))
+        return makeError("invalid_config", "the target's signing secret is malformed");
+    // Ours win over anything the sender or the config put there: a receiver
+    // must never verify a signature we did not make.
+    std::erase_if(request.headers, [](const auto& h) {
+      const std::string key = lower(h.first);
+      return key == "webhook-id" || key == "webhook-timestamp" || key == "webhook-signature";
+    });
+    // One id per delivery (event x target), the same on every retry and
+    // redrive, so receivers can deduplicate; the timestamp is this attempt's.
+    const std::string msgId = webhookMessageId(task.deliveryId);
+    const int64_t timestamp =
+        std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    request.headers.emplace_back("webhook-id", msgId);
+    request.headers.emplace_back("webhook-timestamp", std::to_string(timestamp));
+    request.headers.emplace_back(
+        "webhook-signature", standardWebhookSignatureHeader(secrets, msgId, timestamp, request.body));
+  } else if (config.contains("signing_secret")) {
+    return makeError("invalid_config", "the target's signing secret is malformed");
   }
   return request;
 }

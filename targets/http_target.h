@@ -1,6 +1,9 @@
 // HttpTarget: forwards the stored request to config.url with the retry core.
 // Original headers go along except hop-by-hop ones, Host and Content-Length;
-// configured headers are added on top (and win).
+// configured headers are added on top (and win). With a signing_secret the
+// request is signed per Standard Webhooks (webhook-id "msg_<delivery id>",
+// webhook-timestamp of the attempt, webhook-signature, also with the previous
+// secret until it expires); those three headers from elsewhere are dropped.
 #pragma once
 
 #include "targets/retrying_target.h"

@@ -35,6 +35,9 @@ class RetryingTarget : public Target, public Rescheduler {
   // The request for this attempt, or "invalid_config".
   virtual Result<OutboundRequest> buildRequest(const DeliveryContext& context,
                                                const Task& task) = 0;
+  // The injected clock, so a subclass stamps requests (e.g. webhook-timestamp)
+  // with the same "now" the retry core uses.
+  const Clock& clock() const { return clock_; }
 
  private:
   HttpClient& client_;

@@ -7,7 +7,9 @@
 #include <cctype>
 
 #include "base/secret.h"
+#include "base/time_format.h"
 #include "base/url.h"
+#include "targets/webhook_signature.h"
 
 namespace webhooker {
 
@@ -77,7 +79,8 @@ bool looksSecret(std::string_view headerName) {
 
 Result<json> validateHttp(json config) {
   if (auto r = refuseUnknownFields(config,
-                                   {"url", "method", "headers", "timeout_ms", "signing_secret"},
+                                   {"url", "method", "headers", "timeout_ms", "signing_secret",
+                                    "previous_signing_secret", "previous_secret_expires_at"},
                                    "http");
       !r)
     return r.error();
@@ -112,13 +115,25 @@ Result<json> validateHttp(json config) {
       timeout.get<int64_t>() > 120000)
     return invalid("config.timeout_ms must be an integer from 100 to 120000");
 
-  if (config.contains("signing_secret")) {
-    const json& secret = config["signing_secret"];
-    std::optional<std::string> key;
-    if (secret.is_string() && secret.get_ref<const std::string&>().rfind("whsec_", 0) == 0)
-      key = base64Decode(std::string_view(secret.get_ref<const std::string&>()).substr(6));
-    if (!key || key->size() < 24 || key->size() > 64)
-      return invalid("config.signing_secret must be \"whsec_\" followed by base64 of 24-64 bytes");
+  for (const char* field : {"signing_secret", "previous_signing_secret"}) {
+    if (!config.contains(field)) continue;
+    const json& secret = config[field];
+    if (!secret.is_string() || !signingKey(secret.get_ref<const std::string&>()))
+      return invalid(
+          fmt::format("config.{} must be \"whsec_\" followed by base64 of 24-64 bytes", field));
+  }
+  if (config.contains("previous_signing_secret")) {
+    if (!config.contains("signing_secret"))
+      return invalid("config.previous_signing_secret needs a signing_secret");
+    if (!config.contains("previous_secret_expires_at"))
+      return invalid("config.previous_signing_secret needs previous_secret_expires_at");
+  }
+  if (config.contains("previous_secret_expires_at")) {
+    const json& expires = config["previous_secret_expires_at"];
+    if (!config.contains("previous_signing_secret"))
+      return invalid("config.previous_secret_expires_at needs a previous_signing_secret");
+    if (!expires.is_string() || !parseTime(expires.get_ref<const std::string&>()))
+      return invalid("config.previous_secret_expires_at must be an ISO-8601 time");
   }
   return config;
 }
@@ -161,13 +176,55 @@ json redactTargetConfig(std::string_view type, const json& config) {
   if (type == "http") {
     if (out.contains("url") && out["url"].is_string())
       out["url"] = redactUrl(out["url"].get<std::string>(), false);
-    if (out.contains("signing_secret")) out["signing_secret"] = kRedacted;
+    for (const char* field : {"signing_secret", "previous_signing_secret"})
+      if (out.contains(field)) out[field] = kRedacted;
     if (out.contains("headers") && out["headers"].is_object())
       for (auto& [name, value] : out["headers"].items())
         if (looksSecret(name)) value = kRedacted;
   } else if (type == "slack") {
     if (out.contains("webhook_url") && out["webhook_url"].is_string())
       out["webhook_url"] = redactUrl(out["webhook_url"].get<std::string>(), true);
+  }
+  return out;
+}
+
+void applySigningRotation(const json& before, const json& patch, json& merged, TimePoint now) {
+  if (!merged.is_object()) return;
+  const json* patchConfig =
+      patch.is_object() && patch.contains("config") && patch["config"].is_object()
+          ? &patch["config"]
+          : nullptr;
+  const auto named = [&](const char* field) {
+    return patchConfig != nullptr && patchConfig->contains(field);
+  };
+  // No signing, nothing to roll over to: the previous secret would be
+  // refused by validation, and it means nothing any more.
+  if (!merged.contains("signing_secret")) {
+    if (!named("previous_signing_secret")) merged.erase("previous_signing_secret");
+    if (!named("previous_secret_expires_at")) merged.erase("previous_secret_expires_at");
+    return;
+  }
+  const bool replaced = before.is_object() && before.contains("signing_secret") &&
+                        before["signing_secret"] != merged["signing_secret"];
+  if (replaced && !named("previous_signing_secret")) {
+    merged["previous_signing_secret"] = before["signing_secret"];
+    if (!named("previous_secret_expires_at")) merged.erase("previous_secret_expires_at");
+  }
+  if (merged.contains("previous_signing_secret") && !merged.contains("previous_secret_expires_at"))
+    merged["previous_secret_expires_at"] = formatTime(now + kSigningRotationGrace);
+}
+
+std::vector<std::string> activeSigningSecrets(const json& config, TimePoint now) {
+  std::vector<std::string> out;
+  if (!config.is_object() || !config.contains("signing_secret") ||
+      !config["signing_secret"].is_string())
+    return out;
+  out.push_back(config["signing_secret"].get<std::string>());
+  if (config.contains("previous_signing_secret") && config["previous_signing_secret"].is_string() &&
+      config.contains("previous_secret_expires_at") &&
+      config["previous_secret_expires_at"].is_string()) {
+    const auto expires = parseTime(config["previous_secret_expires_at"].get<std::string>());
+    if (expires && now < *expires) out.push_back(config["previous_signing_secret"].get<std::string>());
   }
   return out;
 }

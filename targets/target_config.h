@@ -1,7 +1,8 @@
 // What a target of each type may be configured with, checked when the API
 // writes it, and how it is shown back with its secrets redacted.
 //
-//   http:     {"url", "method", "headers", "timeout_ms", "signing_secret"}
+//   http:     {"url", "method", "headers", "timeout_ms", "signing_secret",
+//              "previous_signing_secret", "previous_secret_expires_at"}
 //   slack:    {"webhook_url"}
 //   database: {}          log: {}
 //
@@ -11,8 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/clock.h"
 #include "base/result.h"
 #include "storage/records.h"
 
@@ -27,6 +32,23 @@ Result<nlohmann::json> validateTargetConfig(std::string_view type, const nlohman
 // The config as the API shows it: signing secrets, the Slack webhook URL's
 // path, URL query strings and credential-looking header values replaced.
 nlohmann::json redactTargetConfig(std::string_view type, const nlohmann::json& config);
+
+// How long a replaced signing secret keeps being signed with by default.
+inline constexpr std::chrono::hours kSigningRotationGrace{24};
+
+// Signing-secret rotation on an API write. `before` is the stored config,
+// `patch` the request body, `merged` the config after the merge (changed in
+// place, before validation). When the write replaces a set signing_secret
+// and names no previous_signing_secret itself, the old secret becomes
+// previous_signing_secret; a previous secret without an expiry gets
+// now + kSigningRotationGrace; removing signing_secret drops both.
+void applySigningRotation(const nlohmann::json& before, const nlohmann::json& patch,
+                          nlohmann::json& merged, TimePoint now);
+
+// The secrets an http delivery is signed with at `now`: signing_secret, then
+// previous_signing_secret while previous_secret_expires_at is in the future.
+// Empty when the target does not sign.
+std::vector<std::string> activeSigningSecrets(const nlohmann::json& config, TimePoint now);
 
 // Applies the fields present in `retry` onto `base` and checks the bounds:
 // max_retries 0..20, base_delay_ms 100..3,600,000, max_delay_ms

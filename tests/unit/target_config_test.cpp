@@ -4,14 +4,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
+#include "base/time_format.h"
 #include "targets/target_config.h"
 
 namespace {
 
 using nlohmann::json;
+using webhooker::activeSigningSecrets;
 using webhooker::applyRetryPolicy;
+using webhooker::applySigningRotation;
 using webhooker::redactTargetConfig;
 using webhooker::RetryPolicy;
 using webhooker::validateTargetConfig;
@@ -364,4 +369,96 @@ TEST_CASE("retryPolicyJson writes the API field names and round-trips") {
   CHECK(back->baseDelayMs == 250);
   CHECK(back->maxDelayMs == 1000);
   CHECK(back->jitter == 0.5);
+}
+
+// --- Signing-secret rotation ---
+
+namespace {
+const std::string kNewSecret = "whsec_" + std::string(32, 'A');  // 24 zero bytes
+}  // namespace
+
+TEST_CASE("http: previous_signing_secret needs a signing_secret and an expiry") {
+  json ok = minimalHttp();
+  ok["signing_secret"] = kNewSecret;
+  ok["previous_signing_secret"] = kSecret;
+  ok["previous_secret_expires_at"] = "2026-11-30T12:00:00Z";
+  CHECK(validateTargetConfig("http", ok).ok());
+
+  json noExpiry = ok;
+  noExpiry.erase("previous_secret_expires_at");
+  checkRefused("http", noExpiry, "previous_secret_expires_at");
+  json noCurrent = ok;
+  noCurrent.erase("signing_secret");
+  checkRefused("http", noCurrent, "signing_secret");
+  checkRefused("http", withField(ok, "previous_signing_secret", "whsec_short"),
+               "previous_signing_secret");
+  checkRefused("http", withField(ok, "previous_secret_expires_at", "tomorrow"),
+               "previous_secret_expires_at");
+  json expiryOnly = withField(minimalHttp(), "previous_secret_expires_at", "2026-11-30T12:00:00Z");
+  checkRefused("http", expiryOnly, "previous_signing_secret");
+}
+
+TEST_CASE("redactTargetConfig hides the previous signing secret too") {
+  const json shown = redactTargetConfig(
+      "http", json{{"url", "https://example.com/"}, {"signing_secret", kNewSecret},
+                   {"previous_signing_secret", kSecret},
+                   {"previous_secret_expires_at", "2026-11-30T12:00:00.000Z"}});
+  CHECK(shown["previous_signing_secret"] == "[redacted]");
+  CHECK(shown["previous_secret_expires_at"] == "2026-11-30T12:00:00.000Z");
+  CHECK(shown.dump().find(kSecret) == std::string::npos);
+}
+
+TEST_CASE("applySigningRotation keeps a replaced secret for 24 h by default") {
+  const auto now = *webhooker::parseTime("2026-11-29T10:00:00Z");
+  const json before = {{"url", "https://example.com/"}, {"signing_secret", kSecret}};
+  const json patch = {{"config", {{"signing_secret", kNewSecret}}}};
+  json merged = before;
+  merged.merge_patch(patch["config"]);
+  applySigningRotation(before, patch, merged, now);
+  CHECK(merged["signing_secret"] == kNewSecret);
+  CHECK(merged["previous_signing_secret"] == kSecret);
+  CHECK(merged["previous_secret_expires_at"] == "2026-11-30T10:00:00.000Z");
+  CHECK(validateTargetConfig("http", merged).ok());
+}
+
+TEST_CASE("applySigningRotation: an explicit expiry wins, same secret or no secret changes nothing") {
+  const auto now = *webhooker::parseTime("2026-11-29T10:00:00Z");
+  const json before = {{"url", "https://example.com/"}, {"signing_secret", kSecret}};
+
+  json patch = {{"config", {{"signing_secret", kNewSecret},
+                            {"previous_secret_expires_at", "2026-11-29T11:00:00Z"}}}};
+  json merged = before;
+  merged.merge_patch(patch["config"]);
+  applySigningRotation(before, patch, merged, now);
+  CHECK(merged["previous_signing_secret"] == kSecret);
+  CHECK(merged["previous_secret_expires_at"] == "2026-11-29T11:00:00Z");
+
+  patch = {{"config", {{"url", "https://example.org/"}}}};
+  merged = before;
+  merged.merge_patch(patch["config"]);
+  applySigningRotation(before, patch, merged, now);
+  CHECK_FALSE(merged.contains("previous_signing_secret"));
+
+  // Removing signing altogether drops the previous secret with it.
+  json rotated = before;
+  rotated["previous_signing_secret"] = kNewSecret;
+  rotated["previous_secret_expires_at"] = "2026-11-30T10:00:00Z";
+  patch = {{"config", {{"signing_secret", nullptr}}}};
+  merged = rotated;
+  merged.merge_patch(patch["config"]);
+  applySigningRotation(rotated, patch, merged, now);
+  CHECK_FALSE(merged.contains("signing_secret"));
+  CHECK_FALSE(merged.contains("previous_signing_secret"));
+  CHECK_FALSE(merged.contains("previous_secret_expires_at"));
+}
+
+TEST_CASE("activeSigningSecrets signs with the previous secret only until it expires") {
+  const json config = {{"url", "https://example.com/"}, {"signing_secret", kNewSecret},
+                       {"previous_signing_secret", kSecret},
+                       {"previous_secret_expires_at", "2026-11-30T10:00:00Z"}};
+  const auto before = *webhooker::parseTime("2026-11-30T09:59:59Z");
+  const auto at = *webhooker::parseTime("2026-11-30T10:00:00Z");
+  CHECK(activeSigningSecrets(config, before) == std::vector<std::string>{kNewSecret, kSecret});
+  CHECK(activeSigningSecrets(config, at) == std::vector<std::string>{kNewSecret});
+  CHECK(activeSigningSecrets(minimalHttp(), before).empty());
 }
