@@ -3,6 +3,7 @@
 
 #include "base/json_pointer.h"
 #include "server/admin_api.h"
+#include "server/inbound_verifier.h"
 #include "server/json_io.h"
 #include "server/request_fields.h"
 
@@ -19,10 +20,35 @@ constexpr int64_t kMaxMaxEvents = 10'000'000;
 constexpr size_t kMaxMaskPointers = 64;
 constexpr size_t kMaxPointerLength = 1024;
 
+// {"scheme": "github", "secret": "..."}: how the entrypoint checks that a
+// request comes from its sender. Absent → nullopt.
+Result<std::optional<std::pair<std::string, std::string>>> verificationField(const json& body) {
+  using Value = std::optional<std::pair<std::string, std::string>>;
+  if (!body.contains("verification")) return Value();
+  const json& v = body["verification"];
+  if (!v.is_object()) return makeError("invalid_field", "verification must be an object");
+  if (auto r = refuseUnknownFields(v, {"scheme", "secret"}); !r) return r.error();
+  auto scheme = stringField(v, "scheme", 16);
+  if (!scheme) return scheme.error();
+  if (!scheme.value() || !isVerificationScheme(*scheme.value()))
+    return makeError("invalid_field",
+                     "verification.scheme must be none, standard, github or stripe");
+  auto secret = stringField(v, "secret", 256, true);
+  if (!secret) return secret.error();
+  if (*scheme.value() == "none") {
+    if (secret.value()) return makeError("invalid_field", "verification none takes no secret");
+    return Value(std::make_pair(std::string("none"), std::string()));
+  }
+  const std::string key = secret.value().value_or("");
+  if (auto r = validateVerificationSecret(*scheme.value(), key); !r) return r.error();
+  return Value(std::make_pair(*scheme.value(), key));
+}
+
 json entrypointJson(const Entrypoint& e) {
   return {{"id", e.id},
           {"url", "/hooks/" + e.id},
           {"active", e.active},
+          {"verification", e.verification},  // the secret is never shown
           {"created_at", e.createdAt},
           {"updated_at", e.updatedAt}};
 }
@@ -220,12 +246,25 @@ void AdminApi::updateEntrypoint(const httplib::Request& req, httplib::Response& 
   if (!eid) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
-  if (auto r = refuseUnknownFields(*body, {"active"}); !r) return sendError(res, r.error());
+  if (auto r = refuseUnknownFields(*body, {"active", "verification"}); !r)
+    return sendError(res, r.error());
   auto active = boolField(*body, "active");
   if (!active) return sendError(res, active.error());
-  if (!active.value()) return sendError(res, 400, "invalid_field", "active is required");
-  auto updated = store_.setEntrypointActive(*id, *eid, *active.value());
-  if (!updated) return sendError(res, updated.error());
+  auto verification = verificationField(*body);
+  if (!verification) return sendError(res, verification.error());
+  if (!active.value() && !verification.value())
+    return sendError(res, 400, "invalid_field", "active or verification is required");
+
+  Result<Entrypoint> updated = makeError("not_found", "no such entrypoint");
+  if (verification.value()) {
+    updated = store_.setEntrypointVerification(*id, *eid, verification.value()->first,
+                                               verification.value()->second);
+    if (!updated) return sendError(res, updated.error());
+  }
+  if (active.value()) {
+    updated = store_.setEntrypointActive(*id, *eid, *active.value());
+    if (!updated) return sendError(res, updated.error());
+  }
   sendJson(res, 200, entrypointJson(updated.value()));
 }
 

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "base/uuid.h"
+#include "server/inbound_verifier.h"
 #include "server/json_io.h"
 
 namespace webhooker::server {
@@ -54,6 +55,17 @@ void IngestHandler::handle(const httplib::Request& req, std::string body,
   }
   if (!entrypoint->active)
     return sendError(res, 410, "entrypoint_inactive", "this entrypoint is not accepting events");
+  if (entrypoint->verification != "none") {
+    const auto header = [&req](const char* name) { return req.get_header_value(name); };
+    if (auto verified = verifyInbound(entrypoint->verification, entrypoint->verificationSecret,
+                                      header, body, std::chrono::system_clock::now());
+        !verified) {
+      metrics_.verificationFailed(verified.error().code);
+      spdlog::info("ingest.verification_failed entrypoint_id={} reason={}", entrypoint->id,
+                   verified.error().code);
+      return sendError(res, 401, "signature_invalid", verified.error().message);
+    }
+  }
 
   auto idempotencyKey = idempotencyKeyOf(req);
   if (idempotencyKey && (idempotencyKey->empty() || idempotencyKey->size() > kMaxIdempotencyKeyLength))

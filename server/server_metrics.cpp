@@ -34,12 +34,21 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
                     .Name("webhooker_http_requests_total")
                     .Help("HTTP requests served, by route pattern and status class")
                     .Register(registry)),
+      verificationFailures_(prometheus::BuildCounter()
+                                .Name("webhooker_ingest_verification_failures_total")
+                                .Help("Inbound requests refused by signature verification")
+                                .Register(registry)),
       durations_(prometheus::BuildHistogram()
                      .Name("webhooker_http_request_duration_seconds")
                      .Help("Time to handle an HTTP request, by route pattern")
                      .Register(registry)) {}
 
 void ServerMetrics::eventReceived() { eventsReceived_.Increment(); }
+
+void ServerMetrics::verificationFailed(std::string_view reason) {
+  // The reasons come from a fixed set (inbound_verifier.h).
+  verificationFailures_.Add({{"reason", std::string(reason)}}).Increment();
+}
 
 std::string ServerMetrics::routeOf(std::string_view path) {
   if (path == "/metrics") return "/metrics";

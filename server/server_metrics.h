@@ -22,6 +22,8 @@ class ServerMetrics {
 
   // An event stored and acknowledged (duplicates are not counted).
   void eventReceived();
+  // An inbound request refused by its entrypoint's signature check.
+  void verificationFailed(std::string_view reason);
   void request(std::string_view path, int status, std::chrono::duration<double> duration);
 
   // "/api/v1/webhooks/3f…/targets" → "/api/v1/webhooks/{id}/targets".
@@ -30,6 +32,7 @@ class ServerMetrics {
  private:
   prometheus::Counter& eventsReceived_;
   prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Counter>& verificationFailures_;
   prometheus::Family<prometheus::Histogram>& durations_;
 };
 

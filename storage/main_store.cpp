@@ -45,10 +45,15 @@ Webhook readWebhook(SQLite::Statement& q) {
   return w;
 }
 
+constexpr const char* kEntrypointColumns =
+    "id, webhook_id, active, created_at, updated_at, verification, "
+    "COALESCE(verification_secret, '')";
+
 Entrypoint readEntrypoint(SQLite::Statement& q) {
   return Entrypoint{q.getColumn(0).getString(), q.getColumn(1).getString(),
                     q.getColumn(2).getInt() != 0, q.getColumn(3).getString(),
-                    q.getColumn(4).getString()};
+                    q.getColumn(4).getString(), q.getColumn(5).getString(),
+                    q.getColumn(6).getString()};
 }
 
 TargetRecord readTarget(SQLite::Statement& q) {
@@ -211,7 +216,7 @@ Result<void> MainStore::deleteWebhook(const std::string& id) {
 
 Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId) {
   const std::string now = formatTime(clock_.now());
-  Entrypoint ep{newUuid(), webhookId, true, now, now};
+  Entrypoint ep{newUuid(), webhookId, true, now, now, "none", ""};
   std::lock_guard lock(dbMutex_);
   try {
     SQLite::Statement exists(*db_, "SELECT 1 FROM webhooks WHERE id = ?");
@@ -235,7 +240,7 @@ Result<Entrypoint> MainStore::getEntrypoint(const std::string& id) {
   std::lock_guard lock(dbMutex_);
   try {
     SQLite::Statement q(*db_,
-                        "SELECT id, webhook_id, active, created_at, updated_at FROM entrypoints "
+                        std::string("SELECT ") + kEntrypointColumns + " FROM entrypoints " +
                         "WHERE id = ?");
     q.bind(1, id);
     if (!q.executeStep()) return notFound("entrypoint", id);
@@ -249,7 +254,7 @@ Result<std::vector<Entrypoint>> MainStore::listEntrypoints(const std::string& we
   std::lock_guard lock(dbMutex_);
   try {
     SQLite::Statement q(*db_,
-                        "SELECT id, webhook_id, active, created_at, updated_at FROM entrypoints "
+                        std::string("SELECT ") + kEntrypointColumns + " FROM entrypoints " +
                         "WHERE webhook_id = ? ORDER BY created_at, id");
     q.bind(1, webhookId);
     std::vector<Entrypoint> out;
@@ -258,6 +263,29 @@ Result<std::vector<Entrypoint>> MainStore::listEntrypoints(const std::string& we
   } catch (const std::exception& e) {
     return storage::storageError("list entrypoints", e);
   }
+}
+
+Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webhookId,
+                                                        const std::string& id,
+                                                        const std::string& scheme,
+                                                        const std::string& secret) {
+  {
+    std::lock_guard lock(dbMutex_);
+    try {
+      SQLite::Statement q(*db_,
+                          "UPDATE entrypoints SET verification = ?, verification_secret = ?, "
+                          "updated_at = ? WHERE id = ? AND webhook_id = ?");
+      q.bind(1, scheme);
+      if (scheme != "none") q.bind(2, secret);
+      q.bind(3, formatTime(clock_.now()));
+      q.bind(4, id);
+      q.bind(5, webhookId);
+      if (q.exec() == 0) return notFound("entrypoint", id);
+    } catch (const std::exception& e) {
+      return storage::storageError("update entrypoint", e);
+    }
+  }
+  return getEntrypoint(id);
 }
 
 Result<Entrypoint> MainStore::setEntrypointActive(const std::string& webhookId,

@@ -58,6 +58,10 @@ class MainStore {
   // By entrypoint id alone: the ingest path knows nothing else.
   Result<Entrypoint> getEntrypoint(const std::string& id);
   Result<std::vector<Entrypoint>> listEntrypoints(const std::string& webhookId);
+  // scheme "none" clears the secret.
+  Result<Entrypoint> setEntrypointVerification(const std::string& webhookId, const std::string& id,
+                                               const std::string& scheme,
+                                               const std::string& secret);
   Result<Entrypoint> setEntrypointActive(const std::string& webhookId, const std::string& id,
                                          bool active);
   Result<void> deleteEntrypoint(const std::string& webhookId, const std::string& id);

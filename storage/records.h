@@ -31,6 +31,8 @@ struct Entrypoint {
   bool active = true;
   std::string createdAt;
   std::string updatedAt;
+  std::string verification = "none";  // none | standard | github | stripe
+  std::string verificationSecret;     // the sender's secret: never leaves the main DB
 };
 
 // Defaults from the retry rules: 6 attempts, 2 s doubling up to 300 s, ±20 %.

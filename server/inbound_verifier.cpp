@@ -1,0 +1,121 @@
+#include "server/inbound_verifier.h"
+
+#include <charconv>
+#include <vector>
+
+#include "base/hmac.h"
+#include "base/secret.h"
+#include "targets/webhook_signature.h"
+
+namespace webhooker::server {
+
+namespace {
+
+Error failure(const char* reason, std::string message) { return makeError(reason, std::move(message)); }
+
+std::string hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0x0f]);
+  }
+  return out;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const size_t at = s.find(sep);
+    if (!s.substr(0, at).empty()) out.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) return out;
+    s.remove_prefix(at + 1);
+  }
+}
+
+// Seconds since the epoch, checked against now ± the tolerance.
+Result<void> checkTimestamp(std::string_view text, TimePoint now) {
+  int64_t seconds = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
+    return failure("malformed_signature", "the signature timestamp is not a number");
+  const auto sent = TimePoint{std::chrono::seconds(seconds)};
+  if (sent < now - kTolerance || sent > now + kTolerance)
+    return failure("stale_timestamp", "the signature timestamp is more than 5 minutes off");
+  return {};
+}
+
+Result<void> verifyStandard(std::string_view secret, const HeaderLookup& header,
+                            std::string_view body, TimePoint now) {
+  const std::string id = header("webhook-id");
+  const std::string timestamp = header("webhook-timestamp");
+  const std::string signatures = header("webhook-signature");
+  if (id.empty() || timestamp.empty() || signatures.empty())
+    return failure("missing_signature", "webhook-id, webhook-timestamp and webhook-signature are required");
+  if (auto r = checkTimestamp(timestamp, now); !r) return r;
+  int64_t seconds = 0;
+  std::from_chars(timestamp.data(), timestamp.data() + timestamp.size(), seconds);
+  const std::string expected = standardWebhookSignature(secret, id, seconds, body);
+  for (std::string_view candidate : split(signatures, ' '))
+    if (constantTimeEquals(candidate, expected)) return {};
+  return failure("bad_signature", "no webhook-signature matches");
+}
+
+Result<void> verifyGithub(std::string_view secret, const HeaderLookup& header,
+                          std::string_view body) {
+  const std::string signature = header("X-Hub-Signature-256");
+  if (signature.empty()) return failure("missing_signature", "X-Hub-Signature-256 is required");
+  if (signature.rfind("sha256=", 0) != 0)
+    return failure("malformed_signature", "X-Hub-Signature-256 must start with sha256=");
+  const std::string expected = "sha256=" + hex(hmacSha256(secret, body));
+  if (!constantTimeEquals(signature, expected))
+    return failure("bad_signature", "X-Hub-Signature-256 does not match");
+  return {};
+}
+
+Result<void> verifyStripe(std::string_view secret, const HeaderLookup& header,
+                          std::string_view body, TimePoint now) {
+  const std::string signature = header("Stripe-Signature");
+  if (signature.empty()) return failure("missing_signature", "Stripe-Signature is required");
+  std::string_view timestamp;
+  std::vector<std::string_view> candidates;
+  for (std::string_view part : split(signature, ',')) {
+    const size_t eq = part.find('=');
+    if (eq == std::string_view::npos) continue;
+    if (part.substr(0, eq) == "t") timestamp = part.substr(eq + 1);
+    if (part.substr(0, eq) == "v1") candidates.push_back(part.substr(eq + 1));
+  }
+  if (timestamp.empty() || candidates.empty())
+    return failure("malformed_signature", "Stripe-Signature needs t= and v1=");
+  if (auto r = checkTimestamp(timestamp, now); !r) return r;
+  const std::string expected =
+      hex(hmacSha256(secret, std::string(timestamp) + "." + std::string(body)));
+  for (std::string_view candidate : candidates)
+    if (constantTimeEquals(candidate, expected)) return {};
+  return failure("bad_signature", "no v1 signature in Stripe-Signature matches");
+}
+
+}  // namespace
+
+bool isVerificationScheme(std::string_view s) {
+  return s == "none" || s == "standard" || s == "github" || s == "stripe";
+}
+
+Result<void> validateVerificationSecret(std::string_view scheme, std::string_view secret) {
+  if (scheme == "standard" && !signingKey(secret))
+    return makeError("invalid_field",
+                     "verification.secret must be \"whsec_\" followed by base64 of 24-64 bytes");
+  if ((scheme == "github" || scheme == "stripe") && (secret.empty() || secret.size() > 256))
+    return makeError("invalid_field", "verification.secret must be 1 to 256 characters");
+  return {};
+}
+
+Result<void> verifyInbound(std::string_view scheme, std::string_view secret,
+                           const HeaderLookup& header, std::string_view body, TimePoint now) {
+  if (scheme == "standard") return verifyStandard(secret, header, body, now);
+  if (scheme == "github") return verifyGithub(secret, header, body);
+  if (scheme == "stripe") return verifyStripe(secret, header, body, now);
+  return {};
+}
+
+}  // namespace webhooker::server
