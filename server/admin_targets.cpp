@@ -9,6 +9,7 @@
 #include "server/json_io.h"
 #include "server/request_fields.h"
 #include "targets/target_config.h"
+#include "targets/webhook_signature.h"
 
 namespace webhooker::server {
 
@@ -38,7 +39,15 @@ json targetJson(const TargetRecord& t) {
 // The fields create and update share, applied onto `target`. `config` is
 // merged (RFC 7386) into what the target has, so an update can change the
 // URL without sending the secret again.
-Result<void> applyCommonFields(const json& body, const SsrfGuard& guard, TargetRecord& target) {
+// `generated` receives a signing secret made for "signing_secret": "generate",
+// to be shown once in the response.
+Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& target,
+                               std::optional<std::string>& generated) {
+  if (body.contains("config") && body["config"].is_object() &&
+      body["config"].value("signing_secret", json()) == "generate") {
+    generated = newSigningSecret();
+    body["config"]["signing_secret"] = *generated;
+  }
   auto name = stringField(body, "name", kMaxName);
   if (!name) return name.error();
   if (name.value()) target.name = *name.value();
@@ -114,13 +123,17 @@ void AdminApi::createTarget(const httplib::Request& req, httplib::Response& res)
   TargetRecord target;
   target.webhookId = *id;
   target.type = *type.value();
-  if (auto r = applyCommonFields(*body, guard_, target); !r) return sendError(res, r.error());
+  std::optional<std::string> generated;
+  if (auto r = applyCommonFields(*body, guard_, target, generated); !r)
+    return sendError(res, r.error());
 
   auto created = store_.createTarget(std::move(target));
   if (!created) return sendError(res, created.error());
   spdlog::info("target.created webhook_id={} target_id={} type={}", *id, created->id,
                created->type);
-  sendJson(res, 201, targetJson(created.value()));
+  json view = targetJson(created.value());
+  if (generated) view["generated_signing_secret"] = *generated;  // shown this once
+  sendJson(res, 201, view);
 }
 
 void AdminApi::getTarget(const httplib::Request& req, httplib::Response& res) {
@@ -151,12 +164,16 @@ void AdminApi::updateTarget(const httplib::Request& req, httplib::Response& res)
   if (body->contains("type") && (*body)["type"] != target->type)
     return sendError(res, 400, "immutable_field",
                      "type cannot change; create a new target instead");
-  if (auto r = applyCommonFields(*body, guard_, target.value()); !r) return sendError(res, r.error());
+  std::optional<std::string> generated;
+  if (auto r = applyCommonFields(*body, guard_, target.value(), generated); !r)
+    return sendError(res, r.error());
   auto updated = store_.updateTarget(target.value());
   if (!updated) return sendError(res, updated.error());
   spdlog::info("target.updated webhook_id={} target_id={}", *id, *tid);
   dispatcher_.targetChanged(*id, *tid);
-  sendJson(res, 200, targetJson(updated.value()));
+  json view = targetJson(updated.value());
+  if (generated) view["generated_signing_secret"] = *generated;  // shown this once
+  sendJson(res, 200, view);
 }
 
 void AdminApi::deleteTarget(const httplib::Request& req, httplib::Response& res) {

@@ -1,5 +1,7 @@
 #include "targets/webhook_signature.h"
 
+#include <openssl/rand.h>
+
 #include <stdexcept>
 
 #include "base/hmac.h"
@@ -44,6 +46,13 @@ std::string standardWebhookSignatureHeader(const std::vector<std::string>& secre
 
 std::string webhookMessageId(std::string_view deliveryId) {
   return "msg_" + std::string(deliveryId);
+}
+
+std::string newSigningSecret() {
+  std::string key(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1)
+    throw std::runtime_error("the system random generator failed");
+  return "whsec_" + base64Encode(key);
 }
 
 }  // namespace webhooker

@@ -29,6 +29,10 @@ std::string standardWebhookSignatureHeader(const std::vector<std::string>& secre
                                            std::string_view msgId, int64_t timestampSeconds,
                                            std::string_view body);
 
+// A new "whsec_" secret of 32 random bytes (for config "signing_secret":
+// "generate").
+std::string newSigningSecret();
+
 // The webhook-id of a delivery: stable across retries and redrives of that
 // one event to that one target, so receivers can deduplicate on it.
 std::string webhookMessageId(std::string_view deliveryId);

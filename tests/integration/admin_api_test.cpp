@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/secret.h"
 #include "base/uuid.h"
 #include "tests/support/test_server.h"
 
@@ -821,3 +822,30 @@ TEST_CASE("no events DB holds a targets table or any target config") {
 }
 
 }  // namespace
+
+TEST_CASE("signing_secret \"generate\" makes a secret that is shown once") {
+  TestServer server;
+  auto admin = server.client();
+  const std::string webhookId = server.createWebhook("gen")["id"];
+  const std::string path = "/api/v1/webhooks/" + webhookId + "/targets";
+  auto created = postJson(admin, path,
+                          {{"name", "signed"},
+                           {"type", "http"},
+                           {"config", {{"url", "https://receiver.example/hook"},
+                                       {"signing_secret", "generate"}}}});
+  REQUIRE(statusOf(created) == 201);
+  const json body = jsonOf(created);
+  const std::string secret = body.value("generated_signing_secret", "");
+  REQUIRE(secret.rfind("whsec_", 0) == 0);
+  const auto key = webhooker::base64Decode(std::string_view(secret).substr(6));
+  REQUIRE(key);
+  CHECK(key->size() == 32);
+  CHECK(body["config"]["signing_secret"] == "[redacted]");
+
+  // Stored for signing, never shown again.
+  auto shown = admin.Get((path + "/" + body["id"].get<std::string>()).c_str());
+  REQUIRE(shown);
+  CHECK(shown->body.find(secret) == std::string::npos);
+  CHECK(jsonOf(shown).contains("generated_signing_secret") == false);
+  CHECK(dumpDatabase(server.dataDir() / "webhooker.db").find(secret) != std::string::npos);
+}
