@@ -10,26 +10,22 @@
 
 namespace webhooker {
 
-namespace {
-
-std::string toHex(const unsigned char* data, size_t n) {
+std::string hexEncode(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kHex[data[i] >> 4]);
-    out.push_back(kHex[data[i] & 0x0f]);
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0x0f]);
   }
   return out;
 }
-
-}  // namespace
 
 std::string newToken(std::string_view prefix, size_t bytes) {
   std::vector<unsigned char> b(bytes);
   if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1)
     throw std::runtime_error("the system random generator failed");
-  return std::string(prefix) + toHex(b.data(), b.size());
+  return std::string(prefix) + hexEncode(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
 }
 
 std::string sha256Hex(std::string_view data) {
@@ -37,7 +33,7 @@ std::string sha256Hex(std::string_view data) {
   unsigned int len = 0;
   if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1)
     throw std::runtime_error("SHA-256 failed");
-  return toHex(digest, len);
+  return hexEncode(std::string_view(reinterpret_cast<const char*>(digest), len));
 }
 
 std::string base64Encode(std::string_view data) {

@@ -13,6 +13,9 @@ namespace webhooker {
 // in front (e.g. "whk_"), so a leaked token is recognisable in a scan.
 std::string newToken(std::string_view prefix, size_t bytes = 32);
 
+// Lowercase hex of raw bytes.
+std::string hexEncode(std::string_view bytes);
+
 // Lowercase hex SHA-256 of the input.
 std::string sha256Hex(std::string_view data);
 

@@ -13,16 +13,6 @@ namespace {
 
 Error failure(const char* reason, std::string message) { return makeError(reason, std::move(message)); }
 
-std::string hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0x0f]);
-  }
-  return out;
-}
-
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
   while (true) {
@@ -67,7 +57,7 @@ Result<void> verifyGithub(std::string_view secret, const HeaderLookup& header,
   if (signature.empty()) return failure("missing_signature", "X-Hub-Signature-256 is required");
   if (signature.rfind("sha256=", 0) != 0)
     return failure("malformed_signature", "X-Hub-Signature-256 must start with sha256=");
-  const std::string expected = "sha256=" + hex(hmacSha256(secret, body));
+  const std::string expected = "sha256=" + hexEncode(hmacSha256(secret, body));
   if (!constantTimeEquals(signature, expected))
     return failure("bad_signature", "X-Hub-Signature-256 does not match");
   return {};
@@ -89,7 +79,7 @@ Result<void> verifyStripe(std::string_view secret, const HeaderLookup& header,
     return failure("malformed_signature", "Stripe-Signature needs t= and v1=");
   if (auto r = checkTimestamp(timestamp, now); !r) return r;
   const std::string expected =
-      hex(hmacSha256(secret, std::string(timestamp) + "." + std::string(body)));
+      hexEncode(hmacSha256(secret, std::string(timestamp) + "." + std::string(body)));
   for (std::string_view candidate : candidates)
     if (constantTimeEquals(candidate, expected)) return {};
   return failure("bad_signature", "no v1 signature in Stripe-Signature matches");

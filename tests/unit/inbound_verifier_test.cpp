@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/hmac.h"
+#include "base/secret.h"
 #include "server/inbound_verifier.h"
 
 using namespace webhooker;
@@ -21,16 +22,6 @@ HeaderLookup headersOf(std::map<std::string, std::string> headers) {
 }
 
 TimePoint at(int64_t seconds) { return TimePoint{std::chrono::seconds(seconds)}; }
-
-std::string hex(const std::string& bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0x0f]);
-  }
-  return out;
-}
 
 // The Standard Webhooks specification's example message.
 constexpr const char* kStdSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -102,7 +93,7 @@ TEST_CASE("stripe: t and v1 over \"t.body\", with the tolerance") {
   const std::string secret = "whsec_stripe_test_secret";
   const std::string body = R"({"id":"evt_1","object":"event"})";
   const int64_t t = 1'800'000'000;
-  const std::string v1 = hex(hmacSha256(secret, std::to_string(t) + "." + body));
+  const std::string v1 = hexEncode(hmacSha256(secret, std::to_string(t) + "." + body));
   const auto header = [&](const std::string& value) {
     return headersOf({{"Stripe-Signature", value}});
   };

@@ -13,16 +13,6 @@
 namespace webhooker {
 namespace {
 
-std::string hex(const std::string& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 0xf]);
-  }
-  return out;
-}
-
 // The Standard Webhooks spec's test vector.
 constexpr const char* kSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 constexpr const char* kMsgId = "msg_p5jXN8AQM9LWM0D4loKWxJek";
@@ -35,17 +25,17 @@ constexpr const char* kExpected = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1O
 TEST_CASE("hmacSha256 matches RFC 4231 test case 2") {
   const std::string mac = hmacSha256("Jefe", "what do ya want for nothing?");
   CHECK(mac.size() == 32);
-  CHECK(hex(mac) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  CHECK(hexEncode(mac) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
 TEST_CASE("hmacSha256 matches RFC 4231 test case 1 (binary key)") {
-  CHECK(hex(hmacSha256(std::string(20, '\x0b'), "Hi There")) ==
+  CHECK(hexEncode(hmacSha256(std::string(20, '\x0b'), "Hi There")) ==
         "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
 }
 
 TEST_CASE("hmacSha256 accepts an empty key and empty data") {
   // RFC-less but well known: HMAC-SHA256("", "").
-  CHECK(hex(hmacSha256("", "")) ==
+  CHECK(hexEncode(hmacSha256("", "")) ==
         "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
 }
 
