@@ -398,8 +398,18 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   addBodyOption<std::string>(cmd, s, "--method", "/config/method", "http: the method (POST)");
   addHeaderOption(cmd, s);
   addBodyOption<int64_t>(cmd, s, "--timeout-ms", "/config/timeout_ms", "http: per-attempt timeout");
-  addBodyOption<std::string>(cmd, s, "--signing-secret", "/config/signing_secret",
-                             "http: secret for the signature header (write-only)");
+  // A secret on the command line is visible to every user of the host (ps,
+  // /proc/<pid>/cmdline), so "-" reads it from standard input instead.
+  cmd.add_option_function<std::string>(
+      "--signing-secret",
+      [s](const std::string& value) {
+        std::string secret = value;
+        if (value == "-" && !std::getline(std::cin, secret))
+          throw CLI::ValidationError("--signing-secret", "nothing to read on standard input");
+        s->body["config"]["signing_secret"] = secret;
+      },
+      "http: secret for the signature header (write-only): whsec_..., \"generate\" for a new "
+      "one shown once, or - to read it from standard input (keeps it out of ps)");
   addBodyOption<std::string>(cmd, s, "--webhook-url", "/config/webhook_url",
                              "slack: the incoming-webhook URL");
   addBodyOption<int64_t>(cmd, s, "--max-concurrency", "/max_concurrency",
