@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "base/time_format.h"
 #include "tests/support/engine_harness.h"
@@ -197,6 +198,8 @@ TEST_CASE("a target's breaker: open after failures of a real receiver, with the 
   const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 100));
   h.post(hook.entrypointId, "{}");
   REQUIRE(r.waitForRequests(2, 5s));
+  // The receiver has answered; the target records the failure just after.
+  for (int i = 0; i < 500 && h.breakers().openCount() == 0; ++i) std::this_thread::sleep_for(10ms);
   REQUIRE(h.breakers().openCount() == 1);
 
   httplib::Client c("127.0.0.1", h.port());

@@ -75,10 +75,13 @@
     return h('section', { class: 'card', 'aria-label': title }, head, body);
   }
 
-  function table(columns, rows) {
+  // `stack`: on a phone each row becomes a block (style.css), its cells
+  // labelled by their data-label.
+  function table(columns, rows, stack) {
     const thead = h('thead', null, h('tr', null, columns.map((c) =>
       h('th', { class: c.cls, scope: 'col' }, c.title))));
-    return h('div', { class: 'table-wrap' }, h('table', null, thead, h('tbody', null, rows)));
+    return h('div', { class: 'table-wrap' },
+      h('table', { class: stack ? 'stack' : null }, thead, h('tbody', null, rows)));
   }
 
   function td(cls, ...content) {
@@ -198,6 +201,8 @@
 
   let view = 0;          // bumped on every navigation; stale work checks it
   let refreshTimer = null;
+  let onResize = null;   // the current page's redraw for a new window width
+  window.addEventListener('resize', () => { if (onResize) onResize(); });
 
   function startRefresh(refresh) {
     const mine = view;
@@ -448,11 +453,15 @@
         pager(events, page.next_cursor, () => loadEvents().catch(reportError)));
     }
 
+    let hourly = null;
+    onResize = () => { if (hourly) fill(chartBody, chart(hourly, chartBody)); };
+
     async function refresh() {
       const stats = await api('GET', webhookPath(id) + '/stats');
       if (mine !== view) return;
       renderStats(statsRow, stats);
-      fill(chartBody, chart(stats.hourly));
+      hourly = stats.hourly;
+      fill(chartBody, chart(hourly, chartBody));
       fill(targetsBody, targetTable(id, stats.targets, refresh));
       await loadEvents();
     }
@@ -504,10 +513,11 @@
       h('span', null, h('span', { class: 'swatch failed' }), 'failed'));
   }
 
-  // Bars per hour: events received and deliveries that failed in that hour.
-  function chart(hours) {
-    const width = 720;
-    const height = 180;
+  // Bars per hour: events received and deliveries that failed in that hour,
+  // drawn at the container's width so text keeps its size.
+  function chart(hours, container) {
+    const width = Math.max(300, Math.round(container.clientWidth) - 32 || 720);
+    const height = 170;
     const left = 36;
     const bottom = 22;
     const top = 10;
@@ -530,9 +540,10 @@
       if (x.failed > 0) group.append(svg('rect', { class: 'bar-failed', x: x0 + barW, y: y(x.failed), width: barW, height: y(0) - y(x.failed), rx: 1 }));
       group.append(svg('rect', { x: left + i * slot, y: top, width: slot, height: plotH, fill: 'transparent' }));
       parts.push(group);
-      if (i % 6 === 0 || i === hours.length - 1) {
-        parts.push(svg('text', { x: left + i * slot + slot / 2, y: height - 6, 'text-anchor': 'middle' },
-          i === hours.length - 1 ? 'now' : hourLabel(x.hour)));
+      if (i === hours.length - 1) {
+        parts.push(svg('text', { x: width, y: height - 6, 'text-anchor': 'end' }, 'now'));
+      } else if (i % 6 === 0) {
+        parts.push(svg('text', { x: left + i * slot + slot / 2, y: height - 6, 'text-anchor': 'middle' }, hourLabel(x.hour)));
       }
     });
     const total = hours.reduce((a, x) => [a[0] + x.received, a[1] + x.failed], [0, 0]);
@@ -586,20 +597,21 @@
       const replayButton = h('button', { type: 'button', class: 'btn btn-small', disabled: d.failed === 0 }, 'Replay failed');
       replayButton.addEventListener('click', () => act(replayButton,
         () => replay(webhookId, t.target_id, `target \u201c${t.target_name}\u201d`, refresh)));
+      const labelled = (label, cls, ...content) => h('td', { class: cls, 'data-label': label }, content);
       return h('tr', { 'data-target-id': t.target_id },
-        td(null, h('strong', null, t.target_name), h('span', { class: 'cell-sub' }, t.target_type)),
+        td('lead', h('strong', null, t.target_name), h('span', { class: 'cell-sub' }, t.target_type)),
         td(null, chip(t.active ? 'active' : 'inactive', t.active ? 'active' : 'inactive')),
         td(null, breakerCell(t)),
-        td('num hide-narrow', count(d.pending + d.retrying)),
-        td('num' + (d.failed > 0 ? ' bad-text' : ''), count(d.failed)),
-        td('hide-narrow', lastErrorCell(t)),
+        labelled('waiting', 'num', count(d.pending + d.retrying)),
+        labelled('failed', 'num' + (d.failed > 0 ? ' bad-text' : ''), count(d.failed)),
+        td('lead', lastErrorCell(t)),
         td('actions', toggle, replayButton));
     });
     return table([
       { title: 'Target' }, { title: 'State' }, { title: 'Breaker' },
-      { title: 'Waiting', cls: 'num hide-narrow' }, { title: 'Failed', cls: 'num' },
-      { title: 'Last error', cls: 'hide-narrow' }, { title: '', cls: 'actions' },
-    ], rows);
+      { title: 'Waiting', cls: 'num' }, { title: 'Failed', cls: 'num' },
+      { title: 'Last error' }, { title: '', cls: 'actions' },
+    ], rows, true);
   }
 
   // Replays failed deliveries (of one target, or the whole webhook) after
@@ -772,8 +784,8 @@
         // The request never changes once stored; render it once.
         renderRequest(requestBody, e);
         fill(headersBody, e.headers.length
-          ? table([{ title: 'Name' }, { title: 'Value' }],
-            e.headers.map(([n, v]) => h('tr', null, td('mono nowrap', n), td(null, h('span', { class: 'mono' }, v)))))
+          ? table([{ title: 'Name', cls: 'shrink' }, { title: 'Value' }],
+            e.headers.map(([n, v]) => h('tr', null, td('mono shrink', n), td(null, h('span', { class: 'mono' }, v)))))
           : h('p', { class: 'empty' }, 'No headers.'));
         renderBody(bodyBody, bodyHint, e);
         rendered = true;
@@ -865,6 +877,7 @@
     view += 1;
     clearInterval(refreshTimer);
     refreshTimer = null;
+    onResize = null;
     if (!sessionStorage.getItem(TOKEN_KEY)) return renderSignIn();
     signOutButton.hidden = false;
     const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
