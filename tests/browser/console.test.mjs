@@ -295,6 +295,7 @@ async function run() {
   const script = '<script>alert(1)</script>';
   const second = JSON.parse(await curl(['-H', 'Content-Type: text/html', '--data-binary', script, entrypoint]));
   await page.goto(`${daemon.url}/#/webhooks/${webhookId}/events/${second.event_id}`);
+  await page.locator('.page-head .sub', { hasText: second.event_id }).waitFor();
   await page.locator('pre.body').waitFor();
   check(await page.locator('pre.body').innerText() === script, 'the body is shown as text');
   check(await page.locator('pre.body script').count() === 0, 'no script element came from the body');
@@ -304,6 +305,7 @@ async function run() {
 
   // The list with its counts.
   await page.locator('.crumbs a', { hasText: 'Webhooks' }).click();
+  await page.locator('h1', { hasText: 'Webhooks' }).waitFor();
   const listRow = page.locator('tbody tr', { hasText: 'shop' });
   await listRow.waitFor();
   check((await listRow.locator('td.num').first().innerText()) === '2', 'two events counted');

@@ -337,18 +337,21 @@
       const rows = webhooks.map((w, i) => {
         const s = stats[i];
         const d = s ? s.deliveries : null;
-        const num = (v, bad) => td('num' + (bad && v > 0 ? ' bad-text' : ''), s ? count(v) : '—');
+        const num = (label, v, bad) => h('td', {
+          class: 'num' + (bad && v > 0 ? ' bad-text' : ''), 'data-label': label,
+        }, s ? count(v) : '—');
         return h('tr', null,
-          td(null, link('#/webhooks/' + encodeURIComponent(w.id), w.name),
+          td('lead', link('#/webhooks/' + encodeURIComponent(w.id), w.name),
             w.description ? h('span', { class: 'cell-sub' }, w.description) : null),
-          num(s && s.events), num(d && d.pending), num(d && d.retrying), num(d && d.failed, true),
+          num('events', s && s.events), num('pending', d && d.pending),
+          num('retrying', d && d.retrying), num('failed', d && d.failed, true),
           td('hide-narrow', time(w.created_at)));
       });
       fill(listBody, table([
         { title: 'Name' }, { title: 'Events', cls: 'num' }, { title: 'Pending', cls: 'num' },
         { title: 'Retrying', cls: 'num' }, { title: 'Failed', cls: 'num' },
         { title: 'Created', cls: 'hide-narrow' },
-      ], rows));
+      ], rows, true));
     }
     await refresh();
     startRefresh(refresh);
