@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/secret.h"
+#include "server/console.h"
 #include "server/json_io.h"
 
 namespace webhooker::server {
@@ -55,7 +56,7 @@ HttpServer::HttpServer(ServerOptions options, ServerParts parts)
       metrics_(parts.registry),
       auth_(parts.store),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest),
-      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard) {
+      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers) {
   const int threads = options_.threads > 0 ? options_.threads : 8;
   http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   // Without TCP_NODELAY small responses wait on Nagle's algorithm: ~300 req/s
@@ -156,6 +157,7 @@ void HttpServer::registerRoutes() {
   });
 
   admin_.registerRoutes(http_);
+  registerConsole(http_);
 }
 
 void HttpServer::readyz(httplib::Response& res) {
