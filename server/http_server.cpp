@@ -46,6 +46,21 @@ bool basicAuthMatches(const std::string& header, const std::string& user,
   return userOk && passwordOk;
 }
 
+// cpp-httplib reads a malformed Content-Length as 0 and what follows the
+// headers as the next request; RFC 9112 §6.3 says a server answers 400.
+// Several equal values are allowed, different ones are not.
+bool contentLengthValid(const httplib::Request& req) {
+  const size_t count = req.get_header_value_count("Content-Length");
+  const std::string first = req.get_header_value("Content-Length");
+  for (size_t i = 0; i < count; ++i) {
+    const std::string value = req.get_header_value("Content-Length", i);
+    if (value.empty() || value.size() > 18 ||
+        value.find_first_not_of("0123456789") != std::string::npos || value != first)
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options, ServerParts parts)
@@ -98,6 +113,10 @@ void HttpServer::registerRoutes() {
   // a large chunked body for nothing.
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     requestStart = std::chrono::steady_clock::now();
+    if (!contentLengthValid(req)) {
+      sendError(res, 400, "bad_request", "the Content-Length header is not a valid length");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     const bool ingest = req.path.rfind("/hooks/", 0) == 0;
     const bool api = req.path.rfind("/api/", 0) == 0;
     if (!ingest && !api && req.method != "GET" && req.method != "HEAD") {
