@@ -97,6 +97,7 @@ TEST_CASE("every kind of broken answer is a retryable failure with a clear error
     CHECK(contains(*rows[i].error, "connection"));
     CHECK(contains(*rows[i].error, "receiver"));
   }
+  CHECK(rows[5].responseBody == std::string(100, 'x'));  // what came before the close
   CHECK(rows[6].success);
   CHECK(rows[6].statusCode == 200);
   CHECK(h.delivery(d).attempts == 7);
