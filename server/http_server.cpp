@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <fmt/format.h>
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
@@ -44,6 +45,19 @@ bool basicAuthMatches(const std::string& header, const std::string& user,
   const bool passwordOk =
       constantTimeEquals(sha256Hex(decoded->substr(colon + 1)), sha256Hex(password));
   return userOk && passwordOk;
+}
+
+// cpp-httplib limits each header line (8 KiB) but not how many there are;
+// ingest stores them all, so without this a sender could store megabytes
+// of headers next to a body limited to 1 MiB.
+constexpr size_t kMaxHeaderCount = 256;
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+
+bool headersWithinLimits(const httplib::Request& req) {
+  if (req.headers.size() > kMaxHeaderCount) return false;
+  size_t bytes = 0;
+  for (const auto& [name, value] : req.headers) bytes += name.size() + value.size();
+  return bytes <= kMaxHeaderBytes;
 }
 
 // cpp-httplib reads a malformed Content-Length as 0 and what follows the
@@ -113,6 +127,12 @@ void HttpServer::registerRoutes() {
   // a large chunked body for nothing.
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     requestStart = std::chrono::steady_clock::now();
+    if (!headersWithinLimits(req)) {
+      sendError(res, 431, "headers_too_large",
+                fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount,
+                            kMaxHeaderBytes));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!contentLengthValid(req)) {
       sendError(res, 400, "bad_request", "the Content-Length header is not a valid length");
       return httplib::Server::HandlerResponse::Handled;

@@ -139,6 +139,14 @@ std::string deepObject(size_t depth) {
   return out;
 }
 
+// `count` headers X-Pad-<i> with values of `size` bytes.
+std::string manyHeaders(size_t count, size_t size) {
+  std::string out;
+  for (size_t i = 0; i < count; ++i)
+    out += "X-Pad-" + std::to_string(i) + ": " + std::string(size, 'p') + "\r\n";
+  return out;
+}
+
 std::string httpTarget(const json& config) {
   return json{{"name", "t"}, {"type", "http"}, {"config", config}}.dump();
 }
@@ -222,6 +230,11 @@ TEST_CASE("hostile requests get their 4xx and a JSON error, and change nothing")
       {"ingest: idempotency key of 300 characters", "POST", H, "{}", 400,
        "invalid_idempotency_key", "Idempotency-Key: " + std::string(300, 'k') + "\r\n"},
       {"ingest: a 16 KiB header line", "POST", H, "{}", 400, "", longHeader},
+      {"ingest: 300 headers", "POST", H, "{}", 431, "headers_too_large", manyHeaders(300, 10)},
+      {"ingest: 100 KiB of headers", "POST", H, "{}", 431, "headers_too_large",
+       manyHeaders(20, 5000)},
+      {"admin: 100 KiB of headers", "POST", A, R"({"name":"x"})", 431, "headers_too_large",
+       manyHeaders(20, 5000)},
       {"ingest: a 16 KiB URL", "POST", H + "?q=" + std::string(16 * 1024, 'q'), "{}", 414, ""},
       {"ingest: CR LF inside the request line", "", "", "", 400, "", "", true,
        "POST /hooks/{E}\r\nX-Injected: 1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
