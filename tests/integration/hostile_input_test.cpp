@@ -227,6 +227,20 @@ TEST_CASE("hostile requests get their 4xx and a JSON error, and change nothing")
       {"admin: non-numeric Content-Length", "", "", "", 400, "bad_request", "", true,
        "POST /api/v1/webhooks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
        "Authorization: Bearer {K}\r\nContent-Length: 1x\r\n\r\n{\"name\":\"x\"}"},
+      {"ingest: Content-Length and chunked at once", "", "", "", 400, "bad_request", "", true,
+       "POST /hooks/{E} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 5\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+      {"ingest: an unknown transfer coding", "", "", "", 501, "not_implemented", "", true,
+       "POST /hooks/{E} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+       "Transfer-Encoding: gzip\r\n\r\n{}"},
+      {"ingest: a lower-case method", "", "", "", 400, "bad_request", "", true,
+       "post /hooks/{E} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"},
+      {"ingest: absolute-form target to another host", "", "", "", 404, "not_found", "", true,
+       "POST http://evil.example/hooks/{E} HTTP/1.1\r\nHost: evil.example\r\n"
+       "Connection: close\r\nContent-Length: 2\r\n\r\n{}"},
+      {"ingest: a broken percent escape", "POST", "/hooks/%zz{E}", "{}", 404, "not_found"},
+      {"ingest: OPTIONS", "OPTIONS", H, "", 405, "method_not_allowed"},
+      {"POST on the health check", "POST", "/healthz", "{}", 404, "not_found"},
       {"ingest: idempotency key of 300 characters", "POST", H, "{}", 400,
        "invalid_idempotency_key", "Idempotency-Key: " + std::string(300, 'k') + "\r\n"},
       {"ingest: a 16 KiB header line", "POST", H, "{}", 400, "", longHeader},
