@@ -5,9 +5,10 @@
 // addresses in odd spellings, unknown ids, wrong methods, oversize bodies,
 // bad credentials. Each is written byte for byte to a raw socket (so the
 // client library cannot tidy it up) to the real HttpServer on loopback,
-// and must be answered with its 4xx and a JSON error body; afterwards every
-// table of the main DB and of every events DB is exactly as before, and
-// nothing was handed to the engine.
+// and must be answered with its 4xx (501 for a transfer coding we do not
+// implement) and a JSON error body; afterwards every table of the main DB
+// and of every events DB is exactly as before, and nothing was handed to
+// the engine.
 //
 // The ordinary bad-input cases of each endpoint live next to it
 // (admin_api_test, ingest_test); this table is about the hostile ones.
