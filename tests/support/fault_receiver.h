@@ -195,10 +195,6 @@ class FaultReceiver {
     std::unique_lock lock(mutex_);
     return changed_.wait_for(lock, timeout, [&] { return i < goneAt_.size() && goneAt_[i]; });
   }
-  int maxInFlight() const {
-    std::lock_guard lock(mutex_);
-    return maxInFlight_;
-  }
 
  private:
   static std::string reasonOf(int status) {
@@ -310,8 +306,6 @@ class FaultReceiver {
         index = requests_.size();
         requests_.push_back(std::move(r));
         goneAt_.emplace_back();
-        ++inFlight_;
-        maxInFlight_ = std::max(maxInFlight_, inFlight_);
         if (!script_.empty()) {
           f = std::move(script_.front());
           script_.pop_front();
@@ -325,10 +319,7 @@ class FaultReceiver {
     if (ok && pause(f.delay)) gone = answer(fd, f);
     {
       std::lock_guard lock(mutex_);
-      if (ok) {
-        --inFlight_;
-        if (gone) goneAt_[index] = std::chrono::steady_clock::now();
-      }
+      if (ok && gone) goneAt_[index] = std::chrono::steady_clock::now();
       open_.erase(fd);
       if (ok && f.reset) {
         const linger hard{1, 0};  // close() sends RST
@@ -395,8 +386,6 @@ class FaultReceiver {
   std::vector<ReceivedRequest> requests_;
   std::vector<std::optional<SteadyTime>> goneAt_;
   std::set<int> open_;  // connection sockets, shut down by the destructor
-  int inFlight_ = 0;
-  int maxInFlight_ = 0;
   bool stopping_ = false;
 
   std::vector<std::thread> connections_;  // appended by the accept thread under mutex_
