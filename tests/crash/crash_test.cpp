@@ -209,6 +209,10 @@ class FlappingReceiver {
   }
   void takeDownLocked() {
     if (!receiver_) return;
+    // A request logged after the copy below would be lost with this
+    // incarnation: whatever comes in meanwhile is answered 503, so it is
+    // not a delivery the check below has to find.
+    receiver_->setDefault(respond(503));
     const auto seen = receiver_->requests();
     earlier_.insert(earlier_.end(), seen.begin(), seen.end());
     receiver_.reset();
@@ -353,7 +357,7 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
   std::map<std::string, int> outcomes;  // "status[/reason]" -> deliveries
   std::set<std::string> allIds;
   size_t events = 0;
-  int duplicated = 0, extraCopies = 0, delivered = 0, neverSeen = 0;
+  int duplicated = 0, extraCopies = 0, delivered = 0;
   for (const auto& db : dbs) {
     SQLite::Database file(db.string(), SQLite::OPEN_READONLY);
     events += static_cast<size_t>(file.execAndGet("SELECT COUNT(*) FROM events").getInt64());
@@ -363,7 +367,9 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
       if (d.status == "delivered") {
         ++delivered;
         CHECK(d.reason.empty());
-        if (d.targetType == "http" && answered2xx[d.id] == 0) ++neverSeen;
+        CHECK_MESSAGE((d.targetType != "http" || answered2xx[d.id] > 0),
+                      "delivery " << d.id << " (" << d.attempts << " attempts) is delivered, "
+                      "but the receiver never answered it 2xx");
       } else {
         CHECK_MESSAGE(d.status == "failed", "delivery " << d.id << " is " << d.status);
         // Only 5xx and unreachable answers here: the one way to fail is
@@ -376,7 +382,6 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
       }
     }
   }
-  CHECK_MESSAGE(neverSeen == 0, neverSeen << " delivered http deliveries never reached the receiver");
   for (const std::string& id : seenIds)
     CHECK_MESSAGE(allIds.count(id) == 1, "the receiver got a delivery that does not exist: " << id);
 
