@@ -5,9 +5,10 @@
 // it recovers once the fault clears — including deliveries whose result could
 // not be written.
 //
-// Both faults need root (FS_IOC_SETFLAGS, mount(2)), as CI has; the same
-// faults are also injected below SQLite by storage_vfs_faults_test, which
-// needs nothing special.
+// Both faults need root (FS_IOC_SETFLAGS, mount(2)), as CI has; run as
+// another user the test reports itself skipped (exit 77). The same faults
+// are also injected below SQLite by storage_vfs_faults_test, which runs
+// anywhere.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -17,9 +18,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <thread>
 
@@ -34,6 +37,12 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+
+void skipUnlessRoot() {
+  if (::geteuid() == 0) return;
+  std::cerr << "storage_faults: needs root for mount(2) and chattr; skipped\n";
+  std::exit(77);  // meson's "skipped"
+}
 
 // Sets or clears the immutable attribute (chattr +i): even root cannot open
 // the file for writing while it is set.
@@ -124,6 +133,7 @@ const json kDatabaseTarget = {{"name", "archive"}, {"type", "database"}, {"confi
 }  // namespace
 
 TEST_CASE("an events DB that cannot be opened for writing answers 503 until it can") {
+  skipUnlessRoot();
   TempDir dir;
   json shop, other;
   {
@@ -159,6 +169,7 @@ TEST_CASE("an events DB that cannot be opened for writing answers 503 until it c
 }
 
 TEST_CASE("a full disk answers 503, keeps the daemon up and loses no delivery") {
+  skipUnlessRoot();
   TempDir dir;
   const fs::path dataDir = dir / "data";
   TmpfsMount disk(dataDir, "8m");
