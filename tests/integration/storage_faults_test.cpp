@@ -158,9 +158,14 @@ TEST_CASE("an events DB that cannot be opened for writing answers 503 until it c
   CHECK(errorCode(refused) == "storage_unavailable");
   CHECK(statusOf(postEvent(api, other, R"({"n": 3})")) == 200);  // other webhooks go on
   CHECK(statusOf(api.sender().Get("/healthz")) == 200);
+  const std::string history = "/api/v1/webhooks/" + shop["id"].get<std::string>() + "/events";
+  const auto unreadable = api.admin().Get(history);
+  CHECK(statusOf(unreadable) == 503);
+  CHECK(errorCode(unreadable) == "storage_readonly");
 
   readOnly.release();
   CHECK(statusOf(postEvent(api, shop, R"({"n": 4})")) == 200);  // no handle stays broken
+  CHECK(statusOf(api.admin().Get(history)) == 200);
   CHECK(countRows(eventsDb(dir.path(), shop), "events") == 2);   // #1 and #4
   CHECK(countRows(eventsDb(dir.path(), shop), "events", "CAST(body AS TEXT) = '{\"n\": 2}'") == 0);
   CHECK(eventually(
