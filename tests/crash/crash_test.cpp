@@ -167,7 +167,6 @@ class FlappingReceiver {
       : receiver_(std::make_unique<Receiver>()), port_(receiver_->port()) {
     thread_ = std::jthread([this, seed](std::stop_token stop) { flap(Rng(seed + 1), stop); });
   }
-  ~FlappingReceiver() { steady(); }
 
   std::string url(const std::string& path) const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
@@ -178,8 +177,14 @@ class FlappingReceiver {
       thread_.request_stop();
       thread_.join();
     }
-    std::lock_guard lock(mutex_);
-    bringUpLocked(200);
+    for (int i = 0; i < 200; ++i) {
+      {
+        std::lock_guard lock(mutex_);
+        if (bringUpLocked(200)) return;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    throw std::runtime_error("the receiver cannot bind its port again");
   }
   std::vector<ReceivedRequest> requests() const {
     std::lock_guard lock(mutex_);
@@ -207,9 +212,19 @@ class FlappingReceiver {
                                                         : uniform(rng, 100, 700)));
     }
   }
-  void bringUpLocked(int status) {
-    if (!receiver_) receiver_ = std::make_unique<Receiver>(port_);
+  // False if the port cannot be bound right now: while it is closed, a
+  // client connecting to it may get it as its own local port for a moment
+  // (a TCP self-connect). The receiver then stays down a little longer.
+  bool bringUpLocked(int status) {
+    if (!receiver_) {
+      try {
+        receiver_ = std::make_unique<Receiver>(port_);
+      } catch (const std::runtime_error&) {
+        return false;
+      }
+    }
     receiver_->setDefault(respond(status));
+    return true;
   }
   void takeDownLocked() {
     if (!receiver_) return;
