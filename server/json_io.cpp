@@ -19,7 +19,7 @@ int statusFor(const Error& error) {
   const std::string& c = error.code;
   if (c == "not_found") return 404;
   if (c == "conflict") return 409;
-  if (c == "storage_busy" || c == "unavailable") return 503;
+  if (c == "storage_busy" || c == "storage_readonly" || c == "unavailable") return 503;
   if (c == "storage_error" || c == "schema_too_new") return 500;
   return 400;  // invalid_json, invalid_config, invalid_retry, invalid_field, ...
 }

@@ -56,6 +56,13 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     auto db = std::make_unique<SQLite::Database>(
         file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX,
         options.busyTimeoutMs);
+    // SQLite quietly opens a file it may not write (an immutable file, a
+    // read-only mount) read-only. Such a handle would refuse every write
+    // even after the cause is gone, and a pool would keep it: refuse it, so
+    // the next open tries again.
+    if (sqlite3_db_readonly(db->getHandle(), "main") == 1)
+      return makeError("storage_readonly",
+                       fmt::format("{} cannot be opened for writing", file.string()));
     // auto_vacuum only takes effect before the first table exists, so it is
     // set on a new file only: on an existing one it would be a write, and a
     // file refused as too new must not be written to.

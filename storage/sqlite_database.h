@@ -19,6 +19,7 @@ namespace webhooker::storage {
 // secure_delete and the sync mode, then applies every migration newer than the file's
 // schema in its own transaction. Refuses a file whose schema is newer than
 // `migrations` knows ("schema_too_new"): an older binary must not write to it.
+// Refuses a file it cannot open for writing ("storage_readonly").
 // `versionBefore`, when given, receives the schema version found on disk.
 Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::path& file,
                                                        const DbOptions& options,

@@ -77,6 +77,7 @@ struct ReceivedRequest {
   std::string path;
   httplib::Headers headers;  // case-insensitive names (cpp-httplib's multimap)
   std::string body;
+  int answeredStatus = 0;  // the status the script chose for it
 
   bool hasHeader(const std::string& name) const { return headers.find(name) != headers.end(); }
   // The first value of `name`, or "" when absent.
@@ -115,7 +116,9 @@ class Receiver {
  public:
   static constexpr size_t kServerThreads = 24;
 
-  Receiver() {
+  // port 0: any free port. A given port lets a test take a receiver down
+  // and bring it back at the same URL (the socket is bound SO_REUSEADDR).
+  explicit Receiver(int port = 0) {
     server_.set_tcp_nodelay(true);
     server_.set_keep_alive_max_count(1);  // see the file comment: prompt shutdown
     server_.set_payload_max_length(64 * 1024 * 1024);
@@ -130,7 +133,8 @@ class Receiver {
     server_.Patch(".*", handler);
     server_.Delete(".*", handler);
     server_.Options(".*", handler);
-    port_ = server_.bind_to_any_port("127.0.0.1");
+    port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1")
+                      : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
     if (port_ <= 0) throw std::runtime_error("Receiver: cannot bind a loopback port");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // stop() is a no-op until the accept loop runs: wait for it.
@@ -220,16 +224,17 @@ class Receiver {
       r.headers.emplace(name, value);
     }
     r.body = req.body;
-    requests_.push_back(std::move(r));
-    ++inFlight_;
-    maxInFlight_ = std::max(maxInFlight_, inFlight_);
-    arrived_.notify_all();
     if (!script_.empty()) {
       answer = std::move(script_.front());
       script_.pop_front();
     } else {
       answer = default_;
     }
+    r.answeredStatus = answer.neverAnswer ? 0 : answer.status;
+    requests_.push_back(std::move(r));
+    ++inFlight_;
+    maxInFlight_ = std::max(maxInFlight_, inFlight_);
+    arrived_.notify_all();
     if (answer.neverAnswer)
       wake_.wait(lock, [&] { return stopping_; });
     else if (answer.delay.count() > 0)

@@ -1,0 +1,133 @@
+// Storage faults injected below SQLite (tests/support/fault_vfs.h) into one
+// webhook's events DB, with the daemon's real ingest, engine and HTTP server
+// in-process: a full disk and a file system gone read-only under an open
+// handle answer 503 with a JSON error and store nothing; other webhooks go
+// on; the first write after the fault clears succeeds; a delivery whose
+// result could not be written is attempted again. storage_faults_test makes
+// the same faults happen for real (as root).
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/support/engine_harness.h"
+#include "tests/support/fault_vfs.h"
+#include "tests/support/receiver.h"
+
+namespace webhooker::testing {
+namespace {
+
+using Fault = FaultVfs::Fault;
+using nlohmann::json;
+
+struct Answer {
+  int status = -1;
+  json body;
+};
+
+Answer postTo(const EngineHarness& harness, const Hook& hook, const std::string& body) {
+  httplib::Client c("127.0.0.1", harness.port());
+  c.set_read_timeout(std::chrono::seconds(10));
+  auto res = c.Post("/hooks/" + hook.entrypointId, body, "application/json");
+  if (!res) return {};
+  return {res->status, json::parse(res->body, nullptr, false)};
+}
+
+int64_t rowsIn(const EngineHarness& harness, const Hook& hook, const std::string& table) {
+  SQLite::Database db = openReadOnlyDb(harness.eventsDbPath(hook.webhookId));
+  return db.execAndGet("SELECT COUNT(*) FROM " + table).getInt64();
+}
+
+// A fault is cleared however the test ends: the VFS outlives every test.
+struct InjectedFault {
+  InjectedFault(const Hook& hook, Fault fault) {
+    FaultVfs::install().inject("events-" + hook.webhookId + ".db", fault);
+  }
+  ~InjectedFault() { clear(); }
+  void clear() { FaultVfs::install().clear(); }
+};
+
+}  // namespace
+
+TEST_CASE("ingest into an events DB that cannot be written answers 503 and stores nothing") {
+  FaultVfs::install();  // before the harness opens any file
+  for (const Fault fault : {Fault::kDiskFull, Fault::kReadOnly}) {
+    CAPTURE(static_cast<int>(fault));
+    EngineHarness harness;
+    const Hook shop = harness.createWebhook("shop");
+    const Hook other = harness.createWebhook("other");
+    harness.createTarget(shop.webhookId, "database", json::object());
+    harness.createTarget(other.webhookId, "database", json::object());
+    harness.post(shop.entrypointId, R"({"n": 1})");
+
+    InjectedFault injected(shop, fault);
+    const Answer refused = postTo(harness, shop, R"({"n": 2})");
+    CHECK(refused.status == 503);
+    CHECK(refused.body["error"]["code"] == "storage_unavailable");
+    CHECK(refused.body["error"]["message"].is_string());
+    harness.post(other.entrypointId, R"({"n": 3})");  // throws unless 200
+
+    injected.clear();
+    harness.post(shop.entrypointId, R"({"n": 4})");  // the same handle works again
+    CHECK(rowsIn(harness, shop, "events") == 2);
+    CHECK(rowsIn(harness, other, "events") == 1);
+  }
+}
+
+TEST_CASE("a delivery whose result cannot be written is attempted again after the fault") {
+  FaultVfs::install();
+  Receiver receiver;
+  EngineHarness harness;
+  const Hook shop = harness.createWebhook("shop");
+  harness.createHttpTarget(shop.webhookId, receiver.url("/orders"));
+  receiver.push(respondAfter(std::chrono::milliseconds(500), 200));
+
+  const std::string eventId = harness.post(shop.entrypointId, R"({"n": 1})");
+  REQUIRE(receiver.waitForRequests(1, std::chrono::seconds(5)));
+  InjectedFault injected(shop, Fault::kDiskFull);
+  // The receiver answers 200 now; the result cannot be written, so the
+  // delivery stays pending on disk and the sweep (200 ms here) brings it back.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  CHECK(rowsIn(harness, shop, "delivery_results") == 0);
+
+  injected.clear();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (rowsIn(harness, shop, "delivery_results") == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  SQLite::Database db = openReadOnlyDb(harness.eventsDbPath(shop.webhookId));
+  CHECK(db.execAndGet("SELECT status FROM deliveries WHERE event_id = '" + eventId + "'")
+            .getString() == "delivered");
+  CHECK(rowsIn(harness, shop, "delivery_results") == 1);
+  CHECK(receiver.requestCount() >= 2);  // at least once: the lost answer is asked again
+}
+
+TEST_CASE("a file SQLite can only open read-only is refused, and opened once it is writable") {
+  FaultVfs::install();
+  TempDir dir;
+  SystemClock clock;
+  const std::string webhookId = "6f1c3f52-8d1e-4b7a-9c51-2b1e0f6a7d10";
+  REQUIRE(EventsDbPool(dir.path(), DbOptions{}, clock).get(webhookId));  // creates the file
+
+  // A restarted daemon's pool meets the file while it cannot be written.
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  // Only the database file, as when it is immutable (chattr +i): its -wal
+  // can still be written, so SQLite gets a working read-only handle.
+  FaultVfs::install().inject("events-" + webhookId + ".db", Fault::kReadOnly, false);
+  const auto refused = pool.get(webhookId);
+  FaultVfs::install().clear();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == "storage_readonly");
+  CHECK(pool.openCount() == 0);  // nothing broken is kept
+
+  const auto db = pool.get(webhookId);
+  REQUIRE(db);
+  InboundEvent event;
+  event.method = "POST";
+  event.body = "{}";
+  CHECK(db.value()->ingest(event, {}, std::chrono::hours(24)));
+}
+
+}  // namespace webhooker::testing
