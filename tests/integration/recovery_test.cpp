@@ -301,13 +301,12 @@ TEST_CASE("the sweep never schedules a delivery twice") {
   std::map<std::string, int> requestsPerBody;
   for (const ReceivedRequest& req : r.requests()) ++requestsPerBody[req.body];
   CHECK(r.requestCount() == kEvents + failures.size());
-  int failedFirst = 0;
+  int failedAttempts = 0;
   for (const auto& [body, d] : byBody) {
     CAPTURE(body);
     const auto rows = h.resultRows(d);
     CHECK(requestsPerBody[body] == static_cast<int>(rows.size()));
     REQUIRE(!rows.empty());
-    REQUIRE(rows.size() <= 2);
     int successes = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
       CHECK(rows[i].attempt == static_cast<int>(i) + 1);
@@ -315,9 +314,11 @@ TEST_CASE("the sweep never schedules a delivery twice") {
     }
     CHECK(successes == 1);
     CHECK(rows.back().success);
-    failedFirst += rows.size() == 2;
+    failedAttempts += static_cast<int>(rows.size()) - 1;
   }
-  CHECK(failedFirst == static_cast<int>(failures.size()));
+  // Which deliveries met the ten 503s depends on timing (a quick retry can
+  // meet a second one), but each 503 is one failed attempt of one delivery.
+  CHECK(failedAttempts == static_cast<int>(failures.size()));
   CHECK(h.engine().heldCount() == 0);
 }
 
