@@ -1,0 +1,58 @@
+// deliver: how fast the daemon drains a backlog to one fast http target,
+// against a bare keep-alive client loop posting the same bodies to the same
+// kind of receiver with the same concurrency (the daemon's worker count).
+// Both rates are taken at the receiver, between its first and last arrival.
+#include <chrono>
+
+#include "bench/correctness.h"
+#include "bench/daemon.h"
+#include "bench/load_generator.h"
+#include "bench/receiver.h"
+#include "bench/scenarios.h"
+#include "bench/seeder.h"
+#include "tests/support/temp_dir.h"
+
+namespace webhooker::bench {
+
+void runDeliver(const BenchConfig& config, Report& report) {
+  const size_t n = config.deliverBacklog;
+  double bareRate = 0;
+  {
+    BenchReceiver receiver(config.workers);
+    LoadSpec spec;
+    spec.baseUrl = "http://127.0.0.1:" + std::to_string(receiver.port());
+    spec.path = "/hook";
+    spec.connections = config.workers;
+    spec.requests = n;
+    spec.firstSeq = reserveSeqs(n);
+    runLoad(spec, config.bodies);
+    bareRate = receiver.arrivalRate();
+  }
+
+  testing::TempDir data;
+  BenchReceiver receiver(config.workers);
+  WebhookExpectation expectation;
+  {
+    Seeder seeder(data.path());
+    const SeededWebhook webhook = seeder.createWebhook("deliver", {{receiver.url(), config.workers}});
+    const int64_t first = reserveSeqs(n);
+    seeder.addEvents(webhook, n, config.bodies, first);
+    expectation = {webhook.id, webhook.targetIds, {}};
+    for (size_t i = 0; i < n; ++i) expectation.acceptedSeqs.push_back(first + static_cast<int64_t>(i));
+  }
+  bool drained = false;
+  {
+    BenchDaemon daemon(data.path(), config.daemonSettings());
+    drained = receiver.waitForCount(n, config.drainCap);
+    daemon.stop();
+  }
+  report.add({"deliver", "deliveries/s draining the backlog", receiver.arrivalRate(), "1/s", bareRate,
+              "bare keep-alive client loop req/s", Goal{Goal::Kind::kRatioAtLeast, 0.6}});
+  report.add({"deliver", "delivered within the cap", static_cast<double>(receiver.count()), "",
+              static_cast<double>(n), "backlog", std::nullopt});
+  const std::string target = expectation.targetIds.at(0);
+  report.addCheck("deliver", checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
+                                               drained ? std::set{target} : std::set<std::string>{}}));
+}
+
+}  // namespace webhooker::bench
