@@ -37,16 +37,18 @@ double drainFast(const BenchConfig& config, BenchReceiver& fast, BenchReceiver* 
     for (size_t i = 0; i < n; ++i) expectation.acceptedSeqs.push_back(first + static_cast<int64_t>(i));
   }
   bool drained = false;
+  SteadyTime end;
   {
     BenchDaemon daemon(data.path(), config.daemonSettings());
     drained = fast.waitForCount(n, config.drainCap);
+    end = std::chrono::steady_clock::now();
     daemon.stop();
   }
   std::map<std::string, const BenchReceiver*> receivers = {{expectation.targetIds.at(0), &fast}};
   if (slow) receivers[expectation.targetIds.at(1)] = slow;
   report.addCheck(checkName, checkCorrectness({data.path(), {expectation}, receivers,
                                                drained ? std::set{expectation.targetIds.at(0)} : std::set<std::string>{}}));
-  return fast.arrivalRate();
+  return fast.arrivalRate(drained ? std::nullopt : std::optional(end));
 }
 
 }  // namespace

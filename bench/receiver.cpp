@@ -45,12 +45,12 @@ std::vector<Arrival> BenchReceiver::arrivals() const {
   return arrivals_;
 }
 
-double BenchReceiver::arrivalRate() const {
+double BenchReceiver::arrivalRate(std::optional<SteadyTime> end) const {
   std::lock_guard lock(arrivalsMutex_);
   if (arrivals_.size() < 2) return 0;
   const auto [first, last] = std::minmax_element(
       arrivals_.begin(), arrivals_.end(), [](const Arrival& a, const Arrival& b) { return a.at < b.at; });
-  const double seconds = std::chrono::duration<double>(last->at - first->at).count();
+  const double seconds = std::chrono::duration<double>(end.value_or(last->at) - first->at).count();
   return seconds > 0 ? static_cast<double>(arrivals_.size() - 1) / seconds : 0;
 }
 

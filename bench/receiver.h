@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -44,8 +45,9 @@ class BenchReceiver {
   // True once `n` requests arrived, false at the timeout.
   bool waitForCount(size_t n, std::chrono::milliseconds timeout) const;
   std::vector<Arrival> arrivals() const;
-  // Requests per second between the first and the last arrival.
-  double arrivalRate() const;
+  // Requests per second from the first arrival to the last one, or to `end`
+  // when given (a drain that did not finish: its stalls count too).
+  double arrivalRate(std::optional<SteadyTime> end = std::nullopt) const;
 
  private:
   const std::chrono::milliseconds delay_;
