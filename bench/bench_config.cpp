@@ -4,6 +4,7 @@ namespace webhooker::bench {
 
 DaemonSettings BenchConfig::daemonSettings(std::vector<std::string> extraArgs) const {
   DaemonSettings s;
+  s.syncMode = syncMode;
   s.httpThreads = connections;
   s.workers = workers;
   s.extraArgs = std::move(extraArgs);

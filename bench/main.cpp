@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   bool smoke = false;
   std::vector<std::string> only;
   int runs = 1;
+  std::string syncMode = "full";
   std::string out = "build/bench/results.json";
   app.add_flag("--large", large, "10,000 webhooks in the scale scenario");
   app.add_flag("--smoke", smoke, "tiny sizes, seconds: checks the harness and correctness only");
@@ -32,10 +33,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"ingest", "deliver", "end-to-end", "isolation", "scale", "memory"}));
   app.add_option("--runs", runs, "run everything this many times; report the medians")
       ->check(CLI::Range(1, 9));
+  app.add_option("--sync-mode", syncMode, "the daemon's sync mode (full is what the goals mean)")
+      ->check(CLI::IsMember({"full", "normal"}));
   app.add_option("--out", out, "where to write the JSON results");
   CLI11_PARSE(app, argc, argv);
 
   BenchConfig config = smoke ? BenchConfig::smokeSized() : large ? BenchConfig::large() : BenchConfig::normal();
+  config.syncMode = syncMode;
   config.bodies = generateBodies(smoke ? 16 : 256);
   config.smallBodies = generateBodies(16, 7, {.min = 200, .median = 400, .max = 800});
 

@@ -18,6 +18,7 @@ struct BenchConfig {
   bool smoke = false;
   int connections = 8;  // load generator connections = the daemon's HTTP threads
   int workers = 8;      // the daemon's delivery workers = the bare client loop's connections
+  std::string syncMode = "full";  // the daemon's; "normal" shows what the fsyncs cost
   // How long a scenario waits for its deliveries to finish. A slower product
   // is measured on what arrived by then, and its correctness check then
   // skips "everything was delivered" (never "what was delivered arrived").
