@@ -347,6 +347,31 @@ CLI::Option* addBodyOption(CLI::App& cmd, const SessionPtr& s, const std::string
       flag, [s, key](const T& value) { s->body[json::json_pointer(key)] = value; }, help);
 }
 
+// A secret option. A secret on the command line is visible to every user of
+// the host (ps, /proc/<pid>/cmdline), so "-" reads it from standard input.
+void addSecretOption(CLI::App& cmd, const SessionPtr& s, const std::string& flag,
+                     const char* key, const std::string& help) {
+  cmd.add_option_function<std::string>(
+      flag,
+      [s, flag, key](const std::string& value) {
+        std::string secret = value;
+        if (value == "-" && !std::getline(std::cin, secret))
+          throw CLI::ValidationError(flag, "nothing to read on standard input");
+        s->body[json::json_pointer(key)] = secret;
+      },
+      help);
+}
+
+// --verify SCHEME [--verify-secret S]: how an entrypoint checks its sender.
+void addVerificationOptions(CLI::App& cmd, const SessionPtr& s, bool required) {
+  auto* scheme = addBodyOption<std::string>(
+      cmd, s, "--verify", "/verification/scheme",
+      "how requests are verified: none, standard, github or stripe");
+  if (required) scheme->required();
+  addSecretOption(cmd, s, "--verify-secret", "/verification/secret",
+                  "the sender's signing secret (write-only), or - to read it from standard input");
+}
+
 // "Name: value" → config.headers.Name = "value"; repeatable.
 void addHeaderOption(CLI::App& cmd, const SessionPtr& s) {
   auto isHeader = [](const std::string& text) -> std::string {
@@ -398,8 +423,9 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   addBodyOption<std::string>(cmd, s, "--method", "/config/method", "http: the method (POST)");
   addHeaderOption(cmd, s);
   addBodyOption<int64_t>(cmd, s, "--timeout-ms", "/config/timeout_ms", "http: per-attempt timeout");
-  addBodyOption<std::string>(cmd, s, "--signing-secret", "/config/signing_secret",
-                             "http: secret for the signature header (write-only)");
+  addSecretOption(cmd, s, "--signing-secret", "/config/signing_secret",
+                  "http: secret for the signature header (write-only): whsec_..., "
+                  "\"generate\" for a new one shown once, or - to read it from standard input");
   addBodyOption<std::string>(cmd, s, "--webhook-url", "/config/webhook_url",
                              "slack: the incoming-webhook URL");
   addBodyOption<int64_t>(cmd, s, "--max-concurrency", "/max_concurrency",
@@ -464,9 +490,18 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
   addWebhookIdArg(list, s);
   auto& create = addLeaf(
       group, s, "create", "add an entrypoint to a webhook",
-      [s] { return ApiCall{"POST", webhookPath(*s) + "/entrypoints", {}}; }, showObject);
+      [s] { return ApiCall{"POST", webhookPath(*s) + "/entrypoints", s->body}; }, showObject);
   addWebhookIdArg(create, s);
+  addVerificationOptions(create, s, false);
+  create.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
+                           "accept nothing on it (410) until activated");
   addActivation(group, s, "entrypoints", "ENTRYPOINT_ID", "entrypoint");
+  auto& verify = addLeaf(
+      group, s, "verify", "set how an entrypoint verifies its sender's signature",
+      [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), s->body}; }, showObject);
+  addWebhookIdArg(verify, s);
+  addChildIdArg(verify, s, "ENTRYPOINT_ID");
+  addVerificationOptions(verify, s, true);
   auto& remove = addLeaf(
       group, s, "delete", "delete an entrypoint",
       [s] { return ApiCall{"DELETE", childPath(*s, "entrypoints"), {}}; },

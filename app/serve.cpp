@@ -104,7 +104,7 @@ int runServe(const Config& config) {
   options.ingest.bodyLimit = config.bodyLimit;
   options.metricsUsername = config.metricsUsername;
   options.metricsPassword = config.metricsPassword;
-  server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, registry});
+  server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, breakers, registry});
   BacklogSampler sampler(*store.value(), eventsDbs, metrics,
                          std::chrono::milliseconds(config.samplerIntervalMs));
   RetentionPruner pruner(*store.value(), eventsDbs,

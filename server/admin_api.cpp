@@ -6,8 +6,12 @@
 namespace webhooker::server {
 
 AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                   const SsrfGuard& guard)
-    : store_(store), eventsDbs_(eventsDbs), dispatcher_(dispatcher), guard_(guard) {}
+                   const SsrfGuard& guard, const CircuitBreakers& breakers)
+    : store_(store),
+      eventsDbs_(eventsDbs),
+      dispatcher_(dispatcher),
+      guard_(guard),
+      breakers_(breakers) {}
 
 std::optional<std::string> pathId(const httplib::Request& req, httplib::Response& res,
                                   size_t index, const char* what) {
@@ -48,6 +52,7 @@ void AdminApi::registerRoutes(httplib::Server& http) {
   http.Get(webhook + "/deliveries", bind(&AdminApi::listDeliveries));
   http.Post(webhook + "/deliveries/([^/]+)/retry", bind(&AdminApi::retryDelivery));
   http.Post(webhook + "/replay", bind(&AdminApi::replay));
+  http.Get(webhook + "/stats", bind(&AdminApi::webhookStats));
 }
 
 }  // namespace webhooker::server

@@ -14,6 +14,7 @@
 #include "engine/dispatcher.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
+#include "targets/circuit_breaker.h"
 #include "targets/ssrf_guard.h"
 
 namespace webhooker::server {
@@ -21,7 +22,7 @@ namespace webhooker::server {
 class AdminApi {
  public:
   AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-           const SsrfGuard& guard);
+           const SsrfGuard& guard, const CircuitBreakers& breakers);
   void registerRoutes(httplib::Server& http);
 
  private:
@@ -56,10 +57,14 @@ class AdminApi {
   void redeliverEvent(const httplib::Request& req, httplib::Response& res);
   void replay(const httplib::Request& req, httplib::Response& res);
 
+  // --- Statistics (admin_stats.cpp): counts, breakers, the last 24 hours ---
+  void webhookStats(const httplib::Request& req, httplib::Response& res);
+
   MainStore& store_;
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;  // told about target changes, handed redriven deliveries
   const SsrfGuard& guard_;  // refuses literal internal addresses in target URLs
+  const CircuitBreakers& breakers_;
 };
 
 // The id captured by the route at `index`, if it is a uuid; otherwise a 404

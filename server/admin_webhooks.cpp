@@ -220,22 +220,26 @@ void AdminApi::createEntrypoint(const httplib::Request& req, httplib::Response& 
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   // An empty body is fine; a body, if sent, must be a JSON object with
-  // nothing but "active".
-  std::optional<bool> active;
+  // nothing but "active" and "verification". One INSERT: a refused request
+  // creates nothing.
+  EntrypointSettings settings;
   if (!req.body.empty()) {
     auto body = parseJsonObject(req, res);
     if (!body) return;
-    if (auto r = refuseUnknownFields(*body, {"active"}); !r) return sendError(res, r.error());
-    auto a = boolField(*body, "active");
-    if (!a) return sendError(res, a.error());
-    active = a.value();
+    if (auto r = refuseUnknownFields(*body, {"active", "verification"}); !r)
+      return sendError(res, r.error());
+    auto active = boolField(*body, "active");
+    if (!active) return sendError(res, active.error());
+    auto verification = verificationField(*body);
+    if (!verification) return sendError(res, verification.error());
+    if (active.value()) settings.active = *active.value();
+    if (verification.value()) {
+      settings.verification = verification.value()->first;
+      settings.verificationSecret = verification.value()->second;
+    }
   }
-  auto created = store_.createEntrypoint(*id);
+  auto created = store_.createEntrypoint(*id, settings);
   if (!created) return sendError(res, created.error());
-  if (active == false) {
-    created = store_.setEntrypointActive(*id, created->id, false);
-    if (!created) return sendError(res, created.error());
-  }
   sendJson(res, 201, entrypointJson(created.value()));
 }
 

@@ -1,12 +1,16 @@
 #include "server/http_server.h"
 
+#include <fmt/format.h>
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <thread>
 
 #include "base/secret.h"
+#include "server/console.h"
 #include "server/json_io.h"
 
 namespace webhooker::server {
@@ -46,6 +50,49 @@ bool basicAuthMatches(const std::string& header, const std::string& user,
   return userOk && passwordOk;
 }
 
+// Refuses, before any body is read, what cpp-httplib would let through or misread:
+//  - more than 256 headers or 64 KiB of them (431): it limits each line to
+//    8 KiB but not their number, and ingest stores every header;
+//  - a transfer coding other than chunked (501, RFC 9112 §6.1): it would
+//    read no body at all;
+//  - a Content-Length that is not one number, or one sent with
+//    Transfer-Encoding (400): it reads a bad one as 0 and the body as the
+//    next request; both framings at once is how requests are smuggled.
+// True when it answered.
+constexpr size_t kMaxHeaderCount = 256;
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+
+bool refusedFraming(const httplib::Request& req, httplib::Response& res) {
+  size_t headerBytes = 0;
+  for (const auto& [name, value] : req.headers) headerBytes += name.size() + value.size();
+  if (req.headers.size() > kMaxHeaderCount || headerBytes > kMaxHeaderBytes) {
+    sendError(res, 431, "headers_too_large",
+              fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount,
+                          kMaxHeaderBytes));
+    return true;
+  }
+  const size_t codings = req.get_header_value_count("Transfer-Encoding");
+  std::string coding = req.get_header_value("Transfer-Encoding");
+  std::transform(coding.begin(), coding.end(), coding.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (codings > 1 || (codings == 1 && coding != "chunked")) {
+    sendError(res, 501, "not_implemented", "the only transfer coding understood is chunked");
+    return true;
+  }
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  const std::string length = req.get_header_value("Content-Length");
+  bool lengthValid = lengths == 0 || (codings == 0 && !length.empty() && length.size() <= 18 &&
+                                      length.find_first_not_of("0123456789") == std::string::npos);
+  for (size_t i = 1; i < lengths; ++i)
+    lengthValid = lengthValid && req.get_header_value("Content-Length", i) == length;
+  if (!lengthValid) {
+    sendError(res, 400, "bad_request",
+              "Content-Length must be one valid length, and not sent with Transfer-Encoding");
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options, ServerParts parts)
@@ -55,7 +102,7 @@ HttpServer::HttpServer(ServerOptions options, ServerParts parts)
       metrics_(parts.registry),
       auth_(parts.store),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest),
-      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard) {
+      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers) {
   const int threads = options_.threads > 0 ? options_.threads : 8;
   http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   // Without TCP_NODELAY small responses wait on Nagle's algorithm: ~300 req/s
@@ -98,6 +145,7 @@ void HttpServer::registerRoutes() {
   // a large chunked body for nothing.
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     requestStart = std::chrono::steady_clock::now();
+    if (refusedFraming(req, res)) return httplib::Server::HandlerResponse::Handled;
     const bool ingest = req.path.rfind("/hooks/", 0) == 0;
     const bool api = req.path.rfind("/api/", 0) == 0;
     if (!ingest && !api && req.method != "GET" && req.method != "HEAD") {
@@ -156,6 +204,7 @@ void HttpServer::registerRoutes() {
   });
 
   admin_.registerRoutes(http_);
+  registerConsole(http_);
 }
 
 void HttpServer::readyz(httplib::Response& res) {

@@ -1,5 +1,5 @@
 // HttpServer: the daemon's one listening socket — ingest (/hooks/...), the
-// admin API (/api/v1/...), /metrics, /healthz and /readyz.
+// admin API (/api/v1/...), /metrics, /healthz, /readyz and the web console (/).
 //
 // Ownership: the parts it is given must outlive it. Threading: run() blocks
 // the calling thread and serves on cpp-httplib's worker pool; stop() and
@@ -20,6 +20,7 @@
 #include "server/admin_token.h"
 #include "server/ingest_handler.h"
 #include "server/server_metrics.h"
+#include "targets/circuit_breaker.h"
 #include "targets/ssrf_guard.h"
 
 namespace webhooker::server {
@@ -40,6 +41,7 @@ struct ServerParts {
   EventsDbPool& eventsDbs;
   Dispatcher& dispatcher;
   const SsrfGuard& guard;            // refuses literal internal target URLs at write time
+  const CircuitBreakers& breakers;   // their states are shown by the admin API
   prometheus::Registry& registry;    // served on /metrics; the server adds its own series
 };
 

@@ -1,5 +1,7 @@
 #include "server/json_io.h"
 
+#include "base/json_depth.h"
+
 namespace webhooker::server {
 
 void sendJson(httplib::Response& res, int status, const nlohmann::json& body) {
@@ -28,6 +30,11 @@ void sendError(httplib::Response& res, const Error& error) {
 
 std::optional<nlohmann::json> parseJsonObject(const httplib::Request& req,
                                               httplib::Response& res) {
+  if (!jsonDepthWithin(req.body)) {
+    sendError(res, 400, "invalid_json",
+              "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return std::nullopt;
+  }
   auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
     sendError(res, 400, "invalid_json", "the request body is not valid JSON");

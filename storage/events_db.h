@@ -176,6 +176,45 @@ struct ReplayOutcome {
   std::vector<UnfinishedDelivery> reset;  // empty on a dry run
 };
 
+// --- Statistics: types ------------------------------------------------------
+
+struct DeliveryCounts {
+  int64_t pending = 0;
+  int64_t retrying = 0;
+  int64_t delivered = 0;
+  int64_t failed = 0;
+};
+
+// The latest failed attempt to a target.
+struct LastFailure {
+  std::string deliveryId;
+  std::string eventId;
+  std::string at;
+  std::optional<int> statusCode;
+  std::optional<std::string> error;
+};
+
+struct TargetActivity {
+  std::string targetId;
+  DeliveryCounts deliveries;
+  std::optional<LastFailure> lastFailure;
+};
+
+// One hour of the activity chart: events received in it, and deliveries that
+// are failed and failed in it (a redriven one leaves its hour).
+struct HourlyCount {
+  std::string hour;  // the hour's start, stored time format
+  int64_t received = 0;
+  int64_t failed = 0;
+};
+
+struct WebhookStats {
+  int64_t events = 0;
+  DeliveryCounts deliveries;
+  std::vector<TargetActivity> targets;  // every target id with deliveries, by id
+  std::vector<HourlyCount> hours;       // oldest first, the current hour last
+};
+
 class EventsDb {
  public:
   static Result<std::shared_ptr<EventsDb>> open(const std::filesystem::path& file,
@@ -244,6 +283,12 @@ class EventsDb {
   // Counts (dry run) or restarts as new series what `request` selects; the
   // count of a dry run is what a real run would reset at that moment.
   Result<ReplayOutcome> replay(const ReplayRequest& request);
+
+  // --- Statistics (events_db_stats.cpp) --------------------------------------
+  // Counts for the admin API and the console, read in one transaction: events,
+  // deliveries by status (in all and per target), each target's latest failed
+  // attempt, and the last `hours` hours (by the clock) hour by hour.
+  Result<WebhookStats> stats(int hours);
 
   // --- Retention and masking (events_db_retention.cpp) ----------------------
   // For the periodic retention pass (one caller at a time). Work is done in

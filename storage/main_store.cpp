@@ -214,21 +214,26 @@ Result<void> MainStore::deleteWebhook(const std::string& id) {
   }
 }
 
-Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId) {
+Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
+                                              const EntrypointSettings& settings) {
   const std::string now = formatTime(clock_.now());
-  Entrypoint ep{newUuid(), webhookId, true, now, now, "none", ""};
+  Entrypoint ep{newUuid(), webhookId, settings.active, now, now, settings.verification,
+                settings.verificationSecret};
   std::lock_guard lock(dbMutex_);
   try {
     SQLite::Statement exists(*db_, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, webhookId);
     if (!exists.executeStep()) return notFound("webhook", webhookId);
     SQLite::Statement q(*db_,
-                        "INSERT INTO entrypoints (id, webhook_id, active, created_at, updated_at) "
-                        "VALUES (?, ?, 1, ?, ?)");
+                        "INSERT INTO entrypoints (id, webhook_id, active, created_at, updated_at, "
+                        "verification, verification_secret) VALUES (?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, ep.id);
     q.bind(2, ep.webhookId);
-    q.bind(3, now);
+    q.bind(3, ep.active ? 1 : 0);
     q.bind(4, now);
+    q.bind(5, now);
+    q.bind(6, ep.verification);
+    if (ep.verification != "none") q.bind(7, ep.verificationSecret);
     q.exec();
     return ep;
   } catch (const std::exception& e) {

@@ -54,7 +54,8 @@ class MainStore {
   // Removes the webhook with its entrypoints and targets.
   Result<void> deleteWebhook(const std::string& id);
 
-  Result<Entrypoint> createEntrypoint(const std::string& webhookId);
+  Result<Entrypoint> createEntrypoint(const std::string& webhookId,
+                                      const EntrypointSettings& settings = {});
   // By entrypoint id alone: the ingest path knows nothing else.
   Result<Entrypoint> getEntrypoint(const std::string& id);
   Result<std::vector<Entrypoint>> listEntrypoints(const std::string& webhookId);

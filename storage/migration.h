@@ -1,5 +1,5 @@
 // A numbered schema change. The SQL lives in migrations/<set>/NNNN_name.sql
-// and is embedded at build time (migrations/embed.py).
+// and is embedded at build time (scripts/embed.py).
 #pragma once
 
 #include <span>

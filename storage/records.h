@@ -35,6 +35,13 @@ struct Entrypoint {
   std::string verificationSecret;     // the sender's secret: never leaves the main DB
 };
 
+// What a new entrypoint starts with.
+struct EntrypointSettings {
+  bool active = true;
+  std::string verification = "none";
+  std::string verificationSecret;
+};
+
 // Defaults from the retry rules: 6 attempts, 2 s doubling up to 300 s, ±20 %.
 struct RetryPolicy {
   int maxRetries = 5;

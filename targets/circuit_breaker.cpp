@@ -30,6 +30,27 @@ std::map<std::string, int> CircuitBreakers::openCountByType() const {
   return out;
 }
 
+CircuitBreakers::Status CircuitBreakers::status(const std::string& targetId) const {
+  std::lock_guard lock(breakersMutex_);
+  auto it = breakers_.find(targetId);
+  if (it == breakers_.end()) return {};
+  const Breaker& b = it->second;
+  switch (b.state) {
+    case State::kClosed:
+      return {"closed", b.failures, std::chrono::milliseconds(0)};
+    case State::kOpen: {
+      const auto elapsed =
+          std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - b.openedAt);
+      // Past the cooldown the next attempt is the probe: half-open in effect.
+      if (elapsed >= cooldown_) return {"half_open", b.failures, std::chrono::milliseconds(0)};
+      return {"open", b.failures, cooldown_ - elapsed};
+    }
+    case State::kHalfOpen:
+      return {"half_open", b.failures, std::chrono::milliseconds(0)};
+  }
+  return {};
+}
+
 int CircuitBreakers::openCount() const {
   std::lock_guard lock(breakersMutex_);
   return openCountLocked();

@@ -49,6 +49,14 @@ class CircuitBreakers {
   // Forgets a target's breaker (target deleted or reconfigured).
   void reset(const std::string& targetId);
 
+  // What the admin API shows of one target's breaker.
+  struct Status {
+    std::string_view state = "closed";  // "closed", "open" or "half_open"
+    int consecutiveFailures = 0;         // retryable failures counted while closed
+    std::chrono::milliseconds retryIn{0};  // open: until a probe is let through
+  };
+  Status status(const std::string& targetId) const;
+
   int openCount() const;  // open or half-open
   std::map<std::string, int> openCountByType() const;
   // Called (outside the lock) after any change of open/closed state, with

@@ -33,6 +33,23 @@ OutboundResponse::Failure failureOf(httplib::Error e, bool pastDeadline) {
   }
 }
 
+// The result row's error text: what happened, in words an operator reads
+// (cpp-httplib's own names are single words such as "Read").
+std::string describe(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "could not connect to the receiver";
+    case httplib::Error::Read:
+      return "the receiver closed or reset the connection before a complete response";
+    case httplib::Error::Write:
+      return "the receiver closed or reset the connection while the request was sent";
+    case httplib::Error::SSLConnection: return "TLS handshake with the receiver failed";
+    case httplib::Error::SSLLoadingCerts: return "could not load the CA certificates";
+    case httplib::Error::SSLServerVerification:
+      return "the receiver's TLS certificate did not verify";
+    default: return "HTTP client error: " + httplib::to_string(e);
+  }
+}
+
 std::string hostForUrl(const Url& url) {
   return url.ipv6Literal ? "[" + url.host + "]" : url.host;
 }
@@ -134,7 +151,7 @@ OutboundResponse HttpClient::send(OutboundRequest request) {
     out.failure = failureOf(result.error(), pastDeadline);
     out.error = out.failure == F::kTimeout
                     ? fmt::format("timeout after {} ms", out.duration.count())
-                    : httplib::to_string(result.error());
+                    : describe(result.error());
     out.status = 0;
     return out;  // the connection is in an unknown state: drop it
   }

@@ -312,4 +312,61 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   }
 }
 
+TEST_CASE("the CLI reads secrets from standard input, never from its command line") {
+  TempDir dir;
+  DaemonProcess daemon(dir.path());
+  REQUIRE(daemon.adminToken());
+  const std::vector<std::string> env = {"WEBHOOKER_TOKEN=" + *daemon.adminToken(),
+                                        "WEBHOOKER_URL=" + daemon.url()};
+  auto api = apiClient(daemon, *daemon.adminToken());
+  const std::string webhookId = createWebhook(api, "shop")["id"];
+  const std::string signingSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const std::string senderSecret = "github-sender-secret";
+
+  const auto target = runWebhooker({"targets", "create", webhookId, "--name", "t", "--type", "http",
+                                    "--url", "https://example.com/x", "--signing-secret", "-"},
+                                   env, signingSecret + "\n");
+  REQUIRE_MESSAGE(target.exitCode == 0, describe(target));
+  const auto entrypoint = runWebhooker({"entrypoints", "create", webhookId, "--verify", "github",
+                                        "--verify-secret", "-", "--inactive"},
+                                       env, senderSecret + "\n");
+  REQUIRE_MESSAGE(entrypoint.exitCode == 0, describe(entrypoint));
+  const json created = json::parse(entrypoint.out);
+  CHECK(created["verification"] == "github");
+  CHECK(created["active"] == false);
+  for (const CommandResult* r : {&target, &entrypoint}) {
+    CHECK_FALSE(contains(r->out, signingSecret));
+    CHECK_FALSE(contains(r->out, senderSecret));
+  }
+
+  // The secrets arrived whole (no newline), where only the daemon reads them.
+  SQLite::Database mainDb((dir / "webhooker.db").string(), SQLite::OPEN_READONLY);
+  SQLite::Statement config(mainDb, "SELECT json_extract(config, '$.signing_secret') FROM targets");
+  REQUIRE(config.executeStep());
+  CHECK(config.getColumn(0).getString() == signingSecret);
+  SQLite::Statement sender(mainDb, "SELECT verification_secret FROM entrypoints WHERE id = ?");
+  sender.bind(1, created["id"].get<std::string>());
+  REQUIRE(sender.executeStep());
+  CHECK(sender.getColumn(0).getString() == senderSecret);
+
+  SUBCASE("entrypoints verify changes the scheme of an existing entrypoint") {
+    const auto verify = runWebhooker({"entrypoints", "verify", webhookId, created["id"], "--verify",
+                                      "none"},
+                                     env);
+    CHECK_MESSAGE(verify.exitCode == 0, describe(verify));
+    CHECK(json::parse(verify.out)["verification"] == "none");
+  }
+  SUBCASE("nothing on standard input is an error, and nothing is created") {
+    const auto empty = runWebhooker({"targets", "create", webhookId, "--name", "u", "--type",
+                                     "http", "--url", "https://example.com/y", "--signing-secret",
+                                     "-"},
+                                    env);
+    CHECK(empty.exitCode != 0);
+    CHECK(contains(empty.err, "nothing to read on standard input"));
+    SQLite::Statement count(mainDb, "SELECT count(*) FROM targets");
+    REQUIRE(count.executeStep());
+    CHECK(count.getColumn(0).getInt() == 1);
+  }
+}
+
 }  // namespace webhooker::testing

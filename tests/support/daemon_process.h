@@ -32,6 +32,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -125,12 +126,14 @@ class CStringArray {
 };
 
 // Starts args[0] (looked up in PATH unless it has a '/') with stdin from
-// /dev/null and stdout/stderr on the given descriptors.
+// stdinFd (or /dev/null when it is -1) and stdout/stderr on the given
+// descriptors.
 inline pid_t spawnChild(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                        int stdoutFd, int stderrFd) {
+                        int stdoutFd, int stderrFd, int stdinFd = -1) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (stdinFd < 0) posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  else posix_spawn_file_actions_adddup2(&actions, stdinFd, 0);
   posix_spawn_file_actions_adddup2(&actions, stdoutFd, 1);
   posix_spawn_file_actions_adddup2(&actions, stderrFd, 2);
   CStringArray argv(args);
@@ -179,13 +182,20 @@ struct CommandResult {
 };
 
 // Runs a command to completion, reading stdout and stderr together so
-// neither pipe can fill up and stall it.
+// neither pipe can fill up and stall it. `input` (small: it must fit in a
+// pipe's buffer) is its standard input.
 inline CommandResult runCommand(const std::vector<std::string>& args,
                                 const std::vector<std::string>& env = {},
-                                std::chrono::milliseconds timeout = 30s) {
+                                std::chrono::milliseconds timeout = 30s,
+                                std::string_view input = {}) {
+  Pipe in = makePipe();
+  if (::write(in.write.get(), input.data(), input.size()) != static_cast<ssize_t>(input.size()))
+    throw std::runtime_error("cannot write the command's input");
+  in.write.reset();
   Pipe out = makePipe();
   Pipe err = makePipe();
-  const pid_t pid = spawnChild(args, env, out.write.get(), err.write.get());
+  const pid_t pid = spawnChild(args, env, out.write.get(), err.write.get(), in.read.get());
+  in.read.reset();
   out.write.reset();
   err.write.reset();
 
@@ -211,9 +221,10 @@ inline CommandResult runCommand(const std::vector<std::string>& args,
 
 // `webhooker <args>` with the binary under test.
 inline CommandResult runWebhooker(std::vector<std::string> args,
-                                  const std::vector<std::string>& env = {}) {
+                                  const std::vector<std::string>& env = {},
+                                  std::string_view input = {}) {
   args.insert(args.begin(), webhookerBin());
-  return runCommand(args, env);
+  return runCommand(args, env, 30s, input);
 }
 
 struct DaemonOptions {

@@ -229,7 +229,7 @@ class EngineHarness {
     serverOptions.threads = 8;
     http_ = std::make_unique<server::HttpServer>(
         serverOptions,
-        server::ServerParts{*store_, *eventsDbs_, *engine_, *guard_, metricsRegistry_});
+        server::ServerParts{*store_, *eventsDbs_, *engine_, *guard_, *breakers_, metricsRegistry_});
     auto port = http_->bind();
     if (!port) throw std::runtime_error("harness: bind: " + port.error().message);
     port_ = port.value();

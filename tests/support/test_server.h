@@ -113,7 +113,7 @@ class TestServer {
     serverOptions.threads = options_.threads;
     serverOptions.ingest.bodyLimit = options_.bodyLimit;
     http_ = std::make_unique<server::HttpServer>(
-        serverOptions, server::ServerParts{*store_, *eventsDbs_, dispatcher_, guard_, registry_});
+        serverOptions, server::ServerParts{*store_, *eventsDbs_, dispatcher_, guard_, breakers_, registry_});
     auto port = http_->bind();
     if (!port) throw std::runtime_error("TestServer: bind: " + port.error().message);
     port_ = port.value();
@@ -207,6 +207,7 @@ class TestServer {
   RecordingDispatcher dispatcher_;
   StaticResolver resolver_;                 // no DNS: the API only vets literal addresses
   SsrfGuard guard_{resolver_, {}};
+  CircuitBreakers breakers_{clock_};        // nothing delivers here: every breaker is closed
   prometheus::Registry registry_;
   std::unique_ptr<server::HttpServer> http_;
   int port_ = 0;

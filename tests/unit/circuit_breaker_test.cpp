@@ -232,3 +232,32 @@ TEST_CASE_FIXTURE(Fixture, "releasing a probe changes nothing when closed or ope
   breakers.releaseProbe(kTarget);    // open: still refused for the full cooldown
   CHECK(breakers.allow(kTarget).retryIn == 30s);
 }
+
+TEST_CASE_FIXTURE(Fixture, "status() shows closed with its failure count, open with the time left, then half-open") {
+  auto s = breakers.status(kTarget);
+  CHECK(s.state == "closed");
+  CHECK(s.consecutiveFailures == 0);
+  fail(3);
+  s = breakers.status(kTarget);
+  CHECK(s.state == "closed");
+  CHECK(s.consecutiveFailures == 3);
+  CHECK(breakers.status(kOther).consecutiveFailures == 0);
+
+  fail(2);
+  clock.advance(12s);
+  s = breakers.status(kTarget);
+  CHECK(s.state == "open");
+  CHECK(s.consecutiveFailures == 5);
+  CHECK(s.retryIn == 18s);
+  // Past the cooldown the next attempt is the probe, whether or not it started.
+  clock.advance(18s);
+  CHECK(breakers.status(kTarget).state == "half_open");
+  CHECK(breakers.allow(kTarget).allowed);
+  s = breakers.status(kTarget);
+  CHECK(s.state == "half_open");
+  CHECK(s.retryIn == 0ms);
+
+  breakers.recordSuccess(kTarget);
+  CHECK(breakers.status(kTarget).state == "closed");
+  CHECK(breakers.status(kTarget).consecutiveFailures == 0);
+}

@@ -133,6 +133,14 @@ TEST_CASE("a non-JSON text body is shown as is") {
   }
 }
 
+TEST_CASE("a JSON body nested 100,000 levels deep is shown as text, not pretty-printed") {
+  // Pretty-printing would recurse once per level and overflow the stack.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string text = slackMessageText(payload(deep));
+  // The raw text, cut: no line breaks or indentation from pretty-printing.
+  CHECK(codeBlock(text) == std::string(SlackTarget::kMaxBodyChars, '[') + "\n…");
+}
+
 TEST_CASE("an empty body says so, with no code block") {
   const EventPayload p = payload("", "", "PUT");
   const std::string text = slackMessageText(p);

@@ -1,0 +1,81 @@
+// Admin API: a webhook at a glance — its events and deliveries by status,
+// per target the backlog, circuit breaker and latest failure, and the last
+// 24 hours hour by hour. What the console's lists and chart show.
+#include "server/admin_api.h"
+#include "server/history_params.h"
+#include "server/json_io.h"
+
+namespace webhooker::server {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kChartHours = 24;
+
+json countsJson(const DeliveryCounts& c) {
+  return {{"pending", c.pending},
+          {"retrying", c.retrying},
+          {"delivered", c.delivered},
+          {"failed", c.failed}};
+}
+
+json lastFailureJson(const std::optional<LastFailure>& f) {
+  if (!f) return json();
+  return {{"at", f->at},
+          {"status_code", f->statusCode ? json(*f->statusCode) : json()},
+          {"error", f->error ? json(*f->error) : json()},
+          {"delivery_id", f->deliveryId},
+          {"event_id", f->eventId}};
+}
+
+// Only http and slack targets have a breaker.
+json breakerJson(const CircuitBreakers& breakers, const TargetRecord& t) {
+  if (t.type != "http" && t.type != "slack") return json();
+  const CircuitBreakers::Status s = breakers.status(t.id);
+  return {{"state", s.state},
+          {"consecutive_failures", s.consecutiveFailures},
+          {"retry_in_ms", s.retryIn.count()}};
+}
+
+}  // namespace
+
+void AdminApi::webhookStats(const httplib::Request& req, httplib::Response& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  if (!db) return sendError(res, db.error());
+  if (auto params = queryParams(req, {}); !params) return sendError(res, params.error());
+  auto targets = store_.listTargets(*id);
+  if (!targets) return sendError(res, targets.error());
+  auto stats = db.value()->stats(kChartHours);
+  if (!stats) return sendError(res, stats.error());
+
+  // Every live target, with or without deliveries; deleted targets'
+  // deliveries still count in the webhook's totals.
+  json targetsOut = json::array();
+  for (const TargetRecord& t : targets.value()) {
+    const TargetActivity* activity = nullptr;
+    for (const TargetActivity& a : stats->targets)
+      if (a.targetId == t.id) activity = &a;
+    targetsOut.push_back({{"target_id", t.id},
+                          {"target_name", t.name},
+                          {"target_type", t.type},
+                          {"active", t.active},
+                          {"deliveries", countsJson(activity ? activity->deliveries
+                                                             : DeliveryCounts{})},
+                          {"breaker", breakerJson(breakers_, t)},
+                          {"last_failure", lastFailureJson(activity ? activity->lastFailure
+                                                                    : std::nullopt)}});
+  }
+  json hours = json::array();
+  for (const HourlyCount& h : stats->hours)
+    hours.push_back({{"hour", h.hour}, {"received", h.received}, {"failed", h.failed}});
+  sendJson(res, 200, {{"webhook_id", *id},
+                      {"events", stats->events},
+                      {"deliveries", countsJson(stats->deliveries)},
+                      {"targets", std::move(targetsOut)},
+                      {"hourly", std::move(hours)}});
+}
+
+}  // namespace webhooker::server

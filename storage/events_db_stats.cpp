@@ -1,0 +1,106 @@
+// EventsDb: statistics for the admin API and the console — counts by status,
+// each target's latest failure and hour-by-hour activity. Read-only.
+#include <algorithm>
+#include <map>
+
+#include "base/time_format.h"
+#include "storage/events_db.h"
+#include "storage/sqlite_database.h"
+
+namespace webhooker {
+
+namespace {
+
+// "2026-11-29T17" of a stored time: the hour it falls in.
+constexpr size_t kHourPrefix = 13;
+
+void addCount(DeliveryCounts& counts, const std::string& status, int64_t n) {
+  if (status == delivery_status::kPending) counts.pending += n;
+  else if (status == delivery_status::kRetrying) counts.retrying += n;
+  else if (status == delivery_status::kDelivered) counts.delivered += n;
+  else if (status == delivery_status::kFailed) counts.failed += n;
+}
+
+// Counts per hour prefix, for the rows of `sql` (hour prefix, count) at or
+// after `since`.
+std::map<std::string, int64_t> countByHour(SQLite::Database& db, const char* sql,
+                                           const std::string& since) {
+  SQLite::Statement q(db, sql);
+  q.bind(1, since);
+  std::map<std::string, int64_t> out;
+  while (q.executeStep()) out[q.getColumn(0).getString()] = q.getColumn(1).getInt64();
+  return out;
+}
+
+}  // namespace
+
+Result<WebhookStats> EventsDb::stats(int hours) {
+  const auto currentHour = std::chrono::floor<std::chrono::hours>(clock_.now());
+  const TimePoint firstHour = currentHour - std::chrono::hours(std::max(hours, 1) - 1);
+  const std::string since = formatTime(firstHour);
+
+  std::lock_guard lock(dbMutex_);
+  try {
+    WebhookStats stats;
+    stats.events = db_->execAndGet("SELECT COUNT(*) FROM events").getInt64();
+
+    // deliveries_by_target covers this: no table rows are read.
+    SQLite::Statement counts(*db_, "SELECT target_id, status, COUNT(*) FROM deliveries "
+                                   "GROUP BY target_id, status ORDER BY target_id");
+    while (counts.executeStep()) {
+      const std::string targetId = counts.getColumn(0).getString();
+      if (stats.targets.empty() || stats.targets.back().targetId != targetId)
+        stats.targets.push_back(TargetActivity{targetId, {}, std::nullopt});
+      const std::string status = counts.getColumn(1).getString();
+      const int64_t n = counts.getColumn(2).getInt64();
+      addCount(stats.targets.back().deliveries, status, n);
+      addCount(stats.deliveries, status, n);
+    }
+
+    // The newest failed attempt per target: the highest result id, as
+    // results are only ever appended.
+    SQLite::Statement failures(
+        *db_,
+        "SELECT d.target_id, d.id, d.event_id, r.created_at, r.status_code, r.error "
+        "FROM delivery_results r JOIN deliveries d ON d.id = r.delivery_id "
+        "WHERE r.id IN (SELECT MAX(r2.id) FROM delivery_results r2 "
+        "JOIN deliveries d2 ON d2.id = r2.delivery_id WHERE r2.success = 0 GROUP BY d2.target_id)");
+    while (failures.executeStep()) {
+      const std::string targetId = failures.getColumn(0).getString();
+      for (TargetActivity& t : stats.targets) {
+        if (t.targetId != targetId) continue;
+        LastFailure f;
+        f.deliveryId = failures.getColumn(1).getString();
+        f.eventId = failures.getColumn(2).getString();
+        f.at = failures.getColumn(3).getString();
+        if (!failures.getColumn(4).isNull()) f.statusCode = failures.getColumn(4).getInt();
+        if (!failures.getColumn(5).isNull()) f.error = failures.getColumn(5).getString();
+        t.lastFailure = std::move(f);
+      }
+    }
+
+    const auto received = countByHour(
+        *db_,
+        "SELECT substr(received_at, 1, 13), COUNT(*) FROM events WHERE received_at >= ? "
+        "GROUP BY 1",
+        since);
+    // A failed delivery was last updated when it failed.
+    const auto failed = countByHour(
+        *db_,
+        "SELECT substr(updated_at, 1, 13), COUNT(*) FROM deliveries "
+        "WHERE status = 'failed' AND updated_at >= ? GROUP BY 1",
+        since);
+    for (TimePoint h = firstHour; h <= currentHour; h += std::chrono::hours(1)) {
+      HourlyCount count{formatTime(h), 0, 0};
+      const std::string key = count.hour.substr(0, kHourPrefix);
+      if (auto it = received.find(key); it != received.end()) count.received = it->second;
+      if (auto it = failed.find(key); it != failed.end()) count.failed = it->second;
+      stats.hours.push_back(std::move(count));
+    }
+    return stats;
+  } catch (const std::exception& e) {
+    return storage::storageError("read statistics", e);
+  }
+}
+
+}  // namespace webhooker

@@ -1,0 +1,344 @@
+// The web console end to end: the real daemon (WEBHOOKER_BIN) on a temp data
+// folder, Debian's headless Chromium driven by playwright-core, a receiver on
+// 127.0.0.1 and curl as the sender.
+//
+// Scenario: sign in (a wrong token is refused), create a webhook and an http
+// target in the page, post an event with curl while the receiver is down and
+// watch its delivery fail, start the receiver, replay from the console (the
+// dry-run count is shown first) and watch it be delivered; a stored
+// <script>alert(1)</script> body is shown as text and runs nothing. Along the
+// way: no CSP violation, no script error, the token never in the page, URL
+// or storage other than sessionStorage. Screenshots of every page at 1280 px
+// and 390 px go to SCREENSHOT_DIR.
+//
+// Exit codes: 0 passed, 1 failed, 77 skipped (no Chromium or no
+// node_modules: scripts/install-deps installs both).
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SKIP = 77;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TOKEN = 'whk_console-browser-test-token-0123456789';
+const WAIT_MS = 15000;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const screenshotDir = process.env.SCREENSHOT_DIR || path.join(os.tmpdir(), 'console-screenshots');
+
+if (!fs.existsSync(CHROMIUM)) {
+  console.log(`skipped: ${CHROMIUM} is not installed (scripts/install-deps installs chromium)`);
+  process.exit(SKIP);
+}
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch (e) {
+  console.log(`skipped: playwright-core is not installed in ${here}/node_modules (run scripts/install-deps)`);
+  process.exit(SKIP);
+}
+const bin = process.env.WEBHOOKER_BIN;
+if (!bin) {
+  console.error('WEBHOOKER_BIN is not set; run through meson test');
+  process.exit(1);
+}
+
+// --- Helpers -----------------------------------------------------------------
+
+function check(condition, message) {
+  if (!condition) throw new Error('check failed: ' + message);
+}
+
+function step(text) {
+  console.log(`[${((Date.now() - started) / 1000).toFixed(1)} s] ${text}`);
+}
+
+// Polls `probe` until it returns a truthy value; fails after WAIT_MS.
+async function waitFor(what, probe, { intervalMs = 100, timeoutMs = WAIT_MS } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function curl(args) {
+  return new Promise((resolve, reject) => {
+    execFile('curl', ['-sS', '--max-time', '10', ...args], (err, stdout, stderr) => {
+      if (err) reject(new Error(`curl failed: ${stderr || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+// The daemon, with an environment holding nothing webhooker reads but what
+// the test sets.
+async function startDaemon(dataDir) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!/^(WEBHOOKER_|DATA_DIR$|PORT$|DEBUG$|METRICS_)/.test(k)) env[k] = v;
+  }
+  env.WEBHOOKER_ADMIN_TOKEN = TOKEN;
+  const child = spawn(bin, ['serve', '--port', '0', '--data-dir', dataDir,
+    '--allow-networks', '127.0.0.1/32'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the daemon did not start:\n' + stderr)), WAIT_MS);
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      const m = /webhooker listening on (http:\/\/[^ ]+:\d+)/.exec(stdout);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the daemon exited (${code}):\n${stderr}`)); });
+  });
+  return { child, url, log: () => stderr };
+}
+
+function stopDaemon(daemon) {
+  return new Promise((resolve) => {
+    if (!daemon || daemon.child.exitCode !== null) return resolve();
+    daemon.child.once('exit', resolve);
+    daemon.child.kill('SIGTERM');
+  });
+}
+
+// A receiver that records what it gets and answers 200.
+function startReceiver(port) {
+  const received = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ path: req.url, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.end('thanks');
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve({ server, received }));
+  });
+}
+
+// --- The scenario ------------------------------------------------------------
+
+const started = Date.now();
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooker-console-'));
+fs.mkdirSync(screenshotDir, { recursive: true });
+for (const f of fs.readdirSync(screenshotDir)) if (f.endsWith('.png')) fs.rmSync(path.join(screenshotDir, f));
+
+let daemon;
+let browser;
+let receiver;
+const problems = [];  // page errors, CSP violations, dialogs: each fails the test
+
+async function run() {
+  daemon = await startDaemon(dataDir);
+  step(`daemon at ${daemon.url}`);
+
+  // The console's own headers, as the browser gets them.
+  const head = await curl(['-D', '-', '-o', '/dev/null', daemon.url + '/']);
+  check(/content-security-policy: [^\r\n]*script-src 'self'/i.test(head), 'CSP on / ' + head);
+  check(/content-security-policy: [^\r\n]*frame-ancestors 'none'/i.test(head), 'frame-ancestors on /');
+  check(/x-content-type-options: nosniff/i.test(head), 'nosniff on /');
+
+  // A fresh profile (--user-data-dir) in the temp folder.
+  browser = await chromium.launchPersistentContext(path.join(dataDir, 'chromium-profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 900 },
+  });
+  const context = browser;
+  const page = context.pages()[0] || await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
+  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  page.on('dialog', (d) => { problems.push(`a ${d.type()} dialog opened: ${d.message()}`); d.dismiss(); });
+  // The refused token (401) and the refused target (400) are provoked below;
+  // any other failed load, script error or CSP report is a problem.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/the server responded with a status of 40[01]/.test(m.text())) problems.push('console error: ' + m.text());
+  });
+
+  let shot = 0;
+  async function screenshot(name) {
+    shot += 1;
+    const base = `${String(shot).padStart(2, '0')}-${name}`;
+    await page.screenshot({ path: path.join(screenshotDir, `${base}-1280.png`), fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: path.join(screenshotDir, `${base}-390.png`), fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
+  // Clicks the page's Refresh button until `probe` holds (the page also
+  // refreshes itself every few seconds; this only saves the wait).
+  async function refreshUntil(what, probe) {
+    return waitFor(what, async () => {
+      if (await probe()) return true;
+      const refresh = page.locator('.page-head button', { hasText: 'Refresh' });
+      if (await refresh.isEnabled()) await refresh.click();
+      return false;
+    }, { intervalMs: 250 });
+  }
+
+  // Sign in: a wrong token is refused and stored nowhere.
+  await page.goto(daemon.url + '/');
+  await page.locator('#token').waitFor();
+  await screenshot('sign-in');
+  await page.fill('#token', 'whk_wrong-token-0000000000000000');
+  await page.click('form.signin button[type=submit]');
+  await page.locator('.form-error', { hasText: 'refused' }).waitFor();
+  check(await page.evaluate(() => sessionStorage.length) === 0, 'a refused token is not kept');
+  await page.fill('#token', TOKEN);
+  await page.click('form.signin button[type=submit]');
+  await page.locator('h1', { hasText: 'Webhooks' }).waitFor();
+  step('signed in');
+
+  // A webhook, from the page.
+  await page.locator('.empty', { hasText: 'No webhooks yet' }).waitFor();
+  await page.click('button:has-text("New webhook")');
+  await page.fill('input[name=name]', 'shop');
+  await page.fill('input[name=description]', 'Orders from the shop front');
+  await page.click('button:has-text("Create webhook")');
+  await page.locator('h1', { hasText: 'shop' }).waitFor();
+  const hash = new URL(page.url()).hash;
+  const webhookId = /^#\/webhooks\/([0-9a-f-]{36})$/.exec(hash)?.[1];
+  check(webhookId, 'the webhook page URL names the webhook: ' + hash);
+  step(`webhook ${webhookId} created`);
+
+  // The API's validation shows in the form: a bad URL is refused and
+  // creates nothing.
+  const receiverPort = await freePort();  // free now: the receiver is down
+  await page.click('button:has-text("Add target")');
+  await page.fill('.target-form input[name=name]', 'orders');
+  await page.selectOption('.target-form select[name=type]', 'http');
+  await page.fill('.target-form input[name=url]', 'ftp://127.0.0.1/hook');
+  await page.fill('.target-form input[name=max_retries]', '0');
+  await page.click('button:has-text("Create target")');
+  await page.locator('.target-form .form-error', { hasText: 'url' }).waitFor();
+  check(await page.locator('tr[data-target-id]').count() === 0, 'a refused target is not listed');
+  await page.fill('.target-form input[name=url]', `http://127.0.0.1:${receiverPort}/hook`);
+  await page.click('button:has-text("Create target")');
+  const targetRow = page.locator('tr[data-target-id]', { hasText: 'orders' });
+  await targetRow.waitFor();
+  check(await targetRow.locator('.chip', { hasText: 'active' }).count() === 1, 'the target is active');
+  step('target created');
+
+  // An event from curl, to the URL the page shows; the receiver is down.
+  const entrypoint = await page.locator('.copy-row input').first().inputValue();
+  check(entrypoint.startsWith(daemon.url + '/hooks/'), 'entrypoint URL ' + entrypoint);
+  const first = JSON.parse(await curl(['-H', 'Content-Type: application/json', '-d', '{"order": 42}', entrypoint]));
+  check(first.event_id && first.deliveries === 1, 'the event was stored with one delivery');
+  const eventRow = page.locator(`tr[data-event-id="${first.event_id}"]`);
+  await refreshUntil('the delivery to fail', async () =>
+    (await eventRow.locator('.chip.failed').count()) === 1);
+  await refreshUntil('the target to show its failure', async () =>
+    (await targetRow.innerText()).includes('Connection refused') ||
+    (await targetRow.locator('td.bad-text').innerText().catch(() => '')) === '1');
+  check((await page.locator('.stat.bad .value').innerText()) === '1', 'one failed delivery in the totals');
+  check(await page.locator('.chart svg rect.bar-failed').count() === 1, 'the chart shows the failure');
+  step('delivery failed against the down receiver');
+  await screenshot('webhook-failed');
+
+  // The event page: request, pretty body, the failed attempt.
+  await eventRow.locator('a.event-link').click();
+  await page.locator('h1', { hasText: 'Event' }).waitFor();
+  const delivery = page.locator('section.delivery');
+  await delivery.locator('.chip.failed').waitFor();
+  check((await page.locator('pre.body').innerText()).includes('"order": 42'), 'the JSON body is pretty-printed');
+  check(await delivery.locator('tbody tr').count() === 1, 'one attempt listed');
+  check(await delivery.locator('button', { hasText: 'Retry' }).count() === 1, 'a failed delivery offers Retry');
+  await screenshot('event-failed');
+
+  // The receiver comes up; replay from the webhook page, dry-run count first.
+  receiver = await startReceiver(receiverPort);
+  step(`receiver up on ${receiverPort}`);
+  await page.locator('.crumbs a', { hasText: 'shop' }).click();
+  await targetRow.waitFor();
+  await targetRow.locator('button', { hasText: 'Replay failed' }).click();
+  const dialog = page.locator('dialog[open]');
+  await dialog.waitFor();
+  const message = await dialog.locator('.dialog-message').innerText();
+  check(message.startsWith('1 failed delivery of target'), 'the dry run count is shown: ' + message);
+  check(receiver.received.length === 0, 'a dry run delivers nothing');
+  await screenshot('replay-dry-run');
+  await dialog.locator('button', { hasText: 'Replay 1' }).click();
+  await page.locator('.notice.ok', { hasText: 'Replayed 1 delivery' }).waitFor();
+  await refreshUntil('the replayed delivery to be delivered', async () =>
+    (await eventRow.locator('.chip.delivered').count()) === 1);
+  check(receiver.received.length === 1 && receiver.received[0].body === '{"order": 42}',
+    'the receiver got the stored body: ' + JSON.stringify(receiver.received));
+  step('replayed and delivered');
+  await screenshot('webhook-delivered');
+
+  await eventRow.locator('a.event-link').click();
+  await delivery.locator('.chip.delivered').waitFor();
+  check(await delivery.locator('tbody tr').count() === 2, 'both attempts listed');
+  await screenshot('event-delivered');
+
+  // A stored script is text.
+  const script = '<script>alert(1)</script>';
+  const second = JSON.parse(await curl(['-H', 'Content-Type: text/html', '--data-binary', script, entrypoint]));
+  await page.goto(`${daemon.url}/#/webhooks/${webhookId}/events/${second.event_id}`);
+  await page.locator('.page-head .sub', { hasText: second.event_id }).waitFor();
+  await page.locator('pre.body').waitFor();
+  check(await page.locator('pre.body').innerText() === script, 'the body is shown as text');
+  check(await page.locator('pre.body script').count() === 0, 'no script element came from the body');
+  check(await page.evaluate(() => document.scripts.length) === 1, 'the page has only its own script');
+  await page.locator('section.delivery .chip.delivered').waitFor();
+  await screenshot('event-script-body');
+
+  // The list with its counts.
+  await page.locator('.crumbs a', { hasText: 'Webhooks' }).click();
+  await page.locator('h1', { hasText: 'Webhooks' }).waitFor();
+  const listRow = page.locator('tbody tr', { hasText: 'shop' });
+  await listRow.waitFor();
+  check((await listRow.locator('td.num').first().innerText()) === '2', 'two events counted');
+  await screenshot('webhooks');
+
+  // The token was kept in this tab's sessionStorage only.
+  const html = await page.content();
+  check(!html.includes(TOKEN), 'the token is not in the page');
+  check(!page.url().includes(TOKEN), 'the token is not in the URL');
+  check(await page.evaluate(() => localStorage.length) === 0, 'nothing in localStorage');
+  check((await context.cookies()).length === 0, 'no cookie');
+  await page.click('#sign-out');
+  await page.locator('#token').waitFor();
+  check(await page.evaluate(() => sessionStorage.length) === 0, 'signing out forgets the token');
+
+  check(problems.length === 0, 'no page error, CSP violation or dialog:\n' + problems.join('\n'));
+  step(`passed; screenshots in ${screenshotDir}`);
+}
+
+let failed = false;
+try {
+  await run();
+} catch (e) {
+  failed = true;
+  console.error(e.stack || String(e));
+  if (problems.length) console.error('page problems:\n' + problems.join('\n'));
+  if (daemon) console.error('daemon log:\n' + daemon.log());
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  if (receiver) receiver.server.close();
+  await stopDaemon(daemon);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,909 @@
+// webhooker console: a small single-page app over the admin API.
+//
+// Rules this file keeps:
+// - Every value from the API is put into the page as text (textContent, text
+//   nodes, attribute values): stored payloads are untrusted input. Nothing is
+//   ever parsed as HTML; no inline handlers, nothing the CSP would have to allow.
+// - The admin token lives in sessionStorage only and goes out only as the
+//   Authorization header of API calls; it is never rendered or put in a URL.
+// - Routes are URL fragments (#/webhooks/<id>) holding ids, never data.
+'use strict';
+
+(() => {
+  const TOKEN_KEY = 'webhooker.adminToken';
+  const REFRESH_MS = 3000;
+  const EVENTS_PAGE = 25;
+  const STATUSES = ['pending', 'retrying', 'delivered', 'failed'];
+
+  const app = document.getElementById('app');
+  const crumbs = document.getElementById('crumbs');
+  const notice = document.getElementById('notice');
+  const signOutButton = document.getElementById('sign-out');
+
+  // ---------------------------------------------------------------------------
+  // DOM helpers: strings always become text nodes.
+
+  function h(tag, props, ...children) {
+    const node = document.createElement(tag);
+    setProps(node, props);
+    appendAll(node, children);
+    return node;
+  }
+
+  function setProps(node, props) {
+    if (!props) return;
+    for (const [key, value] of Object.entries(props)) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === 'class') node.className = value;
+      else if (key === 'text') node.textContent = String(value);
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? '' : String(value));
+    }
+  }
+
+  // Replaces a node's children; arrays are flattened, null and false skipped.
+  function fill(node, ...children) {
+    node.replaceChildren();
+    appendAll(node, children);
+  }
+
+  function appendAll(node, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : String(child));
+    }
+  }
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+    appendAll(node, children);
+    return node;
+  }
+
+  function link(href, text, cls) {
+    return h('a', { href, class: cls }, text);
+  }
+
+  function chip(kind, text, name) {
+    return h('span', { class: 'chip ' + kind }, name ? h('span', { class: 'chip-name' }, name) : null, text);
+  }
+
+  function card(title, options, ...body) {
+    const head = h('div', { class: 'card-head' }, h('h2', null, title), options && options.tools);
+    return h('section', { class: 'card', 'aria-label': title }, head, body);
+  }
+
+  // `stack`: on a phone each row becomes a block (style.css), its cells
+  // labelled by their data-label.
+  function table(columns, rows, stack) {
+    const thead = h('thead', null, h('tr', null, columns.map((c) =>
+      h('th', { class: c.cls, scope: 'col' }, c.title))));
+    return h('div', { class: 'table-wrap' },
+      h('table', { class: stack ? 'stack' : null }, thead, h('tbody', null, rows)));
+  }
+
+  function td(cls, ...content) {
+    return h('td', { class: cls }, content);
+  }
+
+  // ---------------------------------------------------------------------------
+  // Formatting
+
+  const pad = (n) => String(n).padStart(2, '0');
+
+  // Local time, to the second; the stored UTC value stays in the tooltip.
+  function time(iso) {
+    if (!iso) return h('span', { class: 'muted' }, '—');
+    const d = new Date(iso);
+    if (Number.isNaN(d.getTime())) return h('span', null, iso);
+    const text = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    return h('time', { datetime: iso, title: iso, class: 'nowrap' }, text);
+  }
+
+  function bytes(n) {
+    if (n < 1024) return `${n} B`;
+    if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+    return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  }
+
+  const count = (n) => Number(n || 0).toLocaleString('en-US');
+
+  function attemptOutcome(a) {
+    if (a.status_code !== null && a.status_code !== undefined) {
+      return a.error ? `HTTP ${a.status_code} · ${a.error}` : `HTTP ${a.status_code}`;
+    }
+    return a.error || (a.success ? 'ok' : 'failed');
+  }
+
+  function shortId(id) {
+    return h('span', { class: 'mono', title: id }, String(id).slice(0, 8));
+  }
+
+  // ---------------------------------------------------------------------------
+  // The admin API
+
+  class ApiError extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  // One API call; a refused token is an ApiError with status 401 like any other.
+  async function request(method, path, body) {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (!token) throw new ApiError(401, 'unauthorized', 'Not signed in.');
+    const init = {
+      method,
+      headers: { Authorization: 'Bearer ' + token, Accept: 'application/json' },
+      cache: 'no-store',
+      credentials: 'omit',
+      referrerPolicy: 'no-referrer',
+    };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch('/api/v1' + path, init);
+    } catch (e) {
+      throw new ApiError(0, 'unreachable', 'The daemon did not answer.');
+    }
+    let data = null;
+    if (res.status !== 204) {
+      try { data = await res.json(); } catch (e) { data = null; }
+    }
+    if (!res.ok) {
+      const err = data && data.error;
+      throw new ApiError(res.status, err ? err.code : 'http_' + res.status,
+        err ? err.message : `The request failed (HTTP ${res.status}).`);
+    }
+    return data;
+  }
+
+  // An API call of a signed-in page: a refused token signs the page out.
+  async function api(method, path, body) {
+    try {
+      return await request(method, path, body);
+    } catch (e) {
+      if (e.status === 401) signOut('The admin token was refused. Sign in again.');
+      throw e;
+    }
+  }
+
+  const webhookPath = (id) => '/webhooks/' + encodeURIComponent(id);
+
+  // ---------------------------------------------------------------------------
+  // Notices, refresh, navigation
+
+  let noticeTimer = null;
+  function showNotice(text, kind) {
+    clearTimeout(noticeTimer);
+    notice.textContent = text;
+    notice.className = 'notice ' + (kind || '');
+    notice.setAttribute('role', kind === 'error' ? 'alert' : 'status');
+    notice.hidden = false;
+    if (kind !== 'error') noticeTimer = setTimeout(() => { notice.hidden = true; }, 5000);
+  }
+  function clearNotice() {
+    clearTimeout(noticeTimer);
+    notice.hidden = true;
+  }
+  function reportError(e) {
+    if (e instanceof ApiError && e.status === 401) return;  // already signed out
+    showNotice(e.message || String(e), 'error');
+  }
+
+  let view = 0;          // bumped on every navigation; stale work checks it
+  let refreshTimer = null;
+  let onResize = null;   // the current page's redraw for a new window width
+  window.addEventListener('resize', () => { if (onResize) onResize(); });
+
+  function startRefresh(refresh) {
+    const mine = view;
+    let busy = false;
+    refreshTimer = setInterval(async () => {
+      if (busy || document.hidden || mine !== view || document.querySelector('dialog[open]')) return;
+      busy = true;
+      try { await refresh(); } catch (e) { reportError(e); } finally { busy = false; }
+    }, REFRESH_MS);
+  }
+
+  function setCrumbs(...parts) {
+    fill(crumbs);
+    parts.forEach((p, i) => {
+      if (i > 0) crumbs.append(h('span', { class: 'sep', 'aria-hidden': 'true' }, '/'));
+      crumbs.append(p.href ? link(p.href, p.text) : h('span', null, p.text));
+    });
+  }
+
+  function pageHead(title, sub, ...actions) {
+    return h('div', { class: 'page-head' },
+      h('div', null, h('h1', null, title), sub ? h('div', { class: 'sub' }, sub) : null),
+      h('div', { class: 'actions' }, actions));
+  }
+
+  // Runs an action from a button: disabled while it runs, errors shown.
+  async function act(button, work) {
+    button.disabled = true;
+    try {
+      await work();
+    } catch (e) {
+      reportError(e);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  function confirmDialog(title, message, confirmLabel) {
+    return new Promise((resolve) => {
+      const dialog = h('dialog', { 'aria-label': title },
+        h('div', { class: 'card-head' }, h('h2', null, title)),
+        h('div', { class: 'card-body' }, h('p', { class: 'dialog-message' }, message)),
+        h('div', { class: 'form-actions' },
+          h('button', { type: 'button', class: 'btn', onclick: () => dialog.close('cancel') }, 'Cancel'),
+          h('button', { type: 'button', class: 'btn btn-primary', onclick: () => dialog.close('ok') },
+            confirmLabel)));
+      dialog.addEventListener('close', () => {
+        dialog.remove();
+        resolve(dialog.returnValue === 'ok');
+      });
+      document.body.append(dialog);
+      dialog.showModal();
+    });
+  }
+
+  // ---------------------------------------------------------------------------
+  // Sign-in
+
+  function signOut(message) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (message) showNotice(message, 'error');
+    if (location.hash && location.hash !== '#/') location.hash = '#/';
+    else route();
+  }
+
+  function renderSignIn() {
+    setCrumbs();
+    signOutButton.hidden = true;
+    const token = h('input', {
+      type: 'password', id: 'token', name: 'token', required: true, autocomplete: 'off',
+      spellcheck: 'false', placeholder: 'whk_…',
+    });
+    const error = h('div', { class: 'form-error', role: 'alert' });
+    const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Sign in');
+    const form = h('form', { class: 'card signin', 'aria-label': 'Sign in' },
+      h('div', { class: 'card-head' }, h('h2', null, 'Sign in')),
+      h('div', { class: 'card-body' },
+        h('p', null, 'Enter the admin token. It is kept in this tab only and sent as the API\u2019s Authorization header.'),
+        h('label', { class: 'field' }, h('span', null, 'Admin token'), token),
+        error,
+        h('div', { class: 'form-actions' }, submit)));
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      error.textContent = '';
+      submit.disabled = true;
+      sessionStorage.setItem(TOKEN_KEY, token.value.trim());
+      try {
+        await request('GET', '/webhooks');
+        clearNotice();
+        route();
+      } catch (err) {
+        sessionStorage.removeItem(TOKEN_KEY);
+        clearNotice();
+        error.textContent = err.status === 401 ? 'That token was refused.' : err.message;
+        submit.disabled = false;
+        token.focus();
+      }
+    });
+    fill(app, form);
+    token.focus();
+  }
+
+  // ---------------------------------------------------------------------------
+  // Webhook list
+
+  async function showWebhookList() {
+    setCrumbs({ text: 'Webhooks' });
+    const mine = view;
+    const listBody = h('div', { class: 'card-body flush' }, h('p', { class: 'empty' }, 'Loading…'));
+    const form = webhookForm();
+    form.hidden = true;
+    const newButton = h('button', {
+      type: 'button', class: 'btn btn-primary',
+      onclick: () => { form.hidden = !form.hidden; if (!form.hidden) form.querySelector('input').focus(); },
+    }, 'New webhook');
+    const refreshButton = h('button', { type: 'button', class: 'btn', onclick: () => act(refreshButton, refresh) }, 'Refresh');
+    fill(app,
+      pageHead('Webhooks', 'Each webhook has its own entrypoints, targets and events database.', refreshButton, newButton),
+      form,
+      card('All webhooks', null, listBody));
+
+    async function refresh() {
+      const { webhooks } = await api('GET', '/webhooks');
+      const stats = await mapLimited(webhooks, 6, (w) =>
+        api('GET', webhookPath(w.id) + '/stats').catch(() => null));
+      if (mine !== view) return;
+      if (webhooks.length === 0) {
+        fill(listBody, h('p', { class: 'empty' },
+          'No webhooks yet. Create one to get an entrypoint URL to send events to.'));
+        return;
+      }
+      const rows = webhooks.map((w, i) => {
+        const s = stats[i];
+        const d = s ? s.deliveries : null;
+        const num = (label, v, bad) => h('td', {
+          class: 'num' + (bad && v > 0 ? ' bad-text' : ''), 'data-label': label,
+        }, s ? count(v) : '—');
+        return h('tr', null,
+          td('lead', link('#/webhooks/' + encodeURIComponent(w.id), w.name),
+            w.description ? h('span', { class: 'cell-sub' }, w.description) : null),
+          num('events', s && s.events), num('pending', d && d.pending),
+          num('retrying', d && d.retrying), num('failed', d && d.failed, true),
+          td('hide-narrow', time(w.created_at)));
+      });
+      fill(listBody, table([
+        { title: 'Name' }, { title: 'Events', cls: 'num' }, { title: 'Pending', cls: 'num' },
+        { title: 'Retrying', cls: 'num' }, { title: 'Failed', cls: 'num' },
+        { title: 'Created', cls: 'hide-narrow' },
+      ], rows, true));
+    }
+    await refresh();
+    startRefresh(refresh);
+  }
+
+  // Runs fn over items with at most `limit` calls at once; results in order.
+  async function mapLimited(items, limit, fn) {
+    const out = new Array(items.length);
+    let next = 0;
+    async function worker() {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]);
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+    return out;
+  }
+
+  function webhookForm() {
+    const name = h('input', { type: 'text', name: 'name', required: true, maxlength: 200, autocomplete: 'off' });
+    const description = h('input', { type: 'text', name: 'description', maxlength: 2000, autocomplete: 'off' });
+    const retention = h('input', { type: 'number', name: 'retention_days', min: 1, max: 3650, value: 30, required: true });
+    const error = h('div', { class: 'form-error wide', role: 'alert' });
+    const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Create webhook');
+    const form = h('form', { class: 'grid' },
+      h('label', { class: 'field' }, h('span', null, 'Name'), name),
+      h('label', { class: 'field' }, h('span', null, 'Keep events for (days)'), retention),
+      h('label', { class: 'field wide' }, h('span', null, 'Description'), description),
+      error,
+      h('div', { class: 'form-actions wide' }, submit));
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      error.textContent = '';
+      act(submit, async () => {
+        try {
+          const created = await api('POST', '/webhooks', {
+            name: name.value,
+            description: description.value,
+            retention_days: Number(retention.value),
+          });
+          showNotice(`Webhook \u201c${created.name}\u201d created.`, 'ok');
+          location.hash = '#/webhooks/' + encodeURIComponent(created.id);
+        } catch (err) {
+          if (err.status === 401) return;
+          error.textContent = err.message;
+        }
+      });
+    });
+    return card('New webhook', null, h('div', { class: 'card-body' }, form));
+  }
+
+  // ---------------------------------------------------------------------------
+  // One webhook: numbers, entrypoints, chart, targets, event log
+
+  async function showWebhook(id) {
+    const mine = view;
+    const webhook = await api('GET', webhookPath(id));
+    if (mine !== view) return;
+    setCrumbs({ text: 'Webhooks', href: '#/' }, { text: webhook.name });
+
+    const statsRow = h('div', { class: 'stats', 'aria-label': 'Totals' });
+    const chartBody = h('div', { class: 'card-body chart' });
+    const targetsBody = h('div', { class: 'card-body flush' });
+    const eventsBody = h('div', { class: 'card-body flush' });
+    const targetForm = newTargetForm(id, () => refresh());
+    targetForm.hidden = true;
+
+    const events = { status: '', cursors: [null] };  // the cursor of each page shown so far
+    const statusFilter = h('select', { 'aria-label': 'Status filter' },
+      h('option', { value: '' }, 'Any status'),
+      STATUSES.map((s) => h('option', { value: s }, s)));
+    statusFilter.addEventListener('change', () => {
+      events.status = statusFilter.value;
+      events.cursors = [null];
+      loadEvents().catch(reportError);
+    });
+
+    const refreshButton = h('button', { type: 'button', class: 'btn', onclick: () => act(refreshButton, refresh) }, 'Refresh');
+    const replayAll = h('button', { type: 'button', class: 'btn', onclick: () => act(replayAll, () => replay(id, null, 'this webhook', refresh)) }, 'Replay dead letters');
+    const addTarget = h('button', {
+      type: 'button', class: 'btn btn-small',
+      onclick: () => { targetForm.hidden = !targetForm.hidden; if (!targetForm.hidden) targetForm.querySelector('input').focus(); },
+    }, 'Add target');
+
+    fill(app,
+      pageHead(webhook.name, webhook.description || h('span', { class: 'mono' }, webhook.id), replayAll, refreshButton),
+      statsRow,
+      entrypointsCard(webhook),
+      card('Last 24 hours', { tools: chartLegend() }, chartBody),
+      card('Targets', { tools: addTarget }, targetForm, targetsBody),
+      card('Events', { tools: h('div', { class: 'toolbar' }, statusFilter) }, eventsBody));
+
+    async function loadEvents() {
+      const cursor = events.cursors[events.cursors.length - 1];
+      const q = new URLSearchParams({ limit: String(EVENTS_PAGE) });
+      if (events.status) q.set('status', events.status);
+      if (cursor) q.set('cursor', cursor);
+      const page = await api('GET', `${webhookPath(id)}/events?${q}`);
+      if (mine !== view) return;
+      fill(eventsBody, eventTable(id, page.events, events.status),
+        pager(events, page.next_cursor, () => loadEvents().catch(reportError)));
+    }
+
+    let hourly = null;
+    onResize = () => { if (hourly) fill(chartBody, chart(hourly, chartBody)); };
+
+    async function refresh() {
+      const stats = await api('GET', webhookPath(id) + '/stats');
+      if (mine !== view) return;
+      renderStats(statsRow, stats);
+      hourly = stats.hourly;
+      fill(chartBody, chart(hourly, chartBody));
+      fill(targetsBody, targetTable(id, stats.targets, refresh));
+      await loadEvents();
+    }
+
+    await refresh();
+    startRefresh(refresh);
+  }
+
+  function renderStats(row, stats) {
+    const d = stats.deliveries;
+    const stat = (label, value, cls) => h('div', { class: 'stat ' + (cls || '') },
+      h('div', { class: 'label' }, label), h('div', { class: 'value' }, count(value)));
+    fill(row,
+      stat('Events', stats.events),
+      stat('Pending', d.pending),
+      stat('Retrying', d.retrying, d.retrying > 0 ? 'warn' : ''),
+      stat('Delivered', d.delivered),
+      stat('Failed', d.failed, d.failed > 0 ? 'bad' : ''));
+  }
+
+  function entrypointsCard(webhook) {
+    const rows = webhook.entrypoints.map((ep) => {
+      const url = location.origin + ep.url;
+      const input = h('input', { type: 'text', readonly: true, value: url, 'aria-label': 'Entrypoint URL' });
+      const copy = h('button', { type: 'button', class: 'btn btn-small' }, 'Copy');
+      copy.addEventListener('click', async () => {
+        try {
+          await navigator.clipboard.writeText(url);
+        } catch (e) {
+          input.select();  // no clipboard access (plain http to a remote host): select for Ctrl+C
+          return;
+        }
+        copy.textContent = 'Copied';
+        setTimeout(() => { copy.textContent = 'Copy'; }, 1500);
+      });
+      const verification = ep.verification && ep.verification !== 'none' ? chip('closed', 'verifies ' + ep.verification) : null;
+      return h('div', { class: 'copy-row' }, input, copy,
+        chip(ep.active ? 'active' : 'inactive', ep.active ? 'active' : 'inactive'), verification);
+    });
+    const body = rows.length
+      ? h('div', { class: 'card-body' }, h('div', { class: 'copy-list' }, rows))
+      : h('p', { class: 'empty' }, 'No entrypoint: events cannot arrive. Add one with the API or the CLI.');
+    return card('Entrypoints', { tools: h('span', { class: 'hint' }, 'POST events here') }, body);
+  }
+
+  function chartLegend() {
+    return h('div', { class: 'legend' },
+      h('span', null, h('span', { class: 'swatch received' }), 'received'),
+      h('span', null, h('span', { class: 'swatch failed' }), 'failed'));
+  }
+
+  // Bars per hour: events received and deliveries that failed in that hour,
+  // drawn at the container's width so text keeps its size.
+  function chart(hours, container) {
+    const width = Math.max(300, Math.round(container.clientWidth) - 32 || 720);
+    const height = 170;
+    const left = 36;
+    const bottom = 22;
+    const top = 10;
+    const plotH = height - bottom - top;
+    const max = Math.max(1, ...hours.map((x) => Math.max(x.received, x.failed)));
+    const nice = niceCeiling(max);
+    const slot = (width - left) / hours.length;
+    const barW = Math.max(2, slot * 0.36);
+    const y = (v) => top + plotH - (v / nice) * plotH;
+    const parts = [];
+    for (const v of Number.isInteger(nice / 2) ? [0, nice / 2, nice] : [0, nice]) {
+      parts.push(svg('line', { class: v === 0 ? 'axis' : 'grid', x1: left, x2: width, y1: y(v), y2: y(v) }));
+      parts.push(svg('text', { x: left - 6, y: y(v) + 4, 'text-anchor': 'end' }, count(v)));
+    }
+    hours.forEach((x, i) => {
+      const x0 = left + i * slot + slot / 2 - barW;
+      const label = `${hourLabel(x.hour)}: ${x.received} received, ${x.failed} failed`;
+      const group = svg('g', { class: 'hour' }, svg('title', null, label));
+      if (x.received > 0) group.append(svg('rect', { class: 'bar-received', x: x0, y: y(x.received), width: barW, height: y(0) - y(x.received), rx: 1 }));
+      if (x.failed > 0) group.append(svg('rect', { class: 'bar-failed', x: x0 + barW, y: y(x.failed), width: barW, height: y(0) - y(x.failed), rx: 1 }));
+      group.append(svg('rect', { x: left + i * slot, y: top, width: slot, height: plotH, fill: 'transparent' }));
+      parts.push(group);
+      if (i === hours.length - 1) {
+        parts.push(svg('text', { x: width, y: height - 6, 'text-anchor': 'end' }, 'now'));
+      } else if (i % 6 === 0) {
+        parts.push(svg('text', { x: left + i * slot + slot / 2, y: height - 6, 'text-anchor': 'middle' }, hourLabel(x.hour)));
+      }
+    });
+    const total = hours.reduce((a, x) => [a[0] + x.received, a[1] + x.failed], [0, 0]);
+    return svg('svg', {
+      viewBox: `0 0 ${width} ${height}`, role: 'img',
+      'aria-label': `Last 24 hours: ${total[0]} events received, ${total[1]} deliveries failed`,
+    }, parts);
+  }
+
+  function niceCeiling(v) {
+    const p = Math.pow(10, Math.floor(Math.log10(v)));
+    for (const m of [1, 2, 5, 10]) if (m * p >= v) return Math.max(2, m * p);
+    return v;
+  }
+
+  function hourLabel(iso) {
+    const d = new Date(iso);
+    return `${pad(d.getHours())}:00`;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Targets
+
+  function breakerCell(t) {
+    if (!t.breaker) return h('span', { class: 'muted' }, 'none');
+    const b = t.breaker;
+    const label = { closed: 'closed', open: 'open', half_open: 'half-open' }[b.state] || b.state;
+    const detail = b.state === 'open' ? `probe in ${Math.ceil(b.retry_in_ms / 1000)} s`
+      : b.consecutive_failures > 0 ? `${b.consecutive_failures} failures in a row` : null;
+    return [chip(b.state, label), detail ? h('span', { class: 'cell-sub' }, detail) : null];
+  }
+
+  function lastErrorCell(t) {
+    const f = t.last_failure;
+    if (!f) return h('span', { class: 'muted' }, 'none');
+    return [h('span', { class: 'cell-error' }, attemptOutcome(f)), h('span', { class: 'cell-sub' }, time(f.at))];
+  }
+
+  function targetTable(webhookId, targets, refresh) {
+    if (targets.length === 0) {
+      return h('p', { class: 'empty' }, 'No targets: events are stored but go nowhere. Add one to deliver them.');
+    }
+    const rows = targets.map((t) => {
+      const d = t.deliveries;
+      const toggle = h('button', { type: 'button', class: 'btn btn-small' }, t.active ? 'Deactivate' : 'Activate');
+      toggle.addEventListener('click', () => act(toggle, async () => {
+        await api('PATCH', `${webhookPath(webhookId)}/targets/${encodeURIComponent(t.target_id)}`, { active: !t.active });
+        showNotice(`Target \u201c${t.target_name}\u201d ${t.active ? 'deactivated: its deliveries wait' : 'activated'}.`, 'ok');
+        await refresh();
+      }));
+      const replayButton = h('button', { type: 'button', class: 'btn btn-small', disabled: d.failed === 0 }, 'Replay failed');
+      replayButton.addEventListener('click', () => act(replayButton,
+        () => replay(webhookId, t.target_id, `target \u201c${t.target_name}\u201d`, refresh)));
+      const labelled = (label, cls, ...content) => h('td', { class: cls, 'data-label': label }, content);
+      return h('tr', { 'data-target-id': t.target_id },
+        td('lead', h('strong', null, t.target_name), h('span', { class: 'cell-sub' }, t.target_type)),
+        td(null, chip(t.active ? 'active' : 'inactive', t.active ? 'active' : 'inactive')),
+        td(null, breakerCell(t)),
+        labelled('waiting', 'num', count(d.pending + d.retrying)),
+        labelled('failed', 'num' + (d.failed > 0 ? ' bad-text' : ''), count(d.failed)),
+        td('lead', lastErrorCell(t)),
+        td('actions', toggle, replayButton));
+    });
+    return table([
+      { title: 'Target' }, { title: 'State' }, { title: 'Breaker' },
+      { title: 'Waiting', cls: 'num' }, { title: 'Failed', cls: 'num' },
+      { title: 'Last error' }, { title: '', cls: 'actions' },
+    ], rows, true);
+  }
+
+  // Replays failed deliveries (of one target, or the whole webhook) after
+  // showing how many a dry run counts.
+  async function replay(webhookId, targetId, what, refresh) {
+    const body = { status: 'failed', dry_run: true };
+    if (targetId) body.target_id = targetId;
+    const dry = await api('POST', webhookPath(webhookId) + '/replay', body);
+    if (dry.count === 0) {
+      showNotice(`No failed deliveries to replay for ${what}.`, 'ok');
+      return;
+    }
+    const n = dry.count === 1 ? '1 failed delivery' : `${dry.count} failed deliveries`;
+    const ok = await confirmDialog('Replay dead letters',
+      `${n} of ${what} would be replayed. Each starts a new attempt series with the full retry budget.`,
+      `Replay ${dry.count}`);
+    if (!ok) return;
+    body.dry_run = false;
+    const done = await api('POST', webhookPath(webhookId) + '/replay', body);
+    showNotice(`Replayed ${done.count === 1 ? '1 delivery' : done.count + ' deliveries'}.`, 'ok');
+    await refresh();
+  }
+
+  function newTargetForm(webhookId, onCreated) {
+    const name = h('input', { type: 'text', name: 'name', required: true, maxlength: 200, autocomplete: 'off' });
+    const type = h('select', { name: 'type' }, ['http', 'slack', 'database', 'log'].map((t) => h('option', { value: t }, t)));
+    const url = h('input', { type: 'url', name: 'url', placeholder: 'https://example.com/hook', maxlength: 2048, autocomplete: 'off' });
+    const method = h('select', { name: 'method' }, ['POST', 'PUT', 'PATCH'].map((m) => h('option', { value: m }, m)));
+    const slackUrl = h('input', { type: 'url', name: 'webhook_url', placeholder: 'https://hooks.slack.com/services/…', maxlength: 2048, autocomplete: 'off' });
+    const retries = h('input', { type: 'number', name: 'max_retries', min: 0, max: 20, value: 5, required: true });
+    const concurrency = h('input', { type: 'number', name: 'max_concurrency', min: 1, max: 64, value: 4, required: true });
+    const active = h('input', { type: 'checkbox', name: 'active', checked: true });
+    const error = h('div', { class: 'form-error wide', role: 'alert' });
+    const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Create target');
+
+    const urlField = h('label', { class: 'field wide' }, h('span', null, 'URL'), url);
+    const methodField = h('label', { class: 'field' }, h('span', null, 'Method'), method);
+    const slackField = h('label', { class: 'field wide' }, h('span', null, 'Slack webhook URL'), slackUrl);
+    const retryFields = [
+      h('label', { class: 'field' }, h('span', null, 'Max retries'), retries),
+      h('label', { class: 'field' }, h('span', null, 'Max concurrent attempts'), concurrency),
+    ];
+    function showFields() {
+      const t = type.value;
+      urlField.hidden = methodField.hidden = t !== 'http';
+      slackField.hidden = t !== 'slack';
+      url.required = t === 'http';
+      slackUrl.required = t === 'slack';
+      retryFields.forEach((f) => { f.hidden = t !== 'http' && t !== 'slack'; });
+    }
+    type.addEventListener('change', showFields);
+    showFields();
+
+    const form = h('form', { class: 'grid', 'aria-label': 'New target' },
+      h('label', { class: 'field' }, h('span', null, 'Name'), name),
+      h('label', { class: 'field' }, h('span', null, 'Type'), type),
+      urlField, methodField, slackField, retryFields,
+      h('label', { class: 'field check' }, active, h('span', null, 'Active')),
+      error,
+      h('div', { class: 'form-actions wide' }, submit,
+        h('button', { type: 'button', class: 'btn', onclick: () => { wrapper.hidden = true; } }, 'Cancel')));
+    const wrapper = h('div', { class: 'card-body target-form' }, form);
+
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      error.textContent = '';
+      const body = { name: name.value, type: type.value, active: active.checked, config: {} };
+      if (type.value === 'http') body.config = { url: url.value, method: method.value };
+      if (type.value === 'slack') body.config = { webhook_url: slackUrl.value };
+      if (type.value === 'http' || type.value === 'slack') {
+        body.max_concurrency = Number(concurrency.value);
+        body.retry = { max_retries: Number(retries.value) };
+      }
+      act(submit, async () => {
+        try {
+          const created = await api('POST', webhookPath(webhookId) + '/targets', body);
+          showNotice(`Target \u201c${created.name}\u201d created.`, 'ok');
+          form.reset();
+          showFields();
+          wrapper.hidden = true;
+          await onCreated();
+        } catch (err) {
+          if (err.status === 401) return;
+          error.textContent = err.message;
+        }
+      });
+    });
+    return wrapper;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Event log
+
+  function deliveryChips(deliveries) {
+    if (deliveries.length === 0) return h('span', { class: 'muted' }, 'no target');
+    return h('div', { class: 'chips' }, deliveries.map((d) =>
+      chip(d.status, d.status, d.target_name || shortId(d.target_id).textContent)));
+  }
+
+  function eventTable(webhookId, events, status) {
+    if (events.length === 0) {
+      return h('p', { class: 'empty' }, status
+        ? `No events with a ${status} delivery.`
+        : 'No events yet. POST one to an entrypoint URL above.');
+    }
+    const rows = events.map((e) => {
+      const href = `#/webhooks/${encodeURIComponent(webhookId)}/events/${encodeURIComponent(e.id)}`;
+      return h('tr', { 'data-event-id': e.id },
+        td(null, link(href, h('span', null, time(e.received_at)), 'event-link'), h('span', { class: 'cell-sub mono' }, e.id.slice(0, 8))),
+        td('hide-narrow', e.method, h('span', { class: 'cell-sub' }, e.content_type || 'no content type')),
+        td('num hide-narrow', bytes(e.body_size)),
+        td(null, deliveryChips(e.deliveries)));
+    });
+    return table([
+      { title: 'Received' }, { title: 'Request', cls: 'hide-narrow' },
+      { title: 'Size', cls: 'num hide-narrow' }, { title: 'Deliveries' },
+    ], rows);
+  }
+
+  function pager(state, nextCursor, reload) {
+    if (state.cursors.length === 1 && !nextCursor) return null;
+    const newer = h('button', { type: 'button', class: 'btn btn-small', disabled: state.cursors.length === 1 }, 'Newer');
+    newer.addEventListener('click', () => { state.cursors.pop(); reload(); });
+    const older = h('button', { type: 'button', class: 'btn btn-small', disabled: !nextCursor }, 'Older');
+    older.addEventListener('click', () => { state.cursors.push(nextCursor); reload(); });
+    return h('div', { class: 'pager' }, newer, older);
+  }
+
+  // ---------------------------------------------------------------------------
+  // One event: the request, each delivery and each attempt
+
+  async function showEvent(webhookId, eventId) {
+    const mine = view;
+    const webhook = await api('GET', webhookPath(webhookId));
+    if (mine !== view) return;
+    setCrumbs({ text: 'Webhooks', href: '#/' },
+      { text: webhook.name, href: '#/webhooks/' + encodeURIComponent(webhookId) },
+      { text: 'Event ' + eventId.slice(0, 8) });
+    const path = `${webhookPath(webhookId)}/events/${encodeURIComponent(eventId)}`;
+    const requestBody = h('div', { class: 'card-body' });
+    const headersBody = h('div', { class: 'card-body flush' });
+    const bodyBody = h('div', { class: 'card-body flush' });
+    const deliveriesBody = h('div', { class: 'card-body flush' });
+    const bodyHint = h('span', { class: 'hint' });
+
+    const refreshButton = h('button', { type: 'button', class: 'btn', onclick: () => act(refreshButton, refresh) }, 'Refresh');
+    const redeliver = h('button', { type: 'button', class: 'btn' }, 'Redeliver');
+    redeliver.addEventListener('click', () => act(redeliver, async () => {
+      const ok = await confirmDialog('Redeliver event',
+        'Send this event again to every active target, as new deliveries?', 'Redeliver');
+      if (!ok) return;
+      const res = await api('POST', path + '/redeliver', {});
+      const n = res && res.deliveries ? res.deliveries.length : 0;
+      showNotice(`Redelivering to ${n === 1 ? '1 target' : n + ' targets'}.`, 'ok');
+      await refresh();
+    }));
+
+    fill(app,
+      pageHead('Event', h('span', { class: 'mono' }, eventId), redeliver, refreshButton),
+      card('Request', null, requestBody),
+      card('Deliveries', null, deliveriesBody),
+      card('Body', { tools: bodyHint }, bodyBody),
+      card('Headers', null, headersBody));
+
+    let rendered = false;
+    async function refresh() {
+      const e = await api('GET', path);
+      if (mine !== view) return;
+      if (!rendered) {
+        // The request never changes once stored; render it once.
+        renderRequest(requestBody, e);
+        fill(headersBody, e.headers.length
+          ? table([{ title: 'Name', cls: 'shrink' }, { title: 'Value' }],
+            e.headers.map(([n, v]) => h('tr', null, td('mono shrink', n), td(null, h('span', { class: 'mono' }, v)))))
+          : h('p', { class: 'empty' }, 'No headers.'));
+        renderBody(bodyBody, bodyHint, e);
+        rendered = true;
+      }
+      fill(deliveriesBody, deliveryList(webhookId, e.deliveries, refresh));
+    }
+    await refresh();
+    startRefresh(refresh);
+  }
+
+  function renderRequest(body, e) {
+    const row = (label, value) => [h('dt', null, label), h('dd', null, value)];
+    fill(body, h('dl', { class: 'fields' },
+      row('Received', time(e.received_at)),
+      row('Request', h('span', { class: 'mono' }, `${e.method} ${e.path}${e.query ? '?' + e.query : ''}`)),
+      row('Content type', e.content_type || h('span', { class: 'muted' }, 'none')),
+      row('Size', bytes(e.body_size)),
+      row('From', e.remote_addr || h('span', { class: 'muted' }, 'unknown')),
+      row('Entrypoint', h('span', { class: 'mono' }, e.entrypoint_id)),
+      e.idempotency_key ? row('Idempotency key', h('span', { class: 'mono' }, e.idempotency_key)) : null));
+  }
+
+  function renderBody(container, hint, e) {
+    if (e.body_size === 0) {
+      hint.textContent = '';
+      fill(container, h('p', { class: 'empty' }, 'Empty body.'));
+      return;
+    }
+    let text = e.body;
+    let label = e.body_encoding === 'base64' ? 'binary, shown as base64' : 'as received';
+    if (e.body_encoding === 'text' && /json/i.test(e.content_type)) {
+      try {
+        text = JSON.stringify(JSON.parse(e.body), null, 2);
+        label = 'JSON, pretty-printed';
+      } catch (err) {
+        label = 'not valid JSON, as received';
+      }
+    }
+    hint.textContent = label;
+    fill(container, h('pre', { class: 'body', 'aria-label': 'Event body' }, text));
+  }
+
+  function deliveryList(webhookId, deliveries, refresh) {
+    if (deliveries.length === 0) {
+      return h('p', { class: 'empty' }, 'No deliveries: the webhook had no active target when this event arrived.');
+    }
+    return deliveries.map((d) => {
+      const retry = d.status === 'failed' && !d.target_deleted
+        ? h('button', { type: 'button', class: 'btn btn-small' }, 'Retry')
+        : null;
+      if (retry) {
+        retry.addEventListener('click', () => act(retry, async () => {
+          await api('POST', `${webhookPath(webhookId)}/deliveries/${encodeURIComponent(d.id)}/retry`);
+          showNotice('Delivery restarted with a fresh retry budget.', 'ok');
+          await refresh();
+        }));
+      }
+      const facts = [];
+      facts.push(`${d.attempts} ${d.attempts === 1 ? 'attempt' : 'attempts'}`);
+      if (d.failure_reason) facts.push(`reason ${d.failure_reason}`);
+      if (d.next_attempt_at && d.status === 'retrying') facts.push('next attempt ' + time(d.next_attempt_at).textContent);
+      const head = h('div', { class: 'delivery-head' },
+        h('div', { class: 'grow' },
+          h('strong', null, d.target_name || d.target_id),
+          h('span', { class: 'muted' }, ` · ${d.target_type || 'unknown'}${d.target_deleted ? ' · deleted' : ''}`),
+          h('span', { class: 'cell-sub' }, facts.join(' · '))),
+        chip(d.status, d.status), retry);
+      const attempts = d.results.length === 0
+        ? h('p', { class: 'empty' }, 'No attempt yet.')
+        : table([
+          { title: '#', cls: 'num' }, { title: 'Time' }, { title: 'Outcome' },
+          { title: 'Duration', cls: 'num hide-narrow' }, { title: 'Response', cls: 'hide-narrow' },
+        ], d.results.map((a) => h('tr', null,
+          td('num', String(a.attempt)),
+          td(null, time(a.created_at)),
+          td(a.success ? null : 'bad-text cell-error', attemptOutcome(a)),
+          td('num hide-narrow', `${a.duration_ms} ms`),
+          td('hide-narrow', a.response_body
+            ? h('details', { class: 'response' }, h('summary', null, bytes(a.response_body.length)), h('pre', null, a.response_body))
+            : h('span', { class: 'muted' }, '—')))));
+      return h('section', { class: 'delivery', 'data-delivery-id': d.id, 'data-status': d.status }, head, attempts);
+    });
+  }
+
+  // ---------------------------------------------------------------------------
+  // Router
+
+  function route() {
+    view += 1;
+    clearInterval(refreshTimer);
+    refreshTimer = null;
+    onResize = null;
+    if (!sessionStorage.getItem(TOKEN_KEY)) return renderSignIn();
+    signOutButton.hidden = false;
+    const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+    let shown;
+    if (parts[0] === 'webhooks' && parts.length === 2) shown = showWebhook(parts[1]);
+    else if (parts[0] === 'webhooks' && parts.length === 4 && parts[2] === 'events') shown = showEvent(parts[1], parts[3]);
+    else shown = showWebhookList();
+    shown.catch((e) => {
+      if (e instanceof ApiError && e.status === 404) {
+        fill(app, h('p', { class: 'empty' }, e.message + ' ', link('#/', 'Back to the webhooks')));
+        return;
+      }
+      reportError(e);
+    });
+  }
+
+  signOutButton.addEventListener('click', () => {
+    clearNotice();
+    signOut();
+  });
+  window.addEventListener('hashchange', () => {
+    if (notice.classList.contains('error')) clearNotice();  // it was about the page left
+    route();
+  });
+  route();
+})();
