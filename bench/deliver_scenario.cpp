@@ -5,11 +5,10 @@
 #include <chrono>
 
 #include "bench/correctness.h"
-#include "bench/daemon.h"
 #include "bench/load_generator.h"
 #include "bench/receiver.h"
 #include "bench/scenarios.h"
-#include "bench/seeder.h"
+#include "bench/scenario_support.h"
 #include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
@@ -34,21 +33,10 @@ void runDeliver(const BenchConfig& config, Report& report) {
   WebhookExpectation expectation;
   {
     Seeder seeder(data.path());
-    const SeededWebhook webhook = seeder.createWebhook("deliver", {{receiver.url(), config.workers}});
-    const int64_t first = reserveSeqs(n);
-    seeder.addEvents(webhook, n, config.bodies, first);
-    expectation = {webhook.id, webhook.targetIds, {}};
-    for (size_t i = 0; i < n; ++i) expectation.acceptedSeqs.push_back(first + static_cast<int64_t>(i));
+    expectation = seedWebhook(seeder, "deliver", {{receiver.url(), config.workers}}, n, config.bodies);
   }
-  bool drained = false;
-  SteadyTime end;
-  {
-    BenchDaemon daemon(data.path(), config.daemonSettings());
-    drained = receiver.waitForCount(n, config.drainCap);
-    end = std::chrono::steady_clock::now();
-    daemon.stop();
-  }
-  report.add({"deliver", "deliveries/s draining the backlog", receiver.arrivalRate(drained ? std::nullopt : std::optional(end)), "1/s", bareRate,
+  const Drain drain = drainBacklog(config, data.path(), receiver, n);
+  report.add({"deliver", "deliveries/s draining the backlog", drain.rate(receiver), "1/s", bareRate,
               "bare keep-alive client loop req/s", Goal{Goal::Kind::kRatioAtLeast, 0.6}});
   report.add({"deliver", "deliveries/s while deliveries arrived", receiver.arrivalRate(), "1/s",
               bareRate, "bare keep-alive client loop req/s", std::nullopt});
@@ -56,7 +44,7 @@ void runDeliver(const BenchConfig& config, Report& report) {
               static_cast<double>(n), "backlog", std::nullopt});
   const std::string target = expectation.targetIds.at(0);
   report.addCheck("deliver", checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                               drained ? std::set{target} : std::set<std::string>{}}));
+                                               drain.drained ? std::set{target} : std::set<std::string>{}}));
 }
 
 }  // namespace webhooker::bench

@@ -5,12 +5,10 @@
 #include <chrono>
 #include <unordered_map>
 
-#include "bench/correctness.h"
-#include "bench/daemon.h"
 #include "bench/load_generator.h"
 #include "bench/receiver.h"
+#include "bench/scenario_support.h"
 #include "bench/scenarios.h"
-#include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
 
@@ -46,17 +44,8 @@ void runEndToEnd(const BenchConfig& config, Report& report) {
     hop = deliveryLatencies(runLoad(spec, config.bodies), receiver);
   }
 
-  testing::TempDir data;
   BenchReceiver receiver(config.workers);
-  BenchDaemon daemon(data.path(), config.daemonSettings());
-  const CreatedWebhook webhook = daemon.createWebhook("end-to-end");
-  const std::string target = daemon.createHttpTarget(webhook.id, receiver.url(), config.workers);
-  spec.baseUrl = daemon.url();
-  spec.path = webhook.hookPath;
-  spec.firstSeq = reserveSeqs(spec.requests);
-  const LoadResult result = runLoad(spec, config.bodies);
-  const bool drained = receiver.waitForCount(result.ok(), config.drainCap);
-  daemon.stop();
+  const LoadResult result = loadThroughDaemon(config, spec, receiver, "end-to-end", report);
   const std::vector<double> latencies = deliveryLatencies(result, receiver);
 
   report.add({"end-to-end", "ingest-to-receiver p50", percentile(latencies, 50), "ms",
@@ -67,13 +56,6 @@ void runEndToEnd(const BenchConfig& config, Report& report) {
               "", static_cast<double>(spec.requests), "events offered", std::nullopt});
   report.add({"end-to-end", "offered rate achieved", result.ratePerSecond(), "1/s", config.endToEndRate,
               "offered rate", std::nullopt});
-
-  WebhookExpectation expectation{webhook.id, {target}, {}};
-  for (const RequestOutcome& r : result.requests)
-    if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
-  report.addCheck("end-to-end",
-                  checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                    drained ? std::set{target} : std::set<std::string>{}}));
 }
 
 }  // namespace webhooker::bench

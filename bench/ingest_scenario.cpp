@@ -6,12 +6,10 @@
 #include <chrono>
 
 #include "bench/bare_server.h"
-#include "bench/correctness.h"
-#include "bench/daemon.h"
 #include "bench/load_generator.h"
 #include "bench/receiver.h"
+#include "bench/scenario_support.h"
 #include "bench/scenarios.h"
-#include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
 
@@ -29,17 +27,8 @@ void runIngest(const BenchConfig& config, Report& report) {
     bare = runLoad(spec, config.bodies);
   }
 
-  testing::TempDir data;
   BenchReceiver receiver;
-  BenchDaemon daemon(data.path(), config.daemonSettings());
-  const CreatedWebhook webhook = daemon.createWebhook("ingest");
-  const std::string target = daemon.createHttpTarget(webhook.id, receiver.url(), config.workers);
-  spec.baseUrl = daemon.url();
-  spec.path = webhook.hookPath;
-  spec.firstSeq = reserveSeqs(spec.requests);
-  const LoadResult result = runLoad(spec, config.bodies);
-  const bool drained = receiver.waitForCount(result.ok(), config.drainCap);
-  daemon.stop();
+  const LoadResult result = loadThroughDaemon(config, spec, receiver, "ingest", report);
 
   report.add({"ingest", "events/s acknowledged", result.ratePerSecond(), "1/s", bare.ratePerSecond(),
               "bare httplib server req/s", Goal{Goal::Kind::kRatioAtLeast, 0.5}});
@@ -49,12 +38,6 @@ void runIngest(const BenchConfig& config, Report& report) {
               "bare server p99", std::nullopt});
   report.add({"ingest", "requests not acknowledged", static_cast<double>(spec.requests - result.ok()),
               "req", static_cast<double>(spec.requests - bare.ok()), "bare server failures", std::nullopt});
-
-  WebhookExpectation expectation{webhook.id, {target}, {}};
-  for (const RequestOutcome& r : result.requests)
-    if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
-  report.addCheck("ingest", checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                               drained ? std::set{target} : std::set<std::string>{}}));
 }
 
 }  // namespace webhooker::bench

@@ -5,11 +5,9 @@
 #include <chrono>
 
 #include "bench/correctness.h"
-#include "bench/daemon.h"
-#include "bench/load_generator.h"
 #include "bench/receiver.h"
 #include "bench/scenarios.h"
-#include "bench/seeder.h"
+#include "bench/scenario_support.h"
 #include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
@@ -30,25 +28,14 @@ double drainFast(const BenchConfig& config, BenchReceiver& fast, BenchReceiver* 
   WebhookExpectation expectation;
   {
     Seeder seeder(data.path());
-    const SeededWebhook webhook = seeder.createWebhook("isolation", targets);
-    const int64_t first = reserveSeqs(n);
-    seeder.addEvents(webhook, n, config.bodies, first);
-    expectation = {webhook.id, webhook.targetIds, {}};
-    for (size_t i = 0; i < n; ++i) expectation.acceptedSeqs.push_back(first + static_cast<int64_t>(i));
+    expectation = seedWebhook(seeder, "isolation", targets, n, config.bodies);
   }
-  bool drained = false;
-  SteadyTime end;
-  {
-    BenchDaemon daemon(data.path(), config.daemonSettings());
-    drained = fast.waitForCount(n, config.drainCap);
-    end = std::chrono::steady_clock::now();
-    daemon.stop();
-  }
+  const Drain drain = drainBacklog(config, data.path(), fast, n);
   std::map<std::string, const BenchReceiver*> receivers = {{expectation.targetIds.at(0), &fast}};
   if (slow) receivers[expectation.targetIds.at(1)] = slow;
   report.addCheck(checkName, checkCorrectness({data.path(), {expectation}, receivers,
-                                               drained ? std::set{expectation.targetIds.at(0)} : std::set<std::string>{}}));
-  return fast.arrivalRate(drained ? std::nullopt : std::optional(end));
+                                               drain.drained ? std::set{expectation.targetIds.at(0)} : std::set<std::string>{}}));
+  return drain.rate(fast);
 }
 
 }  // namespace

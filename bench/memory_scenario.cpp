@@ -9,7 +9,7 @@
 #include "bench/daemon.h"
 #include "bench/load_generator.h"
 #include "bench/scenarios.h"
-#include "bench/seeder.h"
+#include "bench/scenario_support.h"
 #include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
@@ -22,12 +22,8 @@ void runMemory(const BenchConfig& config, Report& report) {
     Seeder seeder(data.path());
     const std::vector<SeedTarget> targets(static_cast<size_t>(config.memoryTargets), {target.url(), 4});
     for (int i = 0; i < config.memoryWebhooks; ++i) {
-      const SeededWebhook w = seeder.createWebhook("memory-" + std::to_string(i), targets);
-      const int64_t first = reserveSeqs(config.memoryEvents);
-      seeder.addEvents(w, config.memoryEvents, config.bodies, first);
-      webhooks.push_back({w.id, w.targetIds, {}});
-      for (size_t k = 0; k < config.memoryEvents; ++k)
-        webhooks.back().acceptedSeqs.push_back(first + static_cast<int64_t>(k));
+      webhooks.push_back(seedWebhook(seeder, "memory-" + std::to_string(i), targets,
+                                     config.memoryEvents, config.bodies));
     }
   }
   const double idleRss = idleDaemonPeakRssMb();

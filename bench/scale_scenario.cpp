@@ -18,7 +18,7 @@
 #include "bench/daemon.h"
 #include "bench/load_generator.h"
 #include "bench/scenarios.h"
-#include "bench/seeder.h"
+#include "bench/scenario_support.h"
 #include "engine/backlog_sampler.h"
 #include "engine/delivery_metrics.h"
 #include "storage/events_db_pool.h"
@@ -65,12 +65,8 @@ void runScale(const BenchConfig& config, Report& report) {
     Seeder seeder(data.path());
     const TimePoint retryAt = std::chrono::system_clock::now() + std::chrono::hours(1);
     for (size_t i = 0; i < n; ++i) {
-      const SeededWebhook w = seeder.createWebhook("scale-" + std::to_string(i), {{target.url(), 4}});
-      const int64_t first = reserveSeqs(perWebhook);
-      seeder.addEvents(w, perWebhook, config.smallBodies, first, retryAt);
-      webhooks.push_back({w.id, w.targetIds, {}});
-      for (size_t k = 0; k < perWebhook; ++k)
-        webhooks.back().acceptedSeqs.push_back(first + static_cast<int64_t>(k));
+      webhooks.push_back(seedWebhook(seeder, "scale-" + std::to_string(i), {{target.url(), 4}},
+                                     perWebhook, config.smallBodies, retryAt));
     }
   }
 
