@@ -1,0 +1,25 @@
+#include "bench/bare_server.h"
+
+#include <stdexcept>
+
+namespace webhooker::bench {
+
+BareServer::BareServer(int threads) {
+  server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server_.set_tcp_nodelay(true);
+  server_.set_keep_alive_max_count(1'000'000);
+  server_.Post(".*", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"event_id":"00000000-0000-4000-8000-000000000000","deliveries":1})",
+                    "application/json");
+  });
+  port_ = server_.bind_to_any_port("127.0.0.1");
+  if (port_ <= 0) throw std::runtime_error("bare server: cannot bind 127.0.0.1");
+  thread_ = std::thread([this] { server_.listen_after_bind(); });
+}
+
+BareServer::~BareServer() {
+  server_.stop();
+  thread_.join();
+}
+
+}  // namespace webhooker::bench

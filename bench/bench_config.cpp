@@ -1,0 +1,38 @@
+#include "bench/scenarios.h"
+
+namespace webhooker::bench {
+
+DaemonSettings BenchConfig::daemonSettings(std::vector<std::string> extraArgs) const {
+  DaemonSettings s;
+  s.syncMode = syncMode;
+  s.httpThreads = connections;
+  s.workers = workers;
+  s.extraArgs = std::move(extraArgs);
+  return s;
+}
+
+BenchConfig BenchConfig::normal() { return {}; }
+
+BenchConfig BenchConfig::large() {
+  BenchConfig c;
+  c.scaleWebhooks = 10'000;
+  return c;
+}
+
+BenchConfig BenchConfig::smokeSized() {
+  BenchConfig c;
+  c.smoke = true;
+  c.ingestEvents = 200;
+  c.deliverBacklog = 200;
+  c.endToEndRate = 200;
+  c.endToEndSeconds = 1;
+  c.isolationEvents = 100;
+  c.scaleWebhooks = 10;
+  c.scaleRetrying = 100;
+  c.memoryWebhooks = 2;
+  c.memoryTargets = 3;
+  c.memoryEvents = 50;
+  return c;
+}
+
+}  // namespace webhooker::bench

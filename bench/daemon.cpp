@@ -1,0 +1,84 @@
+#include "bench/daemon.h"
+
+#include <httplib.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+
+namespace webhooker::bench {
+
+namespace {
+
+testing::DaemonOptions daemonOptions(const DaemonSettings& s) {
+  testing::DaemonOptions o;
+  o.args = {"--sync-mode",    s.syncMode,
+            "--http-threads", std::to_string(s.httpThreads),
+            "--workers",      std::to_string(s.workers),
+            "--allow-networks", "127.0.0.0/8"};
+  o.args.insert(o.args.end(), s.extraArgs.begin(), s.extraArgs.end());
+  o.env = {std::string("WEBHOOKER_ADMIN_TOKEN=") + kAdminToken};
+  o.startTimeout = std::chrono::seconds(60);
+  return o;
+}
+
+}  // namespace
+
+BenchDaemon::BenchDaemon(const std::filesystem::path& dataDir, const DaemonSettings& settings)
+    : process_(dataDir, daemonOptions(settings)) {}
+
+std::string BenchDaemon::adminPost(const std::string& path, const std::string& json) {
+  httplib::Client client(url());
+  client.set_read_timeout(30, 0);
+  auto res = client.Post(path, {{"Authorization", std::string("Bearer ") + kAdminToken}}, json,
+                         "application/json");
+  if (!res || res->status / 100 != 2)
+    throw std::runtime_error("POST " + path + " failed: " + (res ? res->body : "no answer"));
+  return res->body;
+}
+
+CreatedWebhook BenchDaemon::createWebhook(const std::string& name) {
+  const auto webhook = nlohmann::json::parse(
+      adminPost("/api/v1/webhooks", nlohmann::json{{"name", name}}.dump()));
+  return {webhook.at("id").get<std::string>(),
+          webhook.at("entrypoints").at(0).at("url").get<std::string>()};
+}
+
+std::string BenchDaemon::createHttpTarget(const std::string& webhookId, const std::string& url,
+                                          int maxConcurrency) {
+  const nlohmann::json body = {{"name", "bench"},
+                               {"type", "http"},
+                               {"max_concurrency", maxConcurrency},
+                               {"config", {{"url", url}}}};
+  const auto target = nlohmann::json::parse(
+      adminPost("/api/v1/webhooks/" + webhookId + "/targets", body.dump()));
+  return target.at("id").get<std::string>();
+}
+
+double BenchDaemon::peakRssMb() const {
+  std::ifstream status("/proc/" + std::to_string(pid()) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+bool BenchDaemon::waitForLog(const std::string& text, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (process_.stderrText().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() >= deadline || !process_.running()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+double idleDaemonPeakRssMb() {
+  testing::TempDir empty;
+  BenchDaemon idle(empty.path());
+  idle.waitForLog("recovery.done", std::chrono::seconds(30));
+  const double rss = idle.peakRssMb();
+  idle.stop();
+  return rss;
+}
+
+}  // namespace webhooker::bench

@@ -1,0 +1,75 @@
+#include "bench/load_generator.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+namespace webhooker::bench {
+
+size_t LoadResult::ok() const {
+  return static_cast<size_t>(std::count_if(requests.begin(), requests.end(), [](const auto& r) {
+    return r.status >= 200 && r.status < 300;
+  }));
+}
+
+double LoadResult::latencyPercentile(double p) const {
+  std::vector<double> values;
+  for (const RequestOutcome& r : requests)
+    if (r.status >= 200 && r.status < 300) values.push_back(r.latencyMs);
+  return percentile(std::move(values), p);
+}
+
+int64_t reserveSeqs(size_t n) {
+  static std::atomic<int64_t> next{1};
+  return next.fetch_add(static_cast<int64_t>(n));
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
+}
+
+LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies) {
+  LoadResult result;
+  result.requests.resize(spec.requests);
+  std::atomic<size_t> next{0};
+  const auto start = std::chrono::steady_clock::now();
+  const auto dueAt = [&](size_t i) {
+    return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(static_cast<double>(i) / spec.rate));
+  };
+  std::vector<std::jthread> connections;
+  for (int c = 0; c < spec.connections; ++c) {
+    connections.emplace_back([&] {
+      httplib::Client client(spec.baseUrl);
+      client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
+      client.set_read_timeout(30, 0);
+      for (size_t i = next++; i < spec.requests; i = next++) {
+        RequestOutcome& r = result.requests[i];
+        r.seq = spec.firstSeq + static_cast<int64_t>(i);
+        if (spec.rate > 0) {
+          r.due = dueAt(i);
+          std::this_thread::sleep_until(r.due);
+        } else {
+          r.due = std::chrono::steady_clock::now();
+        }
+        const httplib::Headers headers = {{kSeqHeader, std::to_string(r.seq)}};
+        auto res = client.Post(spec.path, headers, bodies[i % bodies.size()], "application/json");
+        r.latencyMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r.due)
+                          .count();
+        r.status = res ? res->status : 0;
+      }
+    });
+  }
+  connections.clear();  // joins
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace webhooker::bench

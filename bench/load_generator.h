@@ -1,0 +1,55 @@
+// LoadGenerator: keeps a fixed number of keep-alive, TCP_NODELAY connections
+// busy POSTing bodies to one URL, and records every request's latency.
+//
+// Two modes: closed loop (`rate` 0: each connection sends its next request
+// as soon as the previous answer arrived) and fixed rate (request i is due at
+// start + i/rate; its latency counts from when it was due, so a stalled
+// server cannot hide its queueing delay). Every request carries a unique
+// X-Bench-Seq number, starting at `firstSeq`.
+//
+// Threading: run() blocks, using one thread per connection.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/receiver.h"
+
+namespace webhooker::bench {
+
+struct LoadSpec {
+  std::string baseUrl;  // http://127.0.0.1:port
+  std::string path;     // /hooks/<uuid>
+  int connections = 8;
+  size_t requests = 0;  // how many to send in all
+  double rate = 0;      // requests per second in all; 0 = closed loop
+  int64_t firstSeq = 0;
+};
+
+struct RequestOutcome {
+  int64_t seq = 0;
+  int status = 0;       // 0: no answer (connection error)
+  SteadyTime due;       // when it was due (fixed rate) or sent (closed loop)
+  double latencyMs = 0;
+};
+
+struct LoadResult {
+  std::vector<RequestOutcome> requests;  // in seq order
+  double seconds = 0;                    // first send to last answer
+  size_t ok() const;                     // 2xx answers
+  double ratePerSecond() const { return seconds > 0 ? static_cast<double>(ok()) / seconds : 0; }
+  // Latency percentile (0–100) over the 2xx answers, in ms.
+  double latencyPercentile(double p) const;
+};
+
+LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies);
+
+// A fresh range of `n` X-Bench-Seq numbers, unique in the process.
+int64_t reserveSeqs(size_t n);
+
+// The p-th percentile (0–100) of `values`, nearest rank; 0 when empty.
+double percentile(std::vector<double> values, double p);
+
+}  // namespace webhooker::bench

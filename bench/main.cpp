@@ -1,0 +1,74 @@
+// webhooker_bench: every benchmark scenario in one go (`make bench`). Prints
+// the table, writes the JSON, and exits non-zero if a correctness check
+// failed. Goals are judged, never enforced: a miss is reported, not fatal.
+//
+//   webhooker_bench [--large | --smoke] [--runs N] [--only SCENARIO...] [--out FILE]
+//
+// The daemon binary comes from WEBHOOKER_BIN.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <iostream>
+#include <map>
+
+#include "bench/body_generator.h"
+#include "bench/report.h"
+#include "bench/scenarios.h"
+
+using namespace webhooker::bench;
+
+int main(int argc, char** argv) {
+  CLI::App app("webhooker benchmarks: each figure against a baseline measured in the same run");
+  bool large = false;
+  bool smoke = false;
+  std::vector<std::string> only;
+  int runs = 1;
+  std::string syncMode = "full";
+  std::string out = "build/bench/results.json";
+  app.add_flag("--large", large, "10,000 webhooks in the scale scenario");
+  app.add_flag("--smoke", smoke, "tiny sizes, seconds: checks the harness and correctness only");
+  app.add_option("--only", only, "run only these scenarios")
+      ->check(CLI::IsMember({"ingest", "deliver", "end-to-end", "isolation", "scale", "memory"}));
+  app.add_option("--runs", runs, "run everything this many times; report the medians")
+      ->check(CLI::Range(1, 9));
+  app.add_option("--sync-mode", syncMode, "the daemon's sync mode (full is what the goals mean)")
+      ->check(CLI::IsMember({"full", "normal"}));
+  app.add_option("--out", out, "where to write the JSON results");
+  CLI11_PARSE(app, argc, argv);
+
+  BenchConfig config = smoke ? BenchConfig::smokeSized() : large ? BenchConfig::large() : BenchConfig::normal();
+  config.syncMode = syncMode;
+  config.bodies = generateBodies(smoke ? 16 : 256);
+  config.smallBodies = generateBodies(16, 7, {.min = 200, .median = 400, .max = 800});
+
+  const std::vector<std::pair<std::string, std::function<void(const BenchConfig&, Report&)>>> scenarios = {
+      {"ingest", runIngest},       {"deliver", runDeliver}, {"end-to-end", runEndToEnd},
+      {"isolation", runIsolation}, {"scale", runScale},     {"memory", runMemory}};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Report> reports;
+  for (int i = 1; i <= runs; ++i) {
+    Report& report = reports.emplace_back(!smoke);
+    for (const auto& [name, run] : scenarios) {
+      if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
+      const auto begun = std::chrono::steady_clock::now();
+      std::cerr << "bench: run " << i << "/" << runs << ": " << name << " ..." << std::flush;
+      try {
+        run(config, report);
+      } catch (const std::exception& e) {
+        report.addCheck(name, {std::string("the scenario failed: ") + e.what()});
+      }
+      std::cerr << " " << std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count()
+                << " s\n";
+    }
+  }
+  Report report(!smoke);
+  report.addRuns(reports);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.print(std::cout);
+  report.writeJson(out, seconds);
+  std::cout << "\n" << (report.correct() ? "correct" : "CORRECTNESS VIOLATED") << "; "
+            << seconds << " s in all; results in " << out << "\n";
+  return report.correct() ? 0 : 1;
+}

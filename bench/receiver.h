@@ -1,0 +1,63 @@
+// BenchReceiver: a fast loopback webhook receiver on 127.0.0.1:<free port>.
+// Keep-alive, TCP_NODELAY, a pool of server threads; it answers 200 (after
+// an optional delay, to play a slow target) and records each request's
+// X-Bench-Seq header with its steady-clock arrival time, for the latency
+// figures and the correctness check.
+//
+// Threading: handlers run on the server's pool; every public method may be
+// called from any thread. arrivalsMutex_ guards arrivals_.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace webhooker::bench {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// The header the load generator numbers its requests with; the daemon
+// forwards it with the event.
+inline constexpr const char* kSeqHeader = "X-Bench-Seq";
+
+struct Arrival {
+  int64_t seq = -1;  // -1: the request carried no X-Bench-Seq
+  SteadyTime at;
+};
+
+class BenchReceiver {
+ public:
+  explicit BenchReceiver(int threads = 8, std::chrono::milliseconds delay = {});
+  ~BenchReceiver();
+  BenchReceiver(const BenchReceiver&) = delete;
+  BenchReceiver& operator=(const BenchReceiver&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const;
+  size_t count() const { return count_.load(); }
+  // True once `n` requests arrived, false at the timeout.
+  bool waitForCount(size_t n, std::chrono::milliseconds timeout) const;
+  std::vector<Arrival> arrivals() const;
+  // Requests per second from the first arrival to the last one, or to `end`
+  // when given (a drain that did not finish: its stalls count too).
+  double arrivalRate(std::optional<SteadyTime> end = std::nullopt) const;
+
+ private:
+  const std::chrono::milliseconds delay_;
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::atomic<size_t> count_{0};
+  mutable std::mutex arrivalsMutex_;
+  mutable std::condition_variable arrived_;
+  std::vector<Arrival> arrivals_;
+};
+
+}  // namespace webhooker::bench

@@ -1,0 +1,118 @@
+// scale: many webhooks with a retrying backlog (seeded, due in an hour).
+//  - recovery: from starting the daemon to its `recovery.done` log line,
+//    against a bare scan that opens every events DB and reads its unfinished
+//    deliveries;
+//  - one sampler pass (BacklogSampler, in process, median of 3), against
+//    opening every events DB read-only and reading one row;
+//  - the daemon's peak RSS after recovery, against an idle daemon's.
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <prometheus/registry.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "base/clock.h"
+#include "bench/blackhole.h"
+#include "bench/correctness.h"
+#include "bench/daemon.h"
+#include "bench/load_generator.h"
+#include "bench/scenarios.h"
+#include "bench/scenario_support.h"
+#include "engine/backlog_sampler.h"
+#include "engine/delivery_metrics.h"
+#include "storage/events_db_pool.h"
+#include "storage/main_store.h"
+#include "tests/support/temp_dir.h"
+
+namespace webhooker::bench {
+
+namespace {
+
+double millisSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+double medianMs(const std::function<void()>& pass, int runs) {
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    pass();
+    times.push_back(millisSince(start));
+  }
+  return percentile(std::move(times), 50);
+}
+
+void eachEventsDb(const std::vector<WebhookExpectation>& webhooks, const std::filesystem::path& dir,
+                  const char* query) {
+  for (const WebhookExpectation& w : webhooks) {
+    SQLite::Database db((dir / ("events-" + w.id + ".db")).string(), SQLite::OPEN_READONLY);
+    SQLite::Statement rows(db, query);
+    while (rows.executeStep()) {
+    }
+  }
+}
+
+}  // namespace
+
+void runScale(const BenchConfig& config, Report& report) {
+  const auto n = static_cast<size_t>(config.scaleWebhooks);
+  const size_t perWebhook = config.scaleRetrying / n;
+  testing::TempDir data;
+  Blackhole target;
+  std::vector<WebhookExpectation> webhooks;
+  {
+    Seeder seeder(data.path());
+    const TimePoint retryAt = std::chrono::system_clock::now() + std::chrono::hours(1);
+    for (size_t i = 0; i < n; ++i) {
+      webhooks.push_back(seedWebhook(seeder, "scale-" + std::to_string(i), {{target.url(), 4}},
+                                     perWebhook, config.smallBodies, retryAt));
+    }
+  }
+
+  const double idleRss = idleDaemonPeakRssMb();
+
+  const double bareScanMs = medianMs(
+      [&] {
+        eachEventsDb(webhooks, data.path(),
+                     "SELECT id, status, attempts, next_attempt_at FROM deliveries "
+                     "WHERE status IN ('pending', 'retrying')");
+      },
+      1);
+  const auto start = std::chrono::steady_clock::now();
+  double recoveryMs = 0;
+  double rss = 0;
+  {
+    BenchDaemon daemon(data.path(), config.daemonSettings({"--shutdown-grace-ms", "100"}));
+    if (!daemon.waitForLog("recovery.done", std::chrono::minutes(5)))
+      report.addCheck("scale", {"the daemon never logged recovery.done"});
+    recoveryMs = millisSince(start);
+    rss = daemon.peakRssMb();
+    daemon.stop();
+  }
+
+  SystemClock clock;
+  DbOptions options;
+  auto store = MainStore::open(data.path() / "webhooker.db", options, clock);
+  if (!store) throw std::runtime_error(store.error().message);
+  EventsDbPool pool(data.path(), options, clock, 256);
+  prometheus::Registry registry;
+  DeliveryMetrics metrics(registry);
+  BacklogSampler sampler(*store.value(), pool, metrics);
+  const int passes = config.smoke ? 1 : 3;
+  const double samplerMs = medianMs([&] { (void)sampler.sampleOnce(); }, passes);
+  const double openOneRowMs = medianMs(
+      [&] { eachEventsDb(webhooks, data.path(), "SELECT 1 FROM deliveries LIMIT 1"); }, passes);
+
+  const std::string what = std::to_string(config.scaleRetrying) + " retrying over " +
+                           std::to_string(n) + " webhooks";
+  report.add({"scale", "recovery, " + what, recoveryMs / 1000, "s", bareScanMs / 1000,
+              "bare scan of the same rows, s", Goal{Goal::Kind::kValueAtMost, 5}});
+  report.add({"scale", "sampler pass over " + std::to_string(n) + " events DBs", samplerMs, "ms",
+              openOneRowMs, "open each DB, read one row", Goal{Goal::Kind::kValueAtMost, 200}});
+  report.add({"scale", "peak RSS after recovery", rss, "MB", idleRss, "idle daemon peak RSS",
+              std::nullopt});
+  report.addCheck("scale", checkCorrectness({data.path(), webhooks, {}, {}}));
+}
+
+}  // namespace webhooker::bench

@@ -1,0 +1,57 @@
+#include "bench/scenario_support.h"
+
+#include <chrono>
+
+#include "bench/daemon.h"
+#include "tests/support/temp_dir.h"
+
+namespace webhooker::bench {
+
+WebhookExpectation seedWebhook(Seeder& seeder, const std::string& name,
+                               const std::vector<SeedTarget>& targets, size_t n,
+                               const std::vector<std::string>& bodies,
+                               std::optional<TimePoint> retryAt) {
+  const SeededWebhook webhook = seeder.createWebhook(name, targets);
+  const int64_t first = reserveSeqs(n);
+  seeder.addEvents(webhook, n, bodies, first, retryAt);
+  WebhookExpectation expectation{webhook.id, webhook.targetIds, {}};
+  for (size_t i = 0; i < n; ++i) expectation.acceptedSeqs.push_back(first + static_cast<int64_t>(i));
+  return expectation;
+}
+
+double Drain::rate(const BenchReceiver& receiver) const {
+  return receiver.arrivalRate(drained ? std::nullopt : std::optional(end));
+}
+
+Drain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
+                   const BenchReceiver& receiver, size_t n) {
+  BenchDaemon daemon(dataDir, config.daemonSettings());
+  Drain drain;
+  drain.drained = receiver.waitForCount(n, config.drainCap);
+  drain.end = std::chrono::steady_clock::now();
+  daemon.stop();
+  return drain;
+}
+
+LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver& receiver,
+                             const std::string& scenario, Report& report) {
+  testing::TempDir data;
+  BenchDaemon daemon(data.path(), config.daemonSettings());
+  const CreatedWebhook webhook = daemon.createWebhook(scenario);
+  const std::string target = daemon.createHttpTarget(webhook.id, receiver.url(), config.workers);
+  spec.baseUrl = daemon.url();
+  spec.path = webhook.hookPath;
+  spec.firstSeq = reserveSeqs(spec.requests);
+  LoadResult result = runLoad(spec, config.bodies);
+  const bool drained = receiver.waitForCount(result.ok(), config.drainCap);
+  daemon.stop();
+
+  WebhookExpectation expectation{webhook.id, {target}, {}};
+  for (const RequestOutcome& r : result.requests)
+    if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
+  report.addCheck(scenario, checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
+                                              drained ? std::set{target} : std::set<std::string>{}}));
+  return result;
+}
+
+}  // namespace webhooker::bench

@@ -1,0 +1,43 @@
+// Steps several scenarios share: seeding a webhook's backlog, draining it
+// through a fresh daemon, and posting a load through a fresh daemon.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/correctness.h"
+#include "bench/load_generator.h"
+#include "bench/receiver.h"
+#include "bench/scenarios.h"
+#include "bench/seeder.h"
+
+namespace webhooker::bench {
+
+// One webhook with `n` events numbered from a fresh seq range (see
+// Seeder::addEvents); returns what the correctness check expects of it.
+WebhookExpectation seedWebhook(Seeder& seeder, const std::string& name,
+                               const std::vector<SeedTarget>& targets, size_t n,
+                               const std::vector<std::string>& bodies,
+                               std::optional<TimePoint> retryAt = std::nullopt);
+
+struct Drain {
+  bool drained = false;  // `receiver` got all `n` before the cap
+  SteadyTime end;        // when the wait ended
+  // The receiver's rate; an unfinished drain counts its wait up to `end`.
+  double rate(const BenchReceiver& receiver) const;
+};
+
+// Starts the daemon on `dataDir`, waits until `receiver` has `n` requests or
+// the config's drain cap passed, then stops it.
+Drain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
+                   const BenchReceiver& receiver, size_t n);
+
+// Posts `spec`'s load through a fresh daemon to a webhook whose one http
+// target is `receiver`, waits for the deliveries (up to the cap) and adds the
+// correctness check as `scenario`.
+LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver& receiver,
+                             const std::string& scenario, Report& report);
+
+}  // namespace webhooker::bench

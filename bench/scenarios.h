@@ -1,0 +1,55 @@
+// The benchmark scenarios of the speed issue. Each measures the real daemon
+// and its baseline in the same run, adds its figures to the report and ends
+// with the correctness check. Sizes come from BenchConfig (normal, --large,
+// --smoke).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/daemon.h"
+#include "bench/report.h"
+
+namespace webhooker::bench {
+
+struct BenchConfig {
+  bool smoke = false;
+  int connections = 8;  // load generator connections = the daemon's HTTP threads
+  int workers = 8;      // the daemon's delivery workers = the bare client loop's connections
+  std::string syncMode = "full";  // the daemon's; "normal" shows what the fsyncs cost
+  // How long a scenario waits for its deliveries to finish. A slower product
+  // is measured on what arrived by then, and its correctness check then
+  // skips "everything was delivered" (never "what was delivered arrived").
+  std::chrono::seconds drainCap{60};
+  size_t ingestEvents = 10'000;
+  size_t deliverBacklog = 50'000;
+  double endToEndRate = 1'000;
+  double endToEndSeconds = 10;
+  size_t isolationEvents = 5'000;
+  int scaleWebhooks = 1'000;
+  size_t scaleRetrying = 100'000;
+  // memoryWebhooks x memoryTargets x memoryEvents pending deliveries: a
+  // wide outage (1,000 targets down) over 10,000 realistic events.
+  int memoryWebhooks = 10;
+  int memoryTargets = 100;
+  size_t memoryEvents = 1'000;
+  std::vector<std::string> bodies;       // realistic: 2–30 KB, median ~8 KB
+  std::vector<std::string> smallBodies;  // for backlogs whose bodies are never read (scale)
+
+  DaemonSettings daemonSettings(std::vector<std::string> extraArgs = {}) const;
+
+  static BenchConfig normal();
+  static BenchConfig large();
+  static BenchConfig smokeSized();
+};
+
+void runIngest(const BenchConfig& config, Report& report);
+void runDeliver(const BenchConfig& config, Report& report);
+void runEndToEnd(const BenchConfig& config, Report& report);
+void runIsolation(const BenchConfig& config, Report& report);
+void runScale(const BenchConfig& config, Report& report);
+void runMemory(const BenchConfig& config, Report& report);
+
+}  // namespace webhooker::bench
