@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
+
 namespace webhooker {
 
 namespace {
@@ -38,7 +40,7 @@ std::string slackMessageText(const EventPayload& p) {
   if (p.body.empty()) return text + "_(empty body)_";
   std::string shown;
   // ordered_json: shown with the keys in the sender's order, not sorted.
-  const auto json = nlohmann::ordered_json::parse(p.body, nullptr, false);
+  const auto json = parseJsonText(p.body);
   if (!json.is_discarded())
     shown = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   else if (isValidUtf8(p.body))
