@@ -23,10 +23,22 @@ using HeaderPairs = std::vector<std::pair<std::string, std::string>>;
 
 // A secret the scheme accepts, from the input.
 inline std::string secretFor(FuzzedDataProvider& in, const std::string& scheme) {
-  if (scheme == "standard")
-    return "whsec_" + base64Encode(in.ConsumeBytesAsString(in.ConsumeIntegralInRange(24, 64)));
+  if (scheme == "standard") {
+    const size_t length = in.ConsumeIntegralInRange(24, 64);
+    std::string key = in.ConsumeBytesAsString(length);
+    key.resize(length, 'k');  // the input may run out
+    return "whsec_" + base64Encode(key);
+  }
   std::string secret = in.ConsumeRandomLengthString(256);
   return secret.empty() ? "s" : secret;
+}
+
+// A header value from the input: a genuine sender's never holds a NUL byte
+// (RFC 9110 forbids it; cpp-httplib's lookup stops at one).
+inline std::string headerValue(FuzzedDataProvider& in, size_t maxLength) {
+  std::string value = in.ConsumeRandomLengthString(maxLength);
+  std::erase(value, '\0');
+  return value;
 }
 
 inline HeaderPairs genuineSignature(FuzzedDataProvider& in, const std::string& scheme,
@@ -36,9 +48,9 @@ inline HeaderPairs genuineSignature(FuzzedDataProvider& in, const std::string& s
   if (scheme == "github")
     return {{"X-Hub-Signature-256", "sha256=" + hexEncode(hmacSha256(secret, body))}};
   if (scheme == "stripe")
-    return {{"Stripe-Signature", in.ConsumeRandomLengthString(64) + ",t=" + ts + ",v1=" +
+    return {{"Stripe-Signature", headerValue(in, 64) + ",t=" + ts + ",v1=" +
                                      hexEncode(hmacSha256(secret, ts + "." + body))}};
-  std::string id = in.ConsumeRandomLengthString(64);
+  std::string id = headerValue(in, 64);
   if (id.empty()) id = "msg_1";
   std::vector<std::string> secrets{secret};
   if (in.ConsumeBool()) secrets.insert(secrets.begin(), newSigningSecret());

@@ -45,18 +45,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::string text = webhooker::slackMessageText(payload);
   if (validUtf8(payload.method) && validUtf8(payload.contentType)) FUZZ_CHECK(validUtf8(text));
-  if (payload.body.empty()) return 0;
-
-  // The code block follows the first line, which ends with the time and size.
-  const size_t open = text.find("```\n", text.find(" · " + payload.receivedAt + " · "));
-  const size_t close = text.rfind("\n```");
-  if (!validUtf8(payload.body)) {  // not JSON either: JSON is UTF-8
-    FUZZ_CHECK(open == std::string::npos);
+  // The first line names the request; what follows is about the body alone.
+  const std::string header =
+      "*Webhook event* `" + payload.method + " " +
+      (payload.contentType.empty() ? "(no content type)" : payload.contentType) + "` · " +
+      payload.receivedAt + " · " + std::to_string(payload.body.size()) + " bytes\n";
+  FUZZ_CHECK(text.starts_with(header));
+  const std::string rest = text.substr(header.size());
+  if (payload.body.empty()) {
+    FUZZ_CHECK(rest == "_(empty body)_");
     return 0;
   }
-  FUZZ_CHECK(open != std::string::npos && close != std::string::npos && close >= open + 3);
-  std::string shown = text.substr(open + 4, close - open - 4);
-  const bool cut = text.ends_with("_(body cut to 3500 characters)_");
+  if (!validUtf8(payload.body)) {  // not JSON either: JSON is UTF-8
+    FUZZ_CHECK(rest == "_(binary body, not shown)_");
+    return 0;
+  }
+  const size_t close = rest.rfind("\n```");
+  FUZZ_CHECK(rest.starts_with("```\n") && close != std::string::npos && close >= 4);
+  std::string shown = rest.substr(4, close - 4);
+  const bool cut = rest.ends_with("_(body cut to 3500 characters)_");
   const auto json = webhooker::parseJsonText(payload.body);
   const std::string full = json.is_discarded() ? payload.body : json.dump(2);
   if (cut) {
