@@ -1,7 +1,10 @@
 # Thin wrapper over meson. The build directory is build/.
 #   make build   install missing Debian packages, configure once, compile
 #   make run     build, then start the daemon with its data in ./data (ARGS="..." adds flags)
-#   make test    build, then run every test suite (last line: "N passed, M failed")
+#   make test    build, then run every test suite and each fuzzer for a few
+#                seconds (last line: "N passed, M failed")
+#   make test-sanitizers   the suite under ASan+UBSan, the engine tests under TSan
+#   make fuzz    run each fuzzer for FUZZ_SECONDS (default 300)
 #   make bench   build, then run every benchmark scenario (BENCH_ARGS="--large" for 10,000 webhooks)
 #   make clean   remove build/
 BUILD_DIR := build
@@ -25,8 +28,8 @@ run: build
 	@mkdir -p "$(DATA_DIR)"
 	DATA_DIR="$(DATA_DIR)" exec ./$(BUILD_DIR)/app/webhooker serve $(ARGS)
 
-test: build
-	bash scripts/run-tests
+test: build fuzz-build
+	bash scripts/run-tests -C $(BUILD_DIR) -C $(FUZZ_DIR) --no-rebuild
 
 # Prints the table and writes build/bench/results.json; exits non-zero only
 # if a correctness check failed.
@@ -35,4 +38,50 @@ bench: build
 		--out $(BUILD_DIR)/bench/results.json $(BENCH_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(ASAN_DIR) $(TSAN_DIR)
+
+# Fuzzing: libFuzzer targets in fuzz/, built with clang, ASan and UBSan in
+# build-fuzz/. `make test` runs each for a few seconds; `make fuzz` for
+# FUZZ_SECONDS each (see README, "Fuzzing and sanitizers").
+FUZZ_DIR := build-fuzz
+FUZZ_SECONDS ?= 300
+
+.PHONY: fuzz-build fuzz
+
+fuzz-build: deps
+	@test -f $(FUZZ_DIR)/build.ninja || CC=clang CXX=clang++ meson setup $(FUZZ_DIR) \
+	    --wrap-mode=nodownload -Dfuzzing=enabled -Dtests=disabled \
+	    -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=false \
+	    -Dcpp_args=-gline-tables-only
+	meson compile -C $(FUZZ_DIR) fuzzers
+
+fuzz: fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) meson test -C $(FUZZ_DIR) --no-rebuild --suite fuzz \
+	    --timeout-multiplier 0 --print-errorlogs
+
+# Sanitizers: every test under ASan+UBSan (gcc) in build-asan/, and the tests
+# that run threads of the engine and targets layers under TSan in build-tsan/
+# (a test with one thread cannot race). -O1 and line tables only keep the
+# builds short; gcc's sanitizers make -Wmaybe-uninitialized report false
+# positives inside libstdc++'s <regex>, which werror would turn into a
+# failed build. Any sanitizer report fails its test. See README.
+ASAN_DIR := build-asan
+TSAN_DIR := build-tsan
+TSAN_TESTS := attempt_watchdog circuit_breaker ssrf_guard delivery_metrics events_db \
+    delivery recovery redrive
+SANITIZER_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
+    -Dcpp_args="['-g1', '-Wno-maybe-uninitialized']"
+
+.PHONY: test-sanitizers
+
+test-sanitizers: deps
+	@test -f $(ASAN_DIR)/build.ninja || meson setup $(ASAN_DIR) $(SANITIZER_SETUP) \
+	    -Db_sanitize=address,undefined
+	@test -f $(TSAN_DIR)/build.ninja || meson setup $(TSAN_DIR) $(SANITIZER_SETUP) \
+	    -Db_sanitize=thread
+	meson compile -C $(ASAN_DIR)
+	meson compile -C $(TSAN_DIR) app/webhooker $(addprefix tests/,$(addsuffix _test,$(TSAN_TESTS)))
+	ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	TSAN_OPTIONS="second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp" \
+	    bash scripts/run-tests -C $(ASAN_DIR) --no-rebuild -C $(TSAN_DIR) --no-rebuild $(TSAN_TESTS)

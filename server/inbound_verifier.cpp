@@ -29,8 +29,12 @@ Result<void> checkTimestamp(std::string_view text, TimePoint now) {
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
     return failure("malformed_signature", "the signature timestamp is not a number");
-  const auto sent = TimePoint{std::chrono::seconds(seconds)};
-  if (sent < now - kTolerance || sent > now + kTolerance)
+  // Compared in seconds: a sender's number may be far past what a
+  // system_clock time point holds (nanoseconds overflow in 2262).
+  const int64_t nowSeconds =
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const int64_t tolerance = std::chrono::seconds(kTolerance).count();
+  if (seconds < nowSeconds - tolerance || seconds > nowSeconds + tolerance)
     return failure("stale_timestamp", "the signature timestamp is more than 5 minutes off");
   return {};
 }

@@ -15,10 +15,12 @@ namespace {
 constexpr size_t kMaxIdempotencyKeyLength = 255;
 
 // Idempotency-Key is the general convention; webhook-id is what Standard
-// Webhooks senders put on every retry of the same message.
+// Webhooks senders put on every retry of the same message. Read from the
+// map, not with get_header_value, which cuts a value at a NUL byte: two
+// different keys would be taken for one and the second event dropped.
 std::optional<std::string> idempotencyKeyOf(const httplib::Request& req) {
   for (const char* name : {"Idempotency-Key", "webhook-id"})
-    if (req.has_header(name)) return req.get_header_value(name);
+    if (const auto it = req.headers.find(name); it != req.headers.end()) return it->second;
   return std::nullopt;
 }
 

@@ -1,16 +1,14 @@
 #include "storage/body_masking.h"
 
-#include "base/json_depth.h"
+#include "base/json_text.h"
 
 namespace webhooker {
 
 MaskedBody maskJsonBody(std::string_view body, const std::vector<JsonPointer>& pointers) {
   MaskedBody out;
-  // Too deep to dump back safely: left as it is, like any body that is not JSON.
-  if (!jsonDepthWithin(body)) return out;
-  // ordered_json keeps the sender's member order; invalid UTF-8 fails the
-  // parse, so such a body counts as not JSON.
-  auto doc = nlohmann::ordered_json::parse(body, nullptr, false);
+  // Member order is kept; a body that is not exactly JSON (invalid UTF-8,
+  // a NUL byte) is left as it is, every byte of it.
+  auto doc = parseJsonText(body);
   if (doc.is_discarded()) return out;
   out.json = true;
   bool replaced = false;

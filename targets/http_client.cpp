@@ -66,9 +66,11 @@ std::optional<milliseconds> parseRetryAfter(const std::string& value, TimePoint 
   // IMF-fixdate, the form RFC 9110 requires senders to use.
   const char* end = strptime(value.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
   if (!end || *end != '\0') return std::nullopt;
-  const auto at = std::chrono::system_clock::from_time_t(timegm(&tm));
-  const auto delta = std::chrono::duration_cast<milliseconds>(at - now);
-  return delta.count() > 0 ? delta : milliseconds(0);
+  // In seconds: a date like year 9999 is past what a system_clock time
+  // point holds (nanoseconds overflow in 2262).
+  const int64_t atMs = static_cast<int64_t>(timegm(&tm)) * 1000;
+  const int64_t nowMs = std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count();
+  return milliseconds(std::max<int64_t>(atMs - nowMs, 0));
 }
 
 HttpClient::HttpClient(const SsrfGuard& guard, const Clock& clock) : guard_(guard), clock_(clock) {}

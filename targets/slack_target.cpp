@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "base/json_depth.h"
+#include "base/json_text.h"
 
 namespace webhooker {
 
@@ -40,10 +40,7 @@ std::string slackMessageText(const EventPayload& p) {
   if (p.body.empty()) return text + "_(empty body)_";
   std::string shown;
   // ordered_json: shown with the keys in the sender's order, not sorted.
-  // Too deep to pretty-print safely: shown as the text it is.
-  const auto json = jsonDepthWithin(p.body)
-                        ? nlohmann::ordered_json::parse(p.body, nullptr, false)
-                        : nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded);
+  const auto json = parseJsonText(p.body);
   if (!json.is_discarded())
     shown = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   else if (isValidUtf8(p.body))

@@ -42,7 +42,9 @@ using webhooker::testing::TestServerOptions;
 
 // NUL bytes, 0xFF, a lone continuation byte: anything that treats the body
 // as a C string or as UTF-8 text loses or changes bytes.
-const std::string kBinaryBody("\x00\x01\xff\xfe\x00ab\x80\x00\xff\xff", 11);
+// Split literal: "\x00ab" would be one hex escape (0xab), making the
+// literal shorter than 11 bytes (an overflow ASan found).
+const std::string kBinaryBody("\x00\x01\xff\xfe\x00" "ab\x80\x00\xff\xff", 11);
 
 TestServerOptions withBodyLimit(size_t limit) {
   TestServerOptions o;

@@ -37,7 +37,9 @@ constexpr std::chrono::milliseconds kWindow = 24h;
 constexpr const char* kStart = "2026-11-18T11:06:40.000Z";
 
 // Binary on purpose: NUL bytes, 0xFF, a lone UTF-8 continuation byte.
-const std::string kBinaryBody("\x00\x01\xff\xfe\x00ab\x80\x00\xff", 10);
+// Split literal: "\x00ab" would be one hex escape (0xab), making the
+// literal shorter than 10 bytes (an overflow ASan found).
+const std::string kBinaryBody("\x00\x01\xff\xfe\x00" "ab\x80\x00\xff", 10);
 
 InboundEvent sampleEvent() {
   InboundEvent e;

@@ -113,6 +113,18 @@ TEST_CASE("stripe: t and v1 over \"t.body\", with the tolerance") {
         "missing_signature");
 }
 
+TEST_CASE("a timestamp far outside what a clock holds is stale, not an overflow") {
+  // Seconds times 10^9 overflowed int64 in the nanosecond time point (UBSan).
+  for (const char* ts : {"9223372036854775807", "-9223372036854775807", "253402300799"}) {
+    const auto header = [&](const char* name) {
+      return std::string(name) == "Stripe-Signature" ? "t=" + std::string(ts) + ",v1=00" : "";
+    };
+    const auto r = verifyInbound("stripe", "secret", header, "{}", std::chrono::system_clock::now());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "stale_timestamp");
+  }
+}
+
 TEST_CASE("secrets are checked per scheme") {
   CHECK(validateVerificationSecret("standard", kStdSecret));
   CHECK_FALSE(validateVerificationSecret("standard", "not-a-whsec"));

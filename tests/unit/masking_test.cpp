@@ -217,8 +217,11 @@ TEST_CASE("bodies that are not JSON are left as they are, with masked = 0") {
   const std::string binary("\x00\x01\xff{\"email\":\"x\"}", 16);
   const std::string almost = R"({"email": "alice@example.com")";  // cut short
   const std::string badUtf8 = "{\"email\": \"\xff\xfe\"}";
+  // JSON up to a NUL byte (found by fuzz/masking_fuzzer): the parser alone
+  // stops at the NUL, and masking would have dropped every byte after it.
+  const std::string jsonThenNul("{\"email\":\"a@example.com\"}\0\x01\xffrest", 32);
   std::vector<std::pair<std::string, std::string>> events;
-  for (const std::string& body : {form, binary, almost, badUtf8}) {
+  for (const std::string& body : {form, binary, almost, badUtf8, jsonThenNul}) {
     const Stored s = ingest(*f.db, body, 1, "application/json");
     finishAll(*f.db, s);
     events.emplace_back(s.eventId, body);

@@ -163,6 +163,14 @@ TEST_CASE("a binary body is not shown, and the message stays valid UTF-8") {
   CHECK(validUtf8(text));
 }
 
+TEST_CASE("JSON followed by a NUL byte is not JSON: the bytes after it are not dropped") {
+  // Found by fuzz/slack_message_fuzzer: the parser alone stops at the NUL.
+  const EventPayload binary = payload(std::string("{\"a\":1}\0\xff", 9));
+  CHECK(contains(slackMessageText(binary), "binary body"));
+  const EventPayload text = payload(std::string("{\"a\":1}\0tail", 12));
+  CHECK(codeBlock(slackMessageText(text)) == std::string("{\"a\":1}\0tail", 12));
+}
+
 TEST_CASE("a long body is cut to 3500 characters with a note") {
   CHECK(SlackTarget::kMaxBodyChars == 3500);
   const std::string note = "_(body cut to 3500 characters)_";

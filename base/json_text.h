@@ -1,0 +1,19 @@
+// Whether a stored body is JSON, and its value: what masking and the Slack
+// message mean by "a JSON body".
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+
+namespace webhooker {
+
+// The parsed value, member order kept; a discarded value when `text` is not
+// exactly one JSON text. Invalid UTF-8 is not JSON, and neither is text with
+// a NUL byte (nlohmann alone would stop at it as if the input ended there,
+// taking "{}\0<anything>" for "{}"), nor text nested deeper than
+// kMaxJsonDepth, which dump() could not write back without overflowing the
+// stack.
+nlohmann::ordered_json parseJsonText(std::string_view text);
+
+}  // namespace webhooker
