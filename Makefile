@@ -29,7 +29,7 @@ run: build
 	DATA_DIR="$(DATA_DIR)" exec ./$(BUILD_DIR)/app/webhooker serve $(ARGS)
 
 test: build fuzz-build
-	bash scripts/run-tests -C $(BUILD_DIR) -C $(FUZZ_DIR) --no-rebuild
+	bash scripts/run-tests -C $(BUILD_DIR) -C $(FUZZ_DIR) --no-rebuild --suite fuzz
 
 # Prints the table and writes build/bench/results.json; exits non-zero only
 # if a correctness check failed.
@@ -38,7 +38,7 @@ bench: build
 		--out $(BUILD_DIR)/bench/results.json $(BENCH_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(ASAN_DIR) $(TSAN_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(TSAN_DIR)
 
 # Fuzzing: libFuzzer targets in fuzz/, built with clang, ASan and UBSan in
 # build-fuzz/. `make test` runs each for a few seconds; `make fuzz` for
@@ -50,7 +50,7 @@ FUZZ_SECONDS ?= 300
 
 fuzz-build: deps
 	@test -f $(FUZZ_DIR)/build.ninja || CC=clang CXX=clang++ meson setup $(FUZZ_DIR) \
-	    --wrap-mode=nodownload -Dfuzzing=enabled -Dtests=disabled \
+	    --wrap-mode=nodownload -Dfuzzing=enabled \
 	    -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=false \
 	    -Dcpp_args=-gline-tables-only
 	meson compile -C $(FUZZ_DIR) fuzzers
@@ -59,29 +59,28 @@ fuzz: fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) meson test -C $(FUZZ_DIR) --no-rebuild --suite fuzz \
 	    --timeout-multiplier 0 --print-errorlogs
 
-# Sanitizers: every test under ASan+UBSan (gcc) in build-asan/, and the tests
-# that run threads of the engine and targets layers under TSan in build-tsan/
-# (a test with one thread cannot race). -O1 and line tables only keep the
-# builds short; gcc's sanitizers make -Wmaybe-uninitialized report false
-# positives inside libstdc++'s <regex>, which werror would turn into a
-# failed build. Any sanitizer report fails its test. See README.
-ASAN_DIR := build-asan
+# Sanitizers: every test under ASan+UBSan in build-fuzz/ (clang; the layers
+# are already compiled there for the fuzzers, so only the tests are added),
+# and the tests that run threads of the engine and targets layers under TSan
+# in build-tsan/ (gcc; a test with one thread cannot race). -O1 and line
+# tables only keep the builds short; gcc's sanitizers make
+# -Wmaybe-uninitialized report false positives inside libstdc++'s <regex>,
+# which werror would turn into a failed build. Any sanitizer report fails its
+# test. See README.
 TSAN_DIR := build-tsan
 TSAN_TESTS := attempt_watchdog circuit_breaker ssrf_guard delivery_metrics events_db \
     delivery recovery redrive
-SANITIZER_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
-    -Dcpp_args="['-g1', '-Wno-maybe-uninitialized']"
+TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
+    -Dcpp_args="['-g1', '-Wno-maybe-uninitialized']" -Db_sanitize=thread
 
 .PHONY: test-sanitizers
 
-test-sanitizers: deps
-	@test -f $(ASAN_DIR)/build.ninja || meson setup $(ASAN_DIR) $(SANITIZER_SETUP) \
-	    -Db_sanitize=address,undefined
-	@test -f $(TSAN_DIR)/build.ninja || meson setup $(TSAN_DIR) $(SANITIZER_SETUP) \
-	    -Db_sanitize=thread
-	meson compile -C $(ASAN_DIR)
+test-sanitizers: fuzz-build
+	@test -f $(TSAN_DIR)/build.ninja || meson setup $(TSAN_DIR) $(TSAN_SETUP)
+	meson compile -C $(FUZZ_DIR)
 	meson compile -C $(TSAN_DIR) app/webhooker $(addprefix tests/,$(addsuffix _test,$(TSAN_TESTS)))
 	ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	TSAN_OPTIONS="second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp" \
-	    bash scripts/run-tests -C $(ASAN_DIR) --no-rebuild -C $(TSAN_DIR) --no-rebuild $(TSAN_TESTS)
+	    bash scripts/run-tests -C $(FUZZ_DIR) --no-rebuild --no-suite fuzz \
+	    -C $(TSAN_DIR) --no-rebuild $(TSAN_TESTS)
