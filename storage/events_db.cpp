@@ -217,17 +217,40 @@ Result<std::optional<TimePoint>> EventsDb::lastAttemptTime(const std::string& de
   }
 }
 
+namespace {
+
+constexpr const char* kBacklogByTarget =
+    "SELECT target_id, status, COUNT(*) FROM deliveries "
+    "WHERE status IN ('pending', 'retrying') GROUP BY target_id, status";
+
+std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
+  std::vector<EventsDb::BacklogCount> out;
+  while (q.executeStep())
+    out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(),
+                   q.getColumn(2).getInt64()});
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT target_id, status, COUNT(*) FROM deliveries "
-                        "WHERE status IN ('pending', 'retrying') GROUP BY target_id, status");
-    std::vector<BacklogCount> out;
-    while (q.executeStep())
-      out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(),
-                     q.getColumn(2).getInt64()});
-    return out;
+    return readBacklog(*statements_->get(kBacklogByTarget));
+  } catch (const std::exception& e) {
+    return storage::storageError("count backlog", e);
+  }
+}
+
+Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
+    const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    return makeError("not_found", file.string() + " does not exist");
+  try {
+    SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+    SQLite::Statement q(db, kBacklogByTarget);
+    return readBacklog(q);
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
   }

@@ -223,6 +223,10 @@ class EventsDb {
   };
   // How many deliveries wait, per target and status (for the sampler).
   Result<std::vector<BacklogCount>> backlogByTarget();
+  // The same, read from a file nobody holds open here: opened read-only,
+  // without migrating or creating it, and closed again ("not_found" if the
+  // file does not exist).
+  static Result<std::vector<BacklogCount>> backlogOfFile(const std::filesystem::path& file);
   // Every pending or retrying delivery, oldest first.
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries();
 

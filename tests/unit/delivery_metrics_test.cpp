@@ -370,6 +370,56 @@ TEST_CASE("the sampler counts pending and retrying rows per type across every ev
   }
 }
 
+TEST_CASE("the sampler counts DBs the pool holds closed from their files, without reopening them") {
+  TempDir dir;
+  SystemClock clock;
+  auto storeResult = MainStore::open(dir / "webhooker.db", DbOptions{}, clock);
+  REQUIRE(storeResult);
+  MainStore& store = *storeResult.value();
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 1);  // one DB open at a time
+  prometheus::Registry registry;
+  DeliveryMetrics metrics(registry);
+  BacklogSampler sampler(store, pool, metrics);
+
+  std::map<std::string, std::string> logTargetOf;  // webhook id → its log target
+  for (const char* name : {"a", "b"}) {
+    auto hook = store.createWebhook(name, "", 30);
+    REQUIRE(hook);
+    TargetRecord t;
+    t.webhookId = hook->id;
+    t.name = "log";
+    t.type = "log";
+    auto target = store.createTarget(t);
+    REQUIRE(target);
+    logTargetOf[hook->id] = target->id;
+  }
+  const auto ingest = [&](const std::string& webhookId, int n) {
+    auto db = pool.get(webhookId);  // opens it, closing the other
+    REQUIRE(db);
+    for (int i = 0; i < n; ++i)
+      REQUIRE(db.value()->ingest(someEvent(), {logTargetOf.at(webhookId)}, 24h));
+  };
+  const auto pendingLog = [&] {
+    REQUIRE(sampler.sampleOnce());
+    return read(registry, "webhooker_deliveries_pending", typeIs("log"));
+  };
+  const std::string a = logTargetOf.begin()->first;
+  const std::string b = std::next(logTargetOf.begin())->first;
+
+  ingest(a, 1);
+  ingest(b, 2);
+  CHECK(pendingLog() == 3.0);
+  CHECK(pendingLog() == 3.0);  // the closed one's count is reused
+  CHECK(pool.peek(a).open == nullptr);  // a pass opens nothing in the pool
+  CHECK(pool.peek(b).open != nullptr);
+
+  ingest(a, 4);  // reopened and written: its old count is stale
+  CHECK(pendingLog() == 7.0);
+  ingest(b, 1);
+  CHECK(pendingLog() == 8.0);
+  CHECK(pool.openCount() == 1);
+}
+
 // --- Outcomes only after the status row ------------------------------------
 
 // The EngineHarness has its own RecordingObserver and no way to inject a
