@@ -288,16 +288,29 @@ TEST_CASE("setBreakersOpen folds unknown types and zeroes types that are not in 
 // target through the API does the same at once. Between the soft delete and
 // that terminal write the rows exist, and a sampler pass counts them; this
 // builds that state on real files and runs the real sampler over it.
-TEST_CASE("the sampler counts pending and retrying rows per type across every events DB") {
+// A main store, an events DB pool of `capacity` and a sampler over them.
+struct SamplerFixture {
   TempDir dir;
   SystemClock clock;
-  auto storeResult = MainStore::open(dir / "webhooker.db", DbOptions{}, clock);
-  REQUIRE(storeResult);
-  MainStore& store = *storeResult.value();
-  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  std::unique_ptr<MainStore> storeOwner = openStore();
+  MainStore& store = *storeOwner;
+  EventsDbPool pool;
   prometheus::Registry registry;
-  DeliveryMetrics metrics(registry);
-  BacklogSampler sampler(store, pool, metrics);
+  DeliveryMetrics metrics{registry};
+  BacklogSampler sampler{store, pool, metrics};
+
+  explicit SamplerFixture(size_t capacity = EventsDbPool::kDefaultCapacity)
+      : pool(dir.path(), DbOptions{}, clock, capacity) {}
+
+  std::unique_ptr<MainStore> openStore() {
+    auto opened = MainStore::open(dir / "webhooker.db", DbOptions{}, clock);
+    if (!opened) throw std::runtime_error("open main DB: " + opened.error().message);
+    return std::move(opened.value());
+  }
+};
+
+TEST_CASE_FIXTURE(SamplerFixture,
+                  "the sampler counts pending and retrying rows per type across every events DB") {
 
   const auto makeTarget = [&](const std::string& webhookId, const std::string& type) {
     TargetRecord t;
@@ -371,15 +384,11 @@ TEST_CASE("the sampler counts pending and retrying rows per type across every ev
 }
 
 TEST_CASE("the sampler counts DBs the pool holds closed from their files, without reopening them") {
-  TempDir dir;
-  SystemClock clock;
-  auto storeResult = MainStore::open(dir / "webhooker.db", DbOptions{}, clock);
-  REQUIRE(storeResult);
-  MainStore& store = *storeResult.value();
-  EventsDbPool pool(dir.path(), DbOptions{}, clock, 1);  // one DB open at a time
-  prometheus::Registry registry;
-  DeliveryMetrics metrics(registry);
-  BacklogSampler sampler(store, pool, metrics);
+  SamplerFixture f(1);  // one DB open at a time
+  MainStore& store = f.store;
+  EventsDbPool& pool = f.pool;
+  prometheus::Registry& registry = f.registry;
+  BacklogSampler& sampler = f.sampler;
 
   std::map<std::string, std::string> logTargetOf;  // webhook id → its log target
   for (const char* name : {"a", "b"}) {

@@ -105,14 +105,22 @@ struct Blocker {
   }
 };
 
-std::vector<std::future<Result<void>>> startWriters(GroupCommit& group,
-                                                    const std::vector<GroupCommit::Work>& works) {
+// Writers inserting `from`..`to`, each on its own thread.
+std::vector<std::future<Result<void>>> startInserts(GroupCommit& group, int from, int to) {
   std::vector<std::future<Result<void>>> out;
-  for (const auto& work : works)
-    out.push_back(std::async(std::launch::async, [&group, &work] {
-      return group.run("test write", work);
+  for (int x = from; x <= to; ++x)
+    out.push_back(std::async(std::launch::async, [&group, x] {
+      return group.run("test write", Fixture::insert(x));
     }));
   return out;
+}
+
+void checkAllBusy(std::vector<std::future<Result<void>>>& writers) {
+  for (auto& w : writers) {
+    const Result<void> r = w.get();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "storage_busy");
+  }
 }
 
 }  // namespace
@@ -126,9 +134,7 @@ TEST_CASE_FIXTURE(Fixture, "a lone writer commits at once, in its own transactio
 TEST_CASE_FIXTURE(Fixture, "writers queued behind a running group share the next commit") {
   Blocker blocker(*group);
   waitUntilQueued(1);
-  std::vector<GroupCommit::Work> works;
-  for (int x = 1; x <= 10; ++x) works.push_back(insert(x));
-  auto writers = startWriters(*group, works);
+  auto writers = startInserts(*group, 1, 10);
   waitUntilQueued(11);
   blocker.release.set_value();
   CHECK(blocker.done.get().ok());
@@ -174,14 +180,8 @@ TEST_CASE("a group whose transaction cannot begin fails every writer; nothing is
   Fixture f("WAL", 100);
   SQLite::Database other(f.file, SQLite::OPEN_READWRITE);
   other.exec("BEGIN IMMEDIATE");  // holds the write lock past the busy timeout
-  std::vector<GroupCommit::Work> works;
-  for (int x = 1; x <= 6; ++x) works.push_back(Fixture::insert(x));
-  auto writers = startWriters(*f.group, works);
-  for (auto& w : writers) {
-    const Result<void> r = w.get();
-    REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == "storage_busy");
-  }
+  auto writers = startInserts(*f.group, 1, 6);
+  checkAllBusy(writers);
   other.exec("ROLLBACK");
   CHECK(f.rows().empty());
   CHECK(f.group->run("after", Fixture::insert(7)).ok());
@@ -194,9 +194,7 @@ TEST_CASE("a group whose commit fails fails every writer; nothing of it is visib
   Fixture f("DELETE", 100);
   Blocker blocker(*f.group);
   f.waitUntilQueued(1);
-  std::vector<GroupCommit::Work> works;
-  for (int x = 1; x <= 5; ++x) works.push_back(Fixture::insert(x));
-  auto writers = startWriters(*f.group, works);
+  auto writers = startInserts(*f.group, 1, 5);
   f.waitUntilQueued(6);
   SQLite::Database reader(f.file, SQLite::OPEN_READONLY);
   reader.exec("BEGIN");
@@ -205,11 +203,7 @@ TEST_CASE("a group whose commit fails fails every writer; nothing of it is visib
   const Result<void> blocked = blocker.done.get();
   REQUIRE_FALSE(blocked.ok());
   CHECK(blocked.error().code == "storage_busy");
-  for (auto& w : writers) {
-    const Result<void> r = w.get();
-    REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == "storage_busy");
-  }
+  checkAllBusy(writers);
   reader.exec("COMMIT");
   CHECK(f.rows().empty());
 }
