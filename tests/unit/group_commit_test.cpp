@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -208,11 +209,16 @@ TEST_CASE("a group whose commit fails fails every writer; nothing of it is visib
   CHECK(f.rows().empty());
 }
 
-TEST_CASE("concurrent ingests are each committed before ingest returns") {
+// One EventsDb on a fresh events file.
+struct EventsFixture {
   TempDir dir;
   FakeClock clock;
-  const auto file = dir / "events-1.db";
-  auto db = webhooker::EventsDb::open(file, webhooker::DbOptions{}, clock);
+  std::filesystem::path file = dir / "events-1.db";
+  Result<std::shared_ptr<webhooker::EventsDb>> db =
+      webhooker::EventsDb::open(file, webhooker::DbOptions{}, clock);
+};
+
+TEST_CASE_FIXTURE(EventsFixture, "concurrent ingests are each committed before ingest returns") {
   REQUIRE(db.ok());
   constexpr int kThreads = 8;
   constexpr int kPerThread = 20;
@@ -245,11 +251,7 @@ TEST_CASE("concurrent ingests are each committed before ingest returns") {
   CHECK(reader.execAndGet("SELECT COUNT(*) FROM events").getInt() == kThreads * kPerThread);
 }
 
-TEST_CASE("ingests queued together with one idempotency key make one event") {
-  TempDir dir;
-  FakeClock clock;
-  const auto file = dir / "events-1.db";
-  auto db = webhooker::EventsDb::open(file, webhooker::DbOptions{}, clock);
+TEST_CASE_FIXTURE(EventsFixture, "ingests queued together with one idempotency key make one event") {
   REQUIRE(db.ok());
   // Another connection holds the write lock, so the ingests queue up behind
   // the first one and are written as one group once it lets go.
