@@ -39,11 +39,10 @@ Result<void> BacklogSampler::sampleOnce() {
   // Every label gets a value, 0 included, so a drained backlog reads 0.
   std::map<std::string, std::pair<double, double>> counts;
   for (std::string_view t : DeliveryMetrics::kTypeLabels) counts[std::string(t)] = {0, 0};
+  std::map<std::string, ClosedCount> nextClosedCounts;  // only webhooks that still exist
   for (const Webhook& w : webhooks.value()) {
-    auto db = eventsDbs_.get(w.id);
-    if (!db && db.error().code == "not_found") continue;  // deleted since the listing
-    if (!db) return db.error();
-    auto backlog = db.value()->backlogByTarget();
+    auto backlog = backlogOf(w.id, nextClosedCounts);
+    if (!backlog && backlog.error().code == "not_found") continue;  // deleted since the listing
     if (!backlog) return backlog.error();
     for (const auto& row : backlog.value()) {
       auto type = types->find(row.targetId);
@@ -55,11 +54,27 @@ Result<void> BacklogSampler::sampleOnce() {
     }
   }
   for (const auto& [type, c] : counts) metrics_.setBacklog(type, c.first, c.second);
+  closedCounts_ = std::move(nextClosedCounts);
   spdlog::debug("sampler.pass webhooks={} duration_ms={}", webhooks->size(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - started)
                     .count());
   return {};
+}
+
+Result<std::vector<EventsDb::BacklogCount>> BacklogSampler::backlogOf(
+    const std::string& webhookId, std::map<std::string, ClosedCount>& next) {
+  const EventsDbPool::Peek peek = eventsDbs_.peek(webhookId);
+  if (peek.open) return peek.open->backlogByTarget();
+  if (auto it = closedCounts_.find(webhookId);
+      it != closedCounts_.end() && it->second.closings == peek.closings) {
+    next.insert(*it);
+    return it->second.backlog;
+  }
+  auto backlog = EventsDb::backlogOfFile(eventsDbs_.pathFor(webhookId));
+  // Opened since we peeked: the count may already be old; count again next pass.
+  if (backlog && !eventsDbs_.peek(webhookId).open) next[webhookId] = {peek.closings, backlog.value()};
+  return backlog;
 }
 
 }  // namespace webhooker

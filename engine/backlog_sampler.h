@@ -4,11 +4,22 @@
 // cannot drift when a status write fails. Deliveries of deleted targets are
 // folded into "unknown": the backlog nobody is watching.
 //
+// A pass leaves the pool's LRU alone: a DB the pool holds open is counted
+// through it; one it holds closed is counted once from its file, read-only,
+// and that count is reused until the pool opens the DB again (nothing here
+// writes a closed DB). So a pass over 1,000 webhooks with 256 open reopens
+// no file that has not been written since the last pass.
+//
 // Threading: one thread of its own (samplerThread_); sampleOnce() may also
 // be called directly (tests, benchmarks) but not concurrently with itself.
+// closedCounts_ belongs to the pass.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include "base/result.h"
@@ -33,10 +44,18 @@ class BacklogSampler {
   Result<void> sampleOnce();
 
  private:
+  struct ClosedCount {
+    uint64_t closings = 0;  // EventsDbPool::Peek::closings when counted
+    std::vector<EventsDb::BacklogCount> backlog;
+  };
+  Result<std::vector<EventsDb::BacklogCount>> backlogOf(const std::string& webhookId,
+                                                        std::map<std::string, ClosedCount>& next);
+
   MainStore& store_;
   EventsDbPool& eventsDbs_;
   DeliveryMetrics& metrics_;
   const std::chrono::milliseconds interval_;
+  std::map<std::string, ClosedCount> closedCounts_;  // webhook id → its last count from file
   std::jthread samplerThread_;
 };
 

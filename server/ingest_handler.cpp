@@ -28,7 +28,7 @@ std::optional<std::string> idempotencyKeyOf(const httplib::Request& req) {
 
 IngestHandler::IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
                              ServerMetrics& metrics, IngestOptions options)
-    : store_(store),
+    : routes_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
       metrics_(metrics),
@@ -47,14 +47,15 @@ void IngestHandler::handle(const httplib::Request& req, std::string body,
                      "the body is larger than the limit of " + std::to_string(options_.bodyLimit) +
                          " bytes");
 
-  auto entrypoint = store_.getEntrypoint(normalizeUuid(rawId));
-  if (!entrypoint) {
-    if (entrypoint.error().code == "not_found")
+  auto route = routes_.lookup(normalizeUuid(rawId));
+  if (!route) {
+    if (route.error().code == "not_found")
       return sendError(res, 404, "not_found", "no such entrypoint");
     spdlog::error("ingest.lookup_failed entrypoint_id={} error=\"{}\"", rawId,
-                  entrypoint.error().message);
+                  route.error().message);
     return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
   }
+  const Entrypoint* entrypoint = &route.value()->entrypoint;
   if (!entrypoint->active)
     return sendError(res, 410, "entrypoint_inactive", "this entrypoint is not accepting events");
   if (entrypoint->verification != "none") {
@@ -74,16 +75,9 @@ void IngestHandler::handle(const httplib::Request& req, std::string body,
     return sendError(res, 400, "invalid_idempotency_key",
                      "the idempotency key must be 1 to 255 characters");
 
-  auto targets = store_.listTargets(entrypoint->webhookId);
-  if (!targets) {
-    spdlog::error("ingest.lookup_failed webhook_id={} error=\"{}\"", entrypoint->webhookId,
-                  targets.error().message);
-    return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
-  }
   std::vector<std::string> targetIds;
   std::unordered_map<std::string, std::string> typeOf;
-  for (const TargetRecord& t : targets.value()) {
-    if (!t.active) continue;  // deactivated targets get no deliveries while off
+  for (const IngestRoute::ActiveTarget& t : route.value()->targets) {
     targetIds.push_back(t.id);
     typeOf[t.id] = t.type;
   }

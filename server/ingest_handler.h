@@ -1,6 +1,6 @@
 // IngestHandler: POST /hooks/<entrypoint-uuid>.
 //
-// Looks up the entrypoint, stores the event and one pending delivery per
+// Looks up the entrypoint (cached, IngestRoutes), stores the event and one pending delivery per
 // active target in one transaction of the webhook's events DB, answers 200
 // only after that commit, then hands the deliveries to the Dispatcher.
 // Never answers 200 for an event that was not stored.
@@ -17,6 +17,7 @@
 
 #include "engine/dispatcher.h"
 #include "storage/events_db_pool.h"
+#include "server/ingest_routes.h"
 #include "server/server_metrics.h"
 #include "storage/main_store.h"
 
@@ -41,7 +42,7 @@ class IngestHandler {
   bool accepting() const { return accepting_; }
 
  private:
-  MainStore& store_;
+  IngestRoutes routes_;
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;
   ServerMetrics& metrics_;

@@ -4,12 +4,17 @@
 
 #include "base/time_format.h"
 #include "base/uuid.h"
+#include "storage/group_commit.h"
 #include "storage/sqlite_database.h"
+#include "storage/statement_cache.h"
 
 namespace webhooker {
 
 EventsDb::EventsDb(std::unique_ptr<SQLite::Database> db, const Clock& clock)
-    : clock_(clock), db_(std::move(db)) {}
+    : clock_(clock),
+      db_(std::move(db)),
+      statements_(std::make_unique<storage::StatementCache>(*db_)),
+      writes_(std::make_unique<storage::GroupCommit>(*db_, dbMutex_, *statements_)) {}
 
 EventsDb::~EventsDb() = default;
 
@@ -29,76 +34,77 @@ Result<IngestOutcome> EventsDb::ingest(const InboundEvent& event,
                                        const std::vector<std::string>& targetIds,
                                        std::chrono::milliseconds idempotencyWindow) {
   const TimePoint now = clock_.now();
+  const std::string windowStart = formatTime(now - idempotencyWindow);
+  nlohmann::json headerPairs = nlohmann::json::array();
+  for (const auto& [name, value] : event.headers) headerPairs.push_back({name, value});
+  // Header values are whatever the sender put there; never fail on bad UTF-8.
+  const std::string headers =
+      headerPairs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+
   IngestOutcome out;
-  out.receivedAt = formatTime(now);
-  std::lock_guard lock(dbMutex_);
-  try {
-    // IMMEDIATE: take the write lock before the idempotency read, so another
-    // connection's commit in between makes us wait, not fail with "locked".
-    SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+  // Runs inside the group's transaction, after the writes queued before it:
+  // an earlier event of the same group with the same key is seen here.
+  const auto write = [&](storage::StatementCache& sql) -> Result<void> {
+    out = IngestOutcome{};
+    out.receivedAt = formatTime(now);
     if (event.idempotencyKey) {
-      SQLite::Statement seen(*db_,
-                             "SELECT id, received_at FROM events WHERE idempotency_key = ? "
-                             "AND received_at >= ? ORDER BY received_at LIMIT 1");
-      seen.bind(1, *event.idempotencyKey);
-      seen.bind(2, formatTime(now - idempotencyWindow));
-      if (seen.executeStep()) {
-        out.eventId = seen.getColumn(0).getString();
-        out.receivedAt = seen.getColumn(1).getString();
+      auto seen = sql.get(
+          "SELECT id, received_at FROM events WHERE idempotency_key = ? AND received_at >= ? "
+          "ORDER BY received_at LIMIT 1");
+      seen->bind(1, *event.idempotencyKey);
+      seen->bind(2, windowStart);
+      if (seen->executeStep()) {
+        out.eventId = seen->getColumn(0).getString();
+        out.receivedAt = seen->getColumn(1).getString();
         out.duplicate = true;
-        SQLite::Statement deliveries(*db_,
-                                     "SELECT id, target_id FROM deliveries WHERE event_id = ? "
-                                     "ORDER BY rowid");
-        deliveries.bind(1, out.eventId);
-        while (deliveries.executeStep())
-          out.deliveries.push_back({deliveries.getColumn(0).getString(),
-                                    deliveries.getColumn(1).getString()});
-        return out;  // the transaction rolls back: nothing written
+        auto deliveries =
+            sql.get("SELECT id, target_id FROM deliveries WHERE event_id = ? ORDER BY rowid");
+        deliveries->bind(1, out.eventId);
+        while (deliveries->executeStep())
+          out.deliveries.push_back({deliveries->getColumn(0).getString(),
+                                    deliveries->getColumn(1).getString()});
+        return {};  // nothing written
       }
     }
 
-    nlohmann::json headers = nlohmann::json::array();
-    for (const auto& [name, value] : event.headers) headers.push_back({name, value});
-
     out.eventId = newUuid();
-    SQLite::Statement insert(*db_,
-                             "INSERT INTO events (id, entrypoint_id, method, path, query, headers, "
-                             "content_type, body, body_size, remote_addr, idempotency_key, "
-                             "received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    insert.bind(1, out.eventId);
-    insert.bind(2, event.entrypointId);
-    insert.bind(3, event.method);
-    insert.bind(4, event.path);
-    insert.bind(5, event.query);
-    // Header values are whatever the sender put there; never fail on bad UTF-8.
-    insert.bind(6, headers.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    insert.bind(7, event.contentType);
-    insert.bindNoCopy(8, event.body.data(), static_cast<int>(event.body.size()));
-    insert.bind(9, static_cast<int64_t>(event.body.size()));
-    insert.bind(10, event.remoteAddr);
-    if (event.idempotencyKey) insert.bind(11, *event.idempotencyKey);
-    insert.bind(12, out.receivedAt);
-    insert.exec();
+    auto insert = sql.get(
+        "INSERT INTO events (id, entrypoint_id, method, path, query, headers, content_type, body, "
+        "body_size, remote_addr, idempotency_key, received_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert->bind(1, out.eventId);
+    insert->bind(2, event.entrypointId);
+    insert->bind(3, event.method);
+    insert->bind(4, event.path);
+    insert->bind(5, event.query);
+    insert->bindNoCopy(6, headers);
+    insert->bind(7, event.contentType);
+    insert->bindNoCopy(8, event.body.data(), static_cast<int>(event.body.size()));
+    insert->bind(9, static_cast<int64_t>(event.body.size()));
+    insert->bind(10, event.remoteAddr);
+    if (event.idempotencyKey) insert->bind(11, *event.idempotencyKey);
+    insert->bind(12, out.receivedAt);
+    insert->exec();
 
-    SQLite::Statement delivery(*db_,
-                               "INSERT INTO deliveries (id, event_id, target_id, status, attempts, "
-                               "created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?)");
+    auto delivery = sql.get(
+        "INSERT INTO deliveries (id, event_id, target_id, status, attempts, created_at, "
+        "updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?)");
     for (const std::string& targetId : targetIds) {
       StoredDelivery d{newUuid(), targetId};
-      delivery.bind(1, d.id);
-      delivery.bind(2, out.eventId);
-      delivery.bind(3, d.targetId);
-      delivery.bind(4, out.receivedAt);
-      delivery.bind(5, out.receivedAt);
-      delivery.exec();
-      delivery.reset();
+      delivery->bind(1, d.id);
+      delivery->bind(2, out.eventId);
+      delivery->bind(3, d.targetId);
+      delivery->bind(4, out.receivedAt);
+      delivery->bind(5, out.receivedAt);
+      delivery->exec();
+      delivery->reset();
       out.deliveries.push_back(std::move(d));
     }
-    txn.commit();
-    return out;
-  } catch (const std::exception& e) {
-    return storage::storageError("ingest", e);
-  }
+    return {};
+  };
+  if (auto written = writes_->run("ingest", write, event.body.size()); !written)
+    return written.error();
+  return out;
 }
 
 }  // namespace webhooker
@@ -116,92 +122,81 @@ std::optional<TimePoint> timeColumn(const SQLite::Column& c) {
 
 Result<void> EventsDb::recordAttempt(const AttemptRecord& a) {
   const std::string now = formatTime(clock_.now());
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Transaction txn(*db_);
-    SQLite::Statement result(*db_,
-                             "INSERT INTO delivery_results (delivery_id, attempt, status_code, "
-                             "response_body, error, duration_ms, success, created_at) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    result.bind(1, a.deliveryId);
-    result.bind(2, a.attempt);
-    if (a.statusCode) result.bind(3, *a.statusCode);
-    result.bind(4, a.responseBody);
-    if (!a.error.empty()) result.bind(5, a.error);
-    result.bind(6, a.durationMs);
-    result.bind(7, a.success ? 1 : 0);
-    result.bind(8, now);
-    result.exec();
+  const auto write = [&](storage::StatementCache& sql) -> Result<void> {
+    auto result = sql.get(
+        "INSERT INTO delivery_results (delivery_id, attempt, status_code, response_body, error, "
+        "duration_ms, success, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    result->bind(1, a.deliveryId);
+    result->bind(2, a.attempt);
+    if (a.statusCode) result->bind(3, *a.statusCode);
+    result->bindNoCopy(4, a.responseBody);
+    if (!a.error.empty()) result->bindNoCopy(5, a.error);
+    result->bind(6, a.durationMs);
+    result->bind(7, a.success ? 1 : 0);
+    result->bind(8, now);
+    result->exec();
 
-    SQLite::Statement update(*db_,
-                             "UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, "
-                             "last_status_code = COALESCE(?, last_status_code), "
-                             "failure_reason = ?, updated_at = ? WHERE id = ?");
-    update.bind(1, a.newStatus);
-    update.bind(2, a.attempt);
-    if (a.nextAttemptAt) update.bind(3, formatTime(*a.nextAttemptAt));
-    if (a.statusCode) update.bind(4, *a.statusCode);
-    if (a.failureReason) update.bind(5, *a.failureReason);
-    update.bind(6, now);
-    update.bind(7, a.deliveryId);
-    if (update.exec() == 0) return makeError("not_found", "delivery " + a.deliveryId + " is gone");
-    txn.commit();
+    auto update = sql.get(
+        "UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, "
+        "last_status_code = COALESCE(?, last_status_code), failure_reason = ?, updated_at = ? "
+        "WHERE id = ?");
+    update->bind(1, a.newStatus);
+    update->bind(2, a.attempt);
+    if (a.nextAttemptAt) update->bind(3, formatTime(*a.nextAttemptAt));
+    if (a.statusCode) update->bind(4, *a.statusCode);
+    if (a.failureReason) update->bind(5, *a.failureReason);
+    update->bind(6, now);
+    update->bind(7, a.deliveryId);
+    if (update->exec() == 0) return makeError("not_found", "delivery " + a.deliveryId + " is gone");
     return {};
-  } catch (const std::exception& e) {
-    return storage::storageError("record attempt", e);
-  }
+  };
+  return writes_->run("record attempt", write);
 }
 
 Result<void> EventsDb::failWithoutAttempt(const std::string& deliveryId, const std::string& reason) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_,
-                        "UPDATE deliveries SET status = 'failed', failure_reason = ?, "
-                        "next_attempt_at = NULL, updated_at = ? WHERE id = ?");
-    q.bind(1, reason);
-    q.bind(2, formatTime(clock_.now()));
-    q.bind(3, deliveryId);
-    if (q.exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
+  const std::string now = formatTime(clock_.now());
+  return writes_->run("fail delivery", [&](storage::StatementCache& sql) -> Result<void> {
+    auto q = sql.get(
+        "UPDATE deliveries SET status = 'failed', failure_reason = ?, next_attempt_at = NULL, "
+        "updated_at = ? WHERE id = ?");
+    q->bind(1, reason);
+    q->bind(2, now);
+    q->bind(3, deliveryId);
+    if (q->exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
     return {};
-  } catch (const std::exception& e) {
-    return storage::storageError("fail delivery", e);
-  }
+  });
 }
 
 Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint nextAttemptAt) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_,
-                        "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE id = ?");
-    q.bind(1, formatTime(nextAttemptAt));
-    q.bind(2, formatTime(clock_.now()));
-    q.bind(3, deliveryId);
-    if (q.exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
+  const std::string now = formatTime(clock_.now());
+  return writes_->run("defer delivery", [&](storage::StatementCache& sql) -> Result<void> {
+    auto q = sql.get("UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE id = ?");
+    q->bind(1, formatTime(nextAttemptAt));
+    q->bind(2, now);
+    q->bind(3, deliveryId);
+    if (q->exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
     return {};
-  } catch (const std::exception& e) {
-    return storage::storageError("defer delivery", e);
-  }
+  });
 }
 
 Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT method, headers, content_type, body, received_at FROM events "
-                        "WHERE id = ?");
-    q.bind(1, eventId);
-    if (!q.executeStep()) return makeError("not_found", "event " + eventId + " is gone");
+    auto q = statements_->get(
+        "SELECT method, headers, content_type, body, received_at FROM events WHERE id = ?");
+    q->bind(1, eventId);
+    if (!q->executeStep()) return makeError("not_found", "event " + eventId + " is gone");
     EventPayload p;
-    p.method = q.getColumn(0).getString();
-    const auto headers = nlohmann::json::parse(q.getColumn(1).getString(), nullptr, false);
+    p.method = q->getColumn(0).getString();
+    const auto headers = nlohmann::json::parse(q->getColumn(1).getString(), nullptr, false);
     if (headers.is_array())
       for (const auto& pair : headers)
         if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string())
           p.headers.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
-    p.contentType = q.getColumn(2).getString();
-    const SQLite::Column body = q.getColumn(3);
+    p.contentType = q->getColumn(2).getString();
+    const SQLite::Column body = q->getColumn(3);
     p.body.assign(static_cast<const char*>(body.getBlob()), static_cast<size_t>(body.getBytes()));
-    p.receivedAt = q.getColumn(4).getString();
+    p.receivedAt = q->getColumn(4).getString();
     return p;
   } catch (const std::exception& e) {
     return storage::storageError("load payload", e);
@@ -211,28 +206,51 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
 Result<std::optional<TimePoint>> EventsDb::lastAttemptTime(const std::string& deliveryId) {
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT created_at FROM delivery_results WHERE delivery_id = ? "
-                        "ORDER BY attempt DESC, id DESC LIMIT 1");
-    q.bind(1, deliveryId);
-    if (!q.executeStep()) return std::optional<TimePoint>();
-    return timeColumn(q.getColumn(0));
+    auto q = statements_->get(
+        "SELECT created_at FROM delivery_results WHERE delivery_id = ? "
+        "ORDER BY attempt DESC, id DESC LIMIT 1");
+    q->bind(1, deliveryId);
+    if (!q->executeStep()) return std::optional<TimePoint>();
+    return timeColumn(q->getColumn(0));
   } catch (const std::exception& e) {
     return storage::storageError("last attempt", e);
   }
 }
 
+namespace {
+
+constexpr const char* kBacklogByTarget =
+    "SELECT target_id, status, COUNT(*) FROM deliveries "
+    "WHERE status IN ('pending', 'retrying') GROUP BY target_id, status";
+
+std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
+  std::vector<EventsDb::BacklogCount> out;
+  while (q.executeStep())
+    out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(),
+                   q.getColumn(2).getInt64()});
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT target_id, status, COUNT(*) FROM deliveries "
-                        "WHERE status IN ('pending', 'retrying') GROUP BY target_id, status");
-    std::vector<BacklogCount> out;
-    while (q.executeStep())
-      out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(),
-                     q.getColumn(2).getInt64()});
-    return out;
+    return readBacklog(*statements_->get(kBacklogByTarget));
+  } catch (const std::exception& e) {
+    return storage::storageError("count backlog", e);
+  }
+}
+
+Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
+    const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    return makeError("not_found", file.string() + " does not exist");
+  try {
+    SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+    SQLite::Statement q(db, kBacklogByTarget);
+    return readBacklog(q);
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
   }

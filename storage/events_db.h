@@ -1,8 +1,12 @@
 // EventsDb: one webhook's events-<webhook-uuid>.db — its events, their
 // deliveries and every attempt. Holds no target config or credential.
 //
-// Threading: any thread may call; one connection behind dbMutex_. Owned
-// through shared_ptr by EventsDbPool and whoever is using it right now.
+// Threading: any thread may call; one connection behind dbMutex_. The
+// frequent small writes (ingest, attempt results, deferrals) of concurrent
+// callers are group-committed: one transaction and one fsync for all of
+// them, each caller answered once the commit holding its write is done
+// (storage/group_commit.h). Owned through shared_ptr by EventsDbPool and
+// whoever is using it right now.
 #pragma once
 
 #include <chrono>
@@ -19,6 +23,10 @@
 #include "storage/db_options.h"
 
 namespace SQLite { class Database; }
+namespace webhooker::storage {
+class GroupCommit;
+class StatementCache;
+}  // namespace webhooker::storage
 
 namespace webhooker {
 
@@ -227,7 +235,9 @@ class EventsDb {
   // received within `idempotencyWindow`, stores the event and one pending
   // delivery per target id. On success the event is committed (durable under
   // synchronous=FULL). On a duplicate nothing is written and the first
-  // event's id and deliveries come back with duplicate=true.
+  // event's id and deliveries come back with duplicate=true. Concurrent
+  // ingests share the transaction (group commit): an error means nothing of
+  // this event was stored; two of them with one key make one event.
   Result<IngestOutcome> ingest(const InboundEvent& event, const std::vector<std::string>& targetIds,
                                std::chrono::milliseconds idempotencyWindow);
 
@@ -252,6 +262,10 @@ class EventsDb {
   };
   // How many deliveries wait, per target and status (for the sampler).
   Result<std::vector<BacklogCount>> backlogByTarget();
+  // The same, read from a file nobody holds open here: opened read-only,
+  // without migrating or creating it, and closed again ("not_found" if the
+  // file does not exist).
+  static Result<std::vector<BacklogCount>> backlogOfFile(const std::filesystem::path& file);
   // Every pending or retrying delivery, oldest first.
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries();
 
@@ -326,8 +340,10 @@ class EventsDb {
   EventsDb(std::unique_ptr<SQLite::Database> db, const Clock& clock);
 
   const Clock& clock_;
-  std::mutex dbMutex_;  // guards db_
+  std::mutex dbMutex_;  // guards db_ and statements_
   std::unique_ptr<SQLite::Database> db_;
+  std::unique_ptr<storage::StatementCache> statements_;  // prepared on db_, dropped before it
+  std::unique_ptr<storage::GroupCommit> writes_;         // groups the frequent small writes
 };
 
 }  // namespace webhooker

@@ -26,6 +26,7 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   lru_.emplace_front(webhookId, db.value());
   index_[webhookId] = lru_.begin();
   while (lru_.size() > capacity_) {
+    ++closings_[lru_.back().first];
     index_.erase(lru_.back().first);
     lru_.pop_back();
   }
@@ -40,6 +41,7 @@ Result<void> EventsDbPool::remove(const std::string& webhookId) {
       lru_.erase(it->second);
       index_.erase(it);
     }
+    ++closings_[webhookId];
   }
   std::error_code ec;
   for (const char* suffix : {"", "-wal", "-shm"}) {
@@ -51,6 +53,14 @@ Result<void> EventsDbPool::remove(const std::string& webhookId) {
                        fmt::format("could not delete {}: {}", file.string(), ec.message()));
   }
   return {};
+}
+
+EventsDbPool::Peek EventsDbPool::peek(const std::string& webhookId) const {
+  std::lock_guard lock(poolMutex_);
+  Peek out;
+  if (auto it = index_.find(webhookId); it != index_.end()) out.open = it->second->second;
+  if (auto it = closings_.find(webhookId); it != closings_.end()) out.closings = it->second;
+  return out;
 }
 
 size_t EventsDbPool::openCount() const {

@@ -6,6 +6,7 @@
 // Threading: any thread; the map and list are guarded by poolMutex_.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <list>
 #include <memory>
@@ -38,6 +39,17 @@ class EventsDbPool {
   // until it lets go. Webhook ids are never reused, so the refusal lasts.
   Result<void> remove(const std::string& webhookId);
 
+  // What a pass over every webhook (the backlog sampler) may look at without
+  // opening files or changing which DBs stay open: the DB if it is open now
+  // (its place in the LRU untouched), else how many times the pool has
+  // closed it. A DB the pool holds closed is not written by this process, so
+  // what was read from its file stays true while `closings` does not move.
+  struct Peek {
+    std::shared_ptr<EventsDb> open;  // null when closed
+    uint64_t closings = 0;
+  };
+  Peek peek(const std::string& webhookId) const;
+
   std::filesystem::path pathFor(const std::string& webhookId) const;
   size_t openCount() const;
 
@@ -49,10 +61,11 @@ class EventsDbPool {
   const Clock& clock_;
   const size_t capacity_;
 
-  mutable std::mutex poolMutex_;  // guards lru_, index_ and removed_
+  mutable std::mutex poolMutex_;  // guards lru_, index_, closings_ and removed_
   Lru lru_;                       // front: most recently used
   std::unordered_map<std::string, Lru::iterator> index_;
   std::unordered_set<std::string> removed_;  // webhook ids whose files remove() deleted
+  std::unordered_map<std::string, uint64_t> closings_;  // evictions and removals per id
 };
 
 }  // namespace webhooker

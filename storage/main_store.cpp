@@ -121,7 +121,7 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
   w.maskPointers = maskPointers;
   w.createdAt = now;
   w.updatedAt = now;
-  std::lock_guard lock(dbMutex_);
+  WriteLock lock(*this);
   try {
     SQLite::Transaction txn(*db_);
     SQLite::Statement insert(*db_, std::string("INSERT INTO webhooks (") + kWebhookColumns +
@@ -178,7 +178,7 @@ Result<std::vector<Webhook>> MainStore::listWebhooks() {
 
 Result<Webhook> MainStore::updateWebhook(const std::string& id, const WebhookPatch& patch) {
   {
-    std::lock_guard lock(dbMutex_);
+    WriteLock lock(*this);
     try {
       SQLite::Statement q(*db_,
                           "UPDATE webhooks SET name = COALESCE(?, name), "
@@ -203,7 +203,7 @@ Result<Webhook> MainStore::updateWebhook(const std::string& id, const WebhookPat
 }
 
 Result<void> MainStore::deleteWebhook(const std::string& id) {
-  std::lock_guard lock(dbMutex_);
+  WriteLock lock(*this);
   try {
     SQLite::Statement q(*db_, "DELETE FROM webhooks WHERE id = ?");
     q.bind(1, id);
@@ -219,7 +219,7 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
   const std::string now = formatTime(clock_.now());
   Entrypoint ep{newUuid(), webhookId, settings.active, now, now, settings.verification,
                 settings.verificationSecret};
-  std::lock_guard lock(dbMutex_);
+  WriteLock lock(*this);
   try {
     SQLite::Statement exists(*db_, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, webhookId);
@@ -275,7 +275,7 @@ Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webho
                                                         const std::string& scheme,
                                                         const std::string& secret) {
   {
-    std::lock_guard lock(dbMutex_);
+    WriteLock lock(*this);
     try {
       SQLite::Statement q(*db_,
                           "UPDATE entrypoints SET verification = ?, verification_secret = ?, "
@@ -296,7 +296,7 @@ Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webho
 Result<Entrypoint> MainStore::setEntrypointActive(const std::string& webhookId,
                                                   const std::string& id, bool active) {
   {
-    std::lock_guard lock(dbMutex_);
+    WriteLock lock(*this);
     try {
       SQLite::Statement q(*db_,
                           "UPDATE entrypoints SET active = ?, updated_at = ? "
@@ -314,7 +314,7 @@ Result<Entrypoint> MainStore::setEntrypointActive(const std::string& webhookId,
 }
 
 Result<void> MainStore::deleteEntrypoint(const std::string& webhookId, const std::string& id) {
-  std::lock_guard lock(dbMutex_);
+  WriteLock lock(*this);
   try {
     SQLite::Statement q(*db_, "DELETE FROM entrypoints WHERE id = ? AND webhook_id = ?");
     q.bind(1, id);
@@ -332,7 +332,7 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
   t.createdAt = now;
   t.updatedAt = now;
   t.deletedAt.reset();
-  std::lock_guard lock(dbMutex_);
+  WriteLock lock(*this);
   try {
     SQLite::Statement exists(*db_, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, t.webhookId);
@@ -390,7 +390,7 @@ Result<std::vector<TargetRecord>> MainStore::listTargets(const std::string& webh
 
 Result<TargetRecord> MainStore::updateTarget(const TargetRecord& t) {
   {
-    std::lock_guard lock(dbMutex_);
+    WriteLock lock(*this);
     try {
       SQLite::Statement q(*db_,
                           "UPDATE targets SET name = ?, active = ?, max_concurrency = ?, "
@@ -417,7 +417,7 @@ Result<TargetRecord> MainStore::updateTarget(const TargetRecord& t) {
 }
 
 Result<void> MainStore::deleteTarget(const std::string& webhookId, const std::string& id) {
-  std::lock_guard lock(dbMutex_);
+  WriteLock lock(*this);
   try {
     const std::string now = formatTime(clock_.now());
     SQLite::Statement q(*db_,
@@ -459,7 +459,7 @@ Result<std::optional<std::string>> MainStore::getSetting(const std::string& key)
 }
 
 Result<void> MainStore::setSetting(const std::string& key, const std::string& value) {
-  std::lock_guard lock(dbMutex_);
+  WriteLock lock(*this);
   try {
     SQLite::Statement q(*db_,
                         "INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) "

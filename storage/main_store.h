@@ -6,6 +6,8 @@
 // database. The store stamps created/updated times from the injected clock.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -83,12 +85,32 @@ class MainStore {
   Result<std::optional<std::string>> getSetting(const std::string& key);
   Result<void> setSetting(const std::string& key, const std::string& value);
 
+  // Moves after every write this store makes, once it is committed (or
+  // rolled back). A cache of what was read keeps it valid while the number
+  // it read *before* reading has not moved.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+
  private:
+  // dbMutex_ for a method that writes: generation_ moves when it is
+  // released, after the method's transaction has ended.
+  class WriteLock {
+   public:
+    explicit WriteLock(MainStore& store) : store_(store), lock_(store.dbMutex_) {}
+    ~WriteLock() { store_.generation_.fetch_add(1, std::memory_order_release); }
+    WriteLock(const WriteLock&) = delete;
+    WriteLock& operator=(const WriteLock&) = delete;
+
+   private:
+    MainStore& store_;
+    std::lock_guard<std::mutex> lock_;
+  };
+
   MainStore(std::unique_ptr<SQLite::Database> db, const Clock& clock);
 
   const Clock& clock_;
   std::mutex dbMutex_;  // guards db_: one statement sequence at a time
   std::unique_ptr<SQLite::Database> db_;
+  std::atomic<uint64_t> generation_{0};
 };
 
 }  // namespace webhooker

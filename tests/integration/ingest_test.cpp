@@ -387,6 +387,67 @@ TEST_CASE("a deactivated entrypoint answers 410 until it is reactivated") {
   checkAccepted(hook, hook.post(R"({"a":1})"), R"({"a":1})", "application/json", true);
 }
 
+TEST_CASE("ingest follows admin changes at once, whatever it keeps in memory") {
+  Hook hook;
+  auto admin = hook.server.client();
+  checkAccepted(hook, hook.post("{}"), "{}", "application/json", true);
+
+  // A new target gets deliveries from the next event on.
+  const json added = hook.server.createTarget(hook.webhookId, {{"name", "more"}, {"type", "log"}});
+  hook.activeTargets[added["id"].get<std::string>()] = "log";
+  auto res = hook.post("{}");
+  REQUIRE(statusOf(res) == 200);
+  CHECK(jsonOf(res)["deliveries"] == 3);
+
+  // Deactivated, it gets none.
+  const std::string targetPath =
+      "/api/v1/webhooks/" + hook.webhookId + "/targets/" + added["id"].get<std::string>();
+  REQUIRE(statusOf(patchJson(admin, targetPath, {{"active", false}})) == 200);
+  hook.activeTargets.erase(added["id"].get<std::string>());
+  checkAccepted(hook, hook.post("{}"), "{}", "application/json", true);
+
+  // A deleted entrypoint is unknown at once.
+  REQUIRE(statusOf(admin.Delete("/api/v1/webhooks/" + hook.webhookId + "/entrypoints/" +
+                                hook.entrypointId)) == 204);
+  auto gone = refused(hook, [&] { return hook.post("{}"); });
+  CHECK(statusOf(gone) == 404);
+}
+
+TEST_CASE("while the events DB stays locked, each concurrent ingest is 503 and nothing is kept") {
+  TestServerOptions options;
+  options.busyTimeoutMs = 100;
+  Hook hook(options);
+  checkAccepted(hook, hook.post("{}"), "{}", "application/json", true);
+  hook.server.dispatcher().clear();
+
+  // Another connection (an operator's sqlite3 shell) holds the write lock
+  // past the busy timeout: the group commits of these ingests cannot begin.
+  SQLite::Database other(hook.eventsDb().string(), SQLite::OPEN_READWRITE);
+  other.exec("BEGIN IMMEDIATE");
+  constexpr int kPosts = 6;
+  std::mutex resultsMutex;  // guards statuses and codes
+  std::vector<int> statuses;
+  std::vector<std::string> codes;
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < kPosts; ++i)
+      threads.emplace_back([&, i] {
+        auto res = hook.post(json{{"n", i}}.dump());
+        std::lock_guard lock(resultsMutex);
+        statuses.push_back(statusOf(res));
+        codes.push_back(errorCode(res));
+      });
+  }
+  other.exec("ROLLBACK");
+  CHECK(statuses == std::vector<int>(kPosts, 503));
+  CHECK(codes == std::vector<std::string>(kPosts, "storage_unavailable"));
+  CHECK(hook.events() == 1);
+  CHECK(hook.deliveries() == 2);
+  CHECK(hook.server.dispatcher().batchCount() == 0);
+
+  checkAccepted(hook, hook.post("{}"), "{}", "application/json", true);
+}
+
 TEST_CASE("a body over the limit is 413 and writes nothing") {
   Hook hook(withBodyLimit(1024));
   const std::string atLimit(1024, 'a');

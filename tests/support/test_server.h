@@ -91,6 +91,8 @@ struct TestServerOptions {
   // Stamps events and rows; nullptr: the system clock. Must outlive the server.
   const Clock* clock = nullptr;
   int threads = 8;
+  // How long the events DBs wait for another connection's write lock.
+  int busyTimeoutMs = DbOptions{}.busyTimeoutMs;
 };
 
 class TestServer {
@@ -105,7 +107,9 @@ class TestServer {
     store_ = std::move(store.value());
     if (auto t = server::ensureAdminToken(*store_, std::string(kToken)); !t)
       throw std::runtime_error("TestServer: admin token: " + t.error().message);
-    eventsDbs_ = std::make_unique<EventsDbPool>(dir_.path(), DbOptions{}, clock_);
+    DbOptions eventsDbOptions;
+    eventsDbOptions.busyTimeoutMs = options_.busyTimeoutMs;
+    eventsDbs_ = std::make_unique<EventsDbPool>(dir_.path(), eventsDbOptions, clock_);
 
     server::ServerOptions serverOptions;
     serverOptions.listenAddress = "127.0.0.1";

@@ -288,16 +288,29 @@ TEST_CASE("setBreakersOpen folds unknown types and zeroes types that are not in 
 // target through the API does the same at once. Between the soft delete and
 // that terminal write the rows exist, and a sampler pass counts them; this
 // builds that state on real files and runs the real sampler over it.
-TEST_CASE("the sampler counts pending and retrying rows per type across every events DB") {
+// A main store, an events DB pool of `capacity` and a sampler over them.
+struct SamplerFixture {
   TempDir dir;
   SystemClock clock;
-  auto storeResult = MainStore::open(dir / "webhooker.db", DbOptions{}, clock);
-  REQUIRE(storeResult);
-  MainStore& store = *storeResult.value();
-  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  std::unique_ptr<MainStore> storeOwner = openStore();
+  MainStore& store = *storeOwner;
+  EventsDbPool pool;
   prometheus::Registry registry;
-  DeliveryMetrics metrics(registry);
-  BacklogSampler sampler(store, pool, metrics);
+  DeliveryMetrics metrics{registry};
+  BacklogSampler sampler{store, pool, metrics};
+
+  explicit SamplerFixture(size_t capacity = EventsDbPool::kDefaultCapacity)
+      : pool(dir.path(), DbOptions{}, clock, capacity) {}
+
+  std::unique_ptr<MainStore> openStore() {
+    auto opened = MainStore::open(dir / "webhooker.db", DbOptions{}, clock);
+    if (!opened) throw std::runtime_error("open main DB: " + opened.error().message);
+    return std::move(opened.value());
+  }
+};
+
+TEST_CASE_FIXTURE(SamplerFixture,
+                  "the sampler counts pending and retrying rows per type across every events DB") {
 
   const auto makeTarget = [&](const std::string& webhookId, const std::string& type) {
     TargetRecord t;
@@ -368,6 +381,52 @@ TEST_CASE("the sampler counts pending and retrying rows per type across every ev
     CHECK(read(registry, "webhooker_deliveries_pending", typeIs(type)) == 0.0);
     CHECK(read(registry, "webhooker_deliveries_retrying", typeIs(type)) == 0.0);
   }
+}
+
+TEST_CASE("the sampler counts DBs the pool holds closed from their files, without reopening them") {
+  SamplerFixture f(1);  // one DB open at a time
+  MainStore& store = f.store;
+  EventsDbPool& pool = f.pool;
+  prometheus::Registry& registry = f.registry;
+  BacklogSampler& sampler = f.sampler;
+
+  std::map<std::string, std::string> logTargetOf;  // webhook id → its log target
+  for (const char* name : {"a", "b"}) {
+    auto hook = store.createWebhook(name, "", 30);
+    REQUIRE(hook);
+    TargetRecord t;
+    t.webhookId = hook->id;
+    t.name = "log";
+    t.type = "log";
+    auto target = store.createTarget(t);
+    REQUIRE(target);
+    logTargetOf[hook->id] = target->id;
+  }
+  const auto ingest = [&](const std::string& webhookId, int n) {
+    auto db = pool.get(webhookId);  // opens it, closing the other
+    REQUIRE(db);
+    for (int i = 0; i < n; ++i)
+      REQUIRE(db.value()->ingest(someEvent(), {logTargetOf.at(webhookId)}, 24h));
+  };
+  const auto pendingLog = [&] {
+    REQUIRE(sampler.sampleOnce());
+    return read(registry, "webhooker_deliveries_pending", typeIs("log"));
+  };
+  const std::string a = logTargetOf.begin()->first;
+  const std::string b = std::next(logTargetOf.begin())->first;
+
+  ingest(a, 1);
+  ingest(b, 2);
+  CHECK(pendingLog() == 3.0);
+  CHECK(pendingLog() == 3.0);  // the closed one's count is reused
+  CHECK(pool.peek(a).open == nullptr);  // a pass opens nothing in the pool
+  CHECK(pool.peek(b).open != nullptr);
+
+  ingest(a, 4);  // reopened and written: its old count is stale
+  CHECK(pendingLog() == 7.0);
+  ingest(b, 1);
+  CHECK(pendingLog() == 8.0);
+  CHECK(pool.openCount() == 1);
 }
 
 // --- Outcomes only after the status row ------------------------------------

@@ -1,0 +1,40 @@
+#include "server/ingest_routes.h"
+
+#include <mutex>
+
+namespace webhooker::server {
+
+IngestRoutes::IngestRoutes(MainStore& store) : store_(store) {}
+
+Result<std::shared_ptr<const IngestRoute>> IngestRoutes::lookup(const std::string& entrypointId) {
+  // Read before loading: a write that lands while we load moves it past
+  // what we store, so the next lookup loads again.
+  const uint64_t generation = store_.generation();
+  {
+    std::shared_lock lock(routesMutex_);
+    if (auto it = routes_.find(entrypointId);
+        it != routes_.end() && it->second.generation == generation)
+      return it->second.route;
+  }
+  auto entrypoint = store_.getEntrypoint(entrypointId);
+  if (!entrypoint) {
+    if (entrypoint.error().code == "not_found") {
+      std::unique_lock lock(routesMutex_);
+      routes_.erase(entrypointId);
+    }
+    return entrypoint.error();
+  }
+  auto targets = store_.listTargets(entrypoint->webhookId);
+  if (!targets) return targets.error();
+  auto route = std::make_shared<IngestRoute>();
+  route->entrypoint = std::move(entrypoint.value());
+  for (const TargetRecord& t : targets.value())
+    if (t.active) route->targets.push_back({t.id, t.type});  // inactive: no deliveries while off
+
+  std::unique_lock lock(routesMutex_);
+  Entry& entry = routes_[entrypointId];
+  if (!entry.route || entry.generation <= generation) entry = {generation, route};
+  return std::shared_ptr<const IngestRoute>(std::move(route));
+}
+
+}  // namespace webhooker::server

@@ -1,0 +1,51 @@
+// IngestRoutes: what ingest needs to know about an entrypoint — the
+// entrypoint and the active targets of its webhook — kept in memory, so an
+// ingest reads nothing from the main DB. An entry stays valid while the main
+// store's generation read before loading it has not moved: any write to the
+// main DB (an admin change to a webhook, entrypoint or target) makes the
+// next lookup load again. Unknown ids are not kept.
+//
+// Ownership: the store must outlive it. Threading: lookup() from any thread
+// (the HTTP workers); routesMutex_ guards routes_.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "storage/main_store.h"
+
+namespace webhooker::server {
+
+struct IngestRoute {
+  struct ActiveTarget {
+    std::string id;
+    std::string type;
+  };
+  Entrypoint entrypoint;
+  std::vector<ActiveTarget> targets;  // active ones, oldest first
+};
+
+class IngestRoutes {
+ public:
+  explicit IngestRoutes(MainStore& store);
+
+  // "not_found" for an unknown entrypoint; the store's errors otherwise.
+  Result<std::shared_ptr<const IngestRoute>> lookup(const std::string& entrypointId);
+
+ private:
+  struct Entry {
+    uint64_t generation = 0;
+    std::shared_ptr<const IngestRoute> route;
+  };
+
+  MainStore& store_;
+  std::shared_mutex routesMutex_;  // guards routes_
+  std::unordered_map<std::string, Entry> routes_;
+};
+
+}  // namespace webhooker::server

@@ -1,0 +1,94 @@
+#include "storage/group_commit.h"
+
+#include <sqlite3.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "storage/sqlite_database.h"
+
+namespace webhooker::storage {
+
+GroupCommit::GroupCommit(SQLite::Database& db, std::mutex& dbMutex, StatementCache& statements)
+    : db_(db), dbMutex_(dbMutex), statements_(statements) {}
+
+Result<void> GroupCommit::run(const char* operation, const Work& work, size_t bytes) {
+  Writer self{operation, &work, bytes, std::nullopt, false, {}};
+  std::unique_lock lock(queueMutex_);
+  queue_.push_back(&self);
+  self.wake.wait(lock, [&] { return self.done || queue_.front() == &self; });
+  if (self.done) return std::move(*self.result);
+
+  // Leading: the group is the head of the queue, this writer first.
+  std::vector<Writer*> group;
+  size_t groupBytes = 0;
+  for (Writer* w : queue_) {
+    if (!group.empty() &&
+        (group.size() == kMaxGroupSize || groupBytes + w->bytes > kMaxGroupBytes))
+      break;
+    group.push_back(w);
+    groupBytes += w->bytes;
+  }
+  lock.unlock();
+  commit(group);
+  lock.lock();
+  for (Writer* w : group) {
+    queue_.pop_front();
+    w->done = true;
+    if (w != &self) w->wake.notify_one();
+  }
+  if (!queue_.empty()) queue_.front()->wake.notify_one();
+  return std::move(*self.result);
+}
+
+size_t GroupCommit::waiting() const {
+  std::lock_guard lock(queueMutex_);
+  return queue_.size();
+}
+
+void GroupCommit::commit(const std::vector<Writer*>& group) {
+  const auto failAll = [&](const char* operation, const std::exception& e) {
+    for (Writer* w : group) w->result = storageError(operation, e);
+  };
+  std::lock_guard lock(dbMutex_);
+  try {
+    // IMMEDIATE: the write lock comes first, so a read inside a work (an
+    // idempotency check) cannot be overtaken by another connection's write.
+    SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
+    for (Writer* w : group) {
+      if (runInSavepoint(*w)) continue;
+      // SQLite ended the transaction (an I/O error, a full disk): the
+      // writes before this one are gone too.
+      const Error lost = w->result->error();
+      for (Writer* other : group) other->result = lost;
+      return;
+    }
+    txn.commit();
+  } catch (const std::exception& e) {
+    failAll("commit", e);
+  } catch (...) {
+    failAll("commit", std::runtime_error("unknown error"));
+  }
+}
+
+bool GroupCommit::runInSavepoint(Writer& writer) {
+  statements_.get("SAVEPOINT write")->exec();
+  try {
+    writer.result = (*writer.work)(statements_);
+  } catch (const std::exception& e) {
+    writer.result = storageError(writer.operation, e);
+  } catch (...) {
+    writer.result = storageError(writer.operation, std::runtime_error("unknown error"));
+  }
+  if (sqlite3_get_autocommit(db_.getHandle())) {
+    if (writer.result->ok())
+      writer.result = makeError("storage_error", std::string("storage ") + writer.operation +
+                                                     " failed: the transaction was rolled back");
+    return false;
+  }
+  if (!writer.result->ok()) statements_.get("ROLLBACK TO write")->exec();
+  statements_.get("RELEASE write")->exec();
+  return true;
+}
+
+}  // namespace webhooker::storage

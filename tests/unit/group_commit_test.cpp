@@ -1,0 +1,285 @@
+// GroupCommit on a real SQLite file: writers queued behind a running group
+// share the next transaction (counted with SQLite's commit hook), a writer
+// whose work fails is undone alone, and a group whose transaction cannot
+// begin or commit fails every writer in it with nothing visible. Then the
+// same through EventsDb::ingest: concurrent ingests are committed before
+// they return, one idempotency key in one group makes one event.
+#include <doctest/doctest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/events_db.h"
+#include "storage/group_commit.h"
+#include "storage/statement_cache.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using webhooker::Result;
+using webhooker::storage::GroupCommit;
+using webhooker::storage::StatementCache;
+using webhooker::testing::FakeClock;
+using webhooker::testing::TempDir;
+
+int countCommit(void* commits) {
+  ++*static_cast<std::atomic<int>*>(commits);
+  return 0;  // 0: let the commit happen
+}
+
+// One connection with a group commit on it, a table with a UNIQUE column,
+// and a count of the commits the connection made.
+struct Fixture {
+  TempDir dir;
+  std::string file = (dir / "group.db").string();
+  std::unique_ptr<SQLite::Database> db;
+  std::mutex dbMutex;
+  std::unique_ptr<StatementCache> statements;
+  std::unique_ptr<GroupCommit> group;
+  std::atomic<int> commits{0};
+
+  explicit Fixture(const char* journalMode = "WAL", int busyTimeoutMs = 200) {
+    db = std::make_unique<SQLite::Database>(
+        file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX, busyTimeoutMs);
+    db->exec(std::string("PRAGMA journal_mode = ") + journalMode);
+    db->exec("CREATE TABLE t (x INTEGER NOT NULL UNIQUE)");
+    statements = std::make_unique<StatementCache>(*db);
+    group = std::make_unique<GroupCommit>(*db, dbMutex, *statements);
+    sqlite3_commit_hook(db->getHandle(), countCommit, &commits);
+  }
+  ~Fixture() {
+    sqlite3_commit_hook(db->getHandle(), nullptr, nullptr);
+    group.reset();
+    statements.reset();
+  }
+
+  static GroupCommit::Work insert(int x) {
+    return [x](StatementCache& sql) -> Result<void> {
+      auto q = sql.get("INSERT INTO t (x) VALUES (?)");
+      q->bind(1, x);
+      q->exec();
+      return {};
+    };
+  }
+  std::set<int> rows() {
+    SQLite::Database reader(file, SQLite::OPEN_READONLY);
+    SQLite::Statement q(reader, "SELECT x FROM t");
+    std::set<int> out;
+    while (q.executeStep()) out.insert(q.getColumn(0).getInt());
+    return out;
+  }
+  void waitUntilQueued(size_t n) {
+    for (int i = 0; i < 5000 && group->waiting() < n; ++i) std::this_thread::sleep_for(1ms);
+    REQUIRE(group->waiting() == n);
+  }
+};
+
+// A first writer whose work waits inside its transaction until released,
+// so that the writers started meanwhile queue up behind it.
+struct Blocker {
+  std::promise<void> release;
+  std::future<Result<void>> done;
+
+  explicit Blocker(GroupCommit& group) {
+    auto released = release.get_future().share();
+    done = std::async(std::launch::async, [&group, released] {
+      return group.run("blocker", [released](StatementCache& sql) -> Result<void> {
+        released.wait();
+        sql.get("INSERT INTO t (x) VALUES (0)")->exec();
+        return {};
+      });
+    });
+  }
+};
+
+// Writers inserting `from`..`to`, each on its own thread.
+std::vector<std::future<Result<void>>> startInserts(GroupCommit& group, int from, int to) {
+  std::vector<std::future<Result<void>>> out;
+  for (int x = from; x <= to; ++x)
+    out.push_back(std::async(std::launch::async, [&group, x] {
+      return group.run("test write", Fixture::insert(x));
+    }));
+  return out;
+}
+
+void checkAllBusy(std::vector<std::future<Result<void>>>& writers) {
+  for (auto& w : writers) {
+    const Result<void> r = w.get();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "storage_busy");
+  }
+}
+
+}  // namespace
+
+TEST_CASE_FIXTURE(Fixture, "a lone writer commits at once, in its own transaction") {
+  REQUIRE(group->run("one", insert(1)).ok());
+  CHECK(commits.load() == 1);
+  CHECK(rows() == std::set<int>{1});
+}
+
+TEST_CASE_FIXTURE(Fixture, "writers queued behind a running group share the next commit") {
+  Blocker blocker(*group);
+  waitUntilQueued(1);
+  auto writers = startInserts(*group, 1, 10);
+  waitUntilQueued(11);
+  blocker.release.set_value();
+  CHECK(blocker.done.get().ok());
+  for (auto& w : writers) CHECK(w.get().ok());
+  CHECK(commits.load() == 2);  // the blocker's group, then the ten together
+  CHECK(rows().size() == 11);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a writer whose work fails is undone alone; its group commits") {
+  Blocker blocker(*group);
+  waitUntilQueued(1);
+  const std::vector<GroupCommit::Work> works = {
+      insert(1),
+      insert(1),  // violates UNIQUE: sees the row the writer before it wrote
+      [](StatementCache& sql) -> Result<void> {
+        sql.get("INSERT INTO t (x) VALUES (3)")->exec();
+        return webhooker::makeError("not_found", "undone after writing");
+      },
+      insert(2)};
+  std::vector<std::future<Result<void>>> writers;
+  for (const auto& work : works) {  // one at a time, so the queue keeps their order
+    const size_t before = group->waiting();
+    writers.push_back(std::async(std::launch::async, [this, &work] {
+      return group->run("test write", work);
+    }));
+    waitUntilQueued(before + 1);
+  }
+  blocker.release.set_value();
+  CHECK(blocker.done.get().ok());
+  CHECK(writers[0].get().ok());
+  const Result<void> duplicate = writers[1].get();
+  REQUIRE_FALSE(duplicate.ok());
+  CHECK(duplicate.error().code == "storage_error");
+  const Result<void> refused = writers[2].get();
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == "not_found");
+  CHECK(writers[3].get().ok());
+  CHECK(commits.load() == 2);
+  CHECK(rows() == std::set<int>{0, 1, 2});
+}
+
+TEST_CASE("a group whose transaction cannot begin fails every writer; nothing is written") {
+  Fixture f("WAL", 100);
+  SQLite::Database other(f.file, SQLite::OPEN_READWRITE);
+  other.exec("BEGIN IMMEDIATE");  // holds the write lock past the busy timeout
+  auto writers = startInserts(*f.group, 1, 6);
+  checkAllBusy(writers);
+  other.exec("ROLLBACK");
+  CHECK(f.rows().empty());
+  CHECK(f.group->run("after", Fixture::insert(7)).ok());
+  CHECK(f.rows() == std::set<int>{7});
+}
+
+TEST_CASE("a group whose commit fails fails every writer; nothing of it is visible") {
+  // In rollback-journal mode a reader's shared lock lets the group begin and
+  // write, but blocks the commit until the busy timeout gives up.
+  Fixture f("DELETE", 100);
+  Blocker blocker(*f.group);
+  f.waitUntilQueued(1);
+  auto writers = startInserts(*f.group, 1, 5);
+  f.waitUntilQueued(6);
+  SQLite::Database reader(f.file, SQLite::OPEN_READONLY);
+  reader.exec("BEGIN");
+  CHECK(reader.execAndGet("SELECT COUNT(*) FROM t").getInt() == 0);  // takes the shared lock
+  blocker.release.set_value();
+  const Result<void> blocked = blocker.done.get();
+  REQUIRE_FALSE(blocked.ok());
+  CHECK(blocked.error().code == "storage_busy");
+  checkAllBusy(writers);
+  reader.exec("COMMIT");
+  CHECK(f.rows().empty());
+}
+
+// One EventsDb on a fresh events file.
+struct EventsFixture {
+  TempDir dir;
+  FakeClock clock;
+  std::filesystem::path file = dir / "events-1.db";
+  Result<std::shared_ptr<webhooker::EventsDb>> db =
+      webhooker::EventsDb::open(file, webhooker::DbOptions{}, clock);
+};
+
+TEST_CASE_FIXTURE(EventsFixture, "concurrent ingests are each committed before ingest returns") {
+  REQUIRE(db.ok());
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 20;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      // Another connection: it sees only what is committed.
+      SQLite::Database reader(file.string(), SQLite::OPEN_READONLY);
+      for (int i = 0; i < kPerThread; ++i) {
+        webhooker::InboundEvent e;
+        e.method = "POST";
+        e.body = "event " + std::to_string(t) + "/" + std::to_string(i);
+        auto r = db.value()->ingest(e, {"t1", "t2"}, 24h);
+        if (!r) {
+          ++failures;
+          continue;
+        }
+        SQLite::Statement q(reader,
+                            "SELECT (SELECT COUNT(*) FROM events WHERE id = ?1), "
+                            "(SELECT COUNT(*) FROM deliveries WHERE event_id = ?1)");
+        q.bind(1, r->eventId);
+        q.executeStep();
+        if (q.getColumn(0).getInt() != 1 || q.getColumn(1).getInt() != 2) ++failures;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(failures.load() == 0);
+  SQLite::Database reader(file.string(), SQLite::OPEN_READONLY);
+  CHECK(reader.execAndGet("SELECT COUNT(*) FROM events").getInt() == kThreads * kPerThread);
+}
+
+TEST_CASE_FIXTURE(EventsFixture, "ingests queued together with one idempotency key make one event") {
+  REQUIRE(db.ok());
+  // Another connection holds the write lock, so the ingests queue up behind
+  // the first one and are written as one group once it lets go.
+  SQLite::Database other(file.string(), SQLite::OPEN_READWRITE);
+  other.exec("BEGIN IMMEDIATE");
+  std::vector<std::future<Result<webhooker::IngestOutcome>>> ingests;
+  for (int i = 0; i < 6; ++i)
+    ingests.push_back(std::async(std::launch::async, [&] {
+      webhooker::InboundEvent e;
+      e.method = "POST";
+      e.body = "same";
+      e.idempotencyKey = "key-1";
+      return db.value()->ingest(e, {"t1"}, 24h);
+    }));
+  std::this_thread::sleep_for(100ms);
+  other.exec("COMMIT");
+  std::set<std::string> ids;
+  int firsts = 0;
+  for (auto& f : ingests) {
+    auto r = f.get();
+    REQUIRE(r.ok());
+    ids.insert(r->eventId);
+    REQUIRE(r->deliveries.size() == 1);
+    if (!r->duplicate) ++firsts;
+  }
+  CHECK(ids.size() == 1);
+  CHECK(firsts == 1);
+  SQLite::Database reader(file.string(), SQLite::OPEN_READONLY);
+  CHECK(reader.execAndGet("SELECT COUNT(*) FROM events").getInt() == 1);
+  CHECK(reader.execAndGet("SELECT COUNT(*) FROM deliveries").getInt() == 1);
+}
