@@ -7,6 +7,7 @@
 #include "base/uuid.h"
 #include "server/inbound_verifier.h"
 #include "server/json_io.h"
+#include "server/stored_headers.h"
 
 namespace webhooker::server {
 
@@ -88,13 +89,8 @@ void IngestHandler::handle(const httplib::Request& req, std::string body,
   event.path = req.path;
   if (const size_t q = req.target.find('?'); q != std::string::npos)
     event.query = req.target.substr(q + 1);
-  for (const auto& [name, value] : req.headers) {
-    // Headers cpp-httplib adds itself describe the socket, not the request.
-    if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" ||
-        name == "LOCAL_PORT")
-      continue;
-    event.headers.emplace_back(name, value);
-  }
+  for (const auto& [name, value] : req.headers)
+    if (isStoredHeader(name)) event.headers.emplace_back(name, value);
   event.contentType = req.get_header_value("Content-Type");
   event.body = std::move(body);
   event.remoteAddr = req.remote_addr;

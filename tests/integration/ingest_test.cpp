@@ -263,7 +263,10 @@ TEST_CASE("a JSON body is stored byte for byte with the request's metadata") {
                     {{"X-Custom-One", "first"},
                      {"X-Signature", "sha256=abc123"},
                      {"X-Repeated", "one"},
-                     {"X-Repeated", "two"}},
+                     {"X-Repeated", "two"},
+                     {"authorization", "Bearer sender-token"},
+                     {"Proxy-Authorization", "Basic c2VuZGVyOnB3"},
+                     {"Cookie", "session=sender-cookie"}},
                     body, "application/json");
   const std::string eventId = checkAccepted(hook, res, body, "application/json", true);
 
@@ -280,6 +283,9 @@ TEST_CASE("a JSON body is stored byte for byte with the request's metadata") {
     CHECK(pair[0] != "REMOTE_ADDR");
     CHECK(pair[0] != "REMOTE_PORT");
   }
+  // The sender's credentials were for us: not stored, so never forwarded.
+  for (const char* secret : {"sender-token", "c2VuZGVyOnB3", "sender-cookie"})
+    CHECK(e.headers.dump().find(secret) == std::string::npos);
   CHECK(hasHeader(e.headers, "X-Custom-One", "first"));
   CHECK(hasHeader(e.headers, "X-Signature", "sha256=abc123"));
   CHECK(hasHeader(e.headers, "Content-Type", "application/json"));
