@@ -44,6 +44,21 @@ Result<std::optional<std::pair<std::string, std::string>>> verificationField(con
   return Value(std::make_pair(*scheme.value(), key));
 }
 
+// The fields an entrypoint's POST and PATCH take; absent ones are nullopt.
+struct EntrypointFields {
+  std::optional<bool> active;
+  std::optional<std::pair<std::string, std::string>> verification;
+};
+
+Result<EntrypointFields> entrypointFields(const json& body) {
+  if (auto r = refuseUnknownFields(body, {"active", "verification"}); !r) return r.error();
+  auto active = boolField(body, "active");
+  if (!active) return active.error();
+  auto verification = verificationField(body);
+  if (!verification) return verification.error();
+  return EntrypointFields{active.value(), verification.value()};
+}
+
 json entrypointJson(const Entrypoint& e) {
   return {{"id", e.id},
           {"url", "/hooks/" + e.id},
@@ -226,16 +241,12 @@ void AdminApi::createEntrypoint(const httplib::Request& req, httplib::Response& 
   if (!req.body.empty()) {
     auto body = parseJsonObject(req, res);
     if (!body) return;
-    if (auto r = refuseUnknownFields(*body, {"active", "verification"}); !r)
-      return sendError(res, r.error());
-    auto active = boolField(*body, "active");
-    if (!active) return sendError(res, active.error());
-    auto verification = verificationField(*body);
-    if (!verification) return sendError(res, verification.error());
-    if (active.value()) settings.active = *active.value();
-    if (verification.value()) {
-      settings.verification = verification.value()->first;
-      settings.verificationSecret = verification.value()->second;
+    auto fields = entrypointFields(*body);
+    if (!fields) return sendError(res, fields.error());
+    if (fields->active) settings.active = *fields->active;
+    if (fields->verification) {
+      settings.verification = fields->verification->first;
+      settings.verificationSecret = fields->verification->second;
     }
   }
   auto created = store_.createEntrypoint(*id, settings);
@@ -250,23 +261,19 @@ void AdminApi::updateEntrypoint(const httplib::Request& req, httplib::Response& 
   if (!eid) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
-  if (auto r = refuseUnknownFields(*body, {"active", "verification"}); !r)
-    return sendError(res, r.error());
-  auto active = boolField(*body, "active");
-  if (!active) return sendError(res, active.error());
-  auto verification = verificationField(*body);
-  if (!verification) return sendError(res, verification.error());
-  if (!active.value() && !verification.value())
+  auto fields = entrypointFields(*body);
+  if (!fields) return sendError(res, fields.error());
+  if (!fields->active && !fields->verification)
     return sendError(res, 400, "invalid_field", "active or verification is required");
 
   Result<Entrypoint> updated = makeError("not_found", "no such entrypoint");
-  if (verification.value()) {
-    updated = store_.setEntrypointVerification(*id, *eid, verification.value()->first,
-                                               verification.value()->second);
+  if (fields->verification) {
+    updated = store_.setEntrypointVerification(*id, *eid, fields->verification->first,
+                                               fields->verification->second);
     if (!updated) return sendError(res, updated.error());
   }
-  if (active.value()) {
-    updated = store_.setEntrypointActive(*id, *eid, *active.value());
+  if (fields->active) {
+    updated = store_.setEntrypointActive(*id, *eid, *fields->active);
     if (!updated) return sendError(res, updated.error());
   }
   sendJson(res, 200, entrypointJson(updated.value()));

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_text.h"
+#include "base/utf8.h"
 
 namespace webhooker {
 
@@ -19,16 +20,6 @@ std::string cutUtf8(const std::string& text, size_t maxChars) {
     ++chars;
   }
   return text;
-}
-
-bool isValidUtf8(const std::string& s) {
-  // nlohmann's dump with the strict handler throws on invalid UTF-8.
-  try {
-    (void)nlohmann::json(s).dump();
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
 }
 
 }  // namespace
