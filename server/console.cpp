@@ -39,7 +39,6 @@ std::string exactPattern(std::string_view path) {
 void serveFile(const EmbeddedFile& file, const std::string& etag, const httplib::Request& req,
                httplib::Response& res) {
   res.set_header("Content-Security-Policy", kContentSecurityPolicy);
-  res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("X-Frame-Options", "DENY");
   res.set_header("Referrer-Policy", "no-referrer");
   res.set_header("Cross-Origin-Opener-Policy", "same-origin");

@@ -108,6 +108,9 @@ HttpServer::HttpServer(ServerOptions options, ServerParts parts)
   // Without TCP_NODELAY small responses wait on Nagle's algorithm: ~300 req/s
   // instead of ~23,000 on loopback.
   http_.set_tcp_nodelay(true);
+  // Every answer, API and console alike: a browser must never guess a type
+  // for a stored payload or an error body.
+  http_.set_default_headers({{"X-Content-Type-Options", "nosniff"}});
   http_.set_payload_max_length(options_.ingest.bodyLimit);
   http_.set_read_timeout(std::chrono::seconds(30));
   http_.set_write_timeout(std::chrono::seconds(30));

@@ -108,6 +108,12 @@ TEST_CASE("the console opens nothing else: unknown files 404, the API still want
   auto api = c.Get("/api/v1/webhooks");
   CHECK(statusOf(api) == 401);
   CHECK(errorCode(api) == "unauthorized");
+  // API answers are never sniffed into something a browser would run either.
+  CHECK(api->get_header_value("X-Content-Type-Options") == "nosniff");
+  CHECK(api->get_header_value_count("X-Content-Type-Options") == 1);
+  auto authorized = server.client().Get("/api/v1/webhooks");
+  REQUIRE(statusOf(authorized) == 200);
+  CHECK(authorized->get_header_value("X-Content-Type-Options") == "nosniff");
 }
 
 TEST_CASE("the page links only embedded files and has nothing inline") {
