@@ -26,6 +26,7 @@ void Engine::start() {
     for (const Webhook& w : webhooks.value()) reconcileWebhook(w.id, nullptr, true);
     spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());
   }
+  refiller_ = std::jthread([this](std::stop_token st) { refillLoop(st); });
   for (int i = 0; i < std::max(1, options_.workers); ++i)
     workers_.emplace_back([this](std::stop_token st) { work(st); });
   sweeper_ = std::jthread([this](std::stop_token st) { sweepLoop(st); });
@@ -40,6 +41,7 @@ bool Engine::stop(std::chrono::milliseconds grace) {
   workAvailable_.notify_all();
   timer_.stop();
   sweeper_ = std::jthread();  // requests stop and joins
+  refiller_ = std::jthread();  // likewise; its admits are refused from now on
   bool finished;
   {
     std::unique_lock lock(engineMutex_);
@@ -92,8 +94,10 @@ void Engine::enqueueHeld(Task task) {
   Lane& lane = lanes_[task.targetId];
   if (target) lane.maxConcurrency = std::max(1, target->maxConcurrency);
   if (stopping_ || lane.queue.size() >= options_.maxQueuedPerTarget) {
-    // Memory is full; the row is on disk and the sweep brings it back.
+    // Memory is full; the row is on disk and a refill brings it back once
+    // the lane has drained (the next start-up, if stopping).
     held_.erase(task.deliveryId);
+    if (!stopping_) lane.overflowWebhookId = task.webhookId;
     spdlog::debug("engine.queue_full target_id={} delivery_id={}", task.targetId, task.deliveryId);
     return;
   }
@@ -107,6 +111,17 @@ void Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
   lane.ready = true;
   ready_.push_back(targetId);
   workAvailable_.notify_one();
+}
+
+void Engine::requestRefillLocked(const std::string& targetId, Lane& lane) {
+  if (lane.overflowWebhookId.empty() ||
+      lane.queue.size() >= std::max<size_t>(1, options_.maxQueuedPerTarget / 4))
+    return;
+  if (!stopping_ && refillsQueued_.insert(targetId).second) {
+    refills_.push_back({lane.overflowWebhookId, targetId});
+    refillWanted_.notify_one();
+  }
+  lane.overflowWebhookId.clear();
 }
 
 void Engine::work(std::stop_token stop) {
@@ -123,6 +138,7 @@ void Engine::work(std::stop_token stop) {
     lane.queue.pop_front();
     ++lane.inFlight;
     ++inFlight_;
+    requestRefillLocked(targetId, lane);
     markReadyLocked(targetId, lane);
     const std::string deliveryId = task.deliveryId;
 
