@@ -91,6 +91,12 @@ void Engine::enqueueHeld(Task task) {
   // before any attempt runs. (A cache hit but for the first task.)
   const TargetPtr target = targetFor(task.webhookId, task.targetId);
   std::lock_guard lock(engineMutex_);
+  if (!stopping_ && queued_ >= options_.maxQueued) {
+    held_.erase(task.deliveryId);
+    globalOverflow_.emplace(task.targetId, task.webhookId);
+    spdlog::debug("engine.queues_full target_id={} delivery_id={}", task.targetId, task.deliveryId);
+    return;
+  }
   Lane& lane = lanes_[task.targetId];
   if (target) lane.maxConcurrency = std::max(1, target->maxConcurrency);
   if (stopping_ || lane.queue.size() >= options_.maxQueuedPerTarget) {
@@ -103,6 +109,7 @@ void Engine::enqueueHeld(Task task) {
   }
   const std::string targetId = task.targetId;
   lane.queue.push_back(std::move(task));
+  ++queued_;
   markReadyLocked(targetId, lane);
 }
 
@@ -113,15 +120,22 @@ void Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
   workAvailable_.notify_one();
 }
 
-void Engine::requestRefillLocked(const std::string& targetId, Lane& lane) {
-  if (lane.overflowWebhookId.empty() ||
-      lane.queue.size() >= std::max<size_t>(1, options_.maxQueuedPerTarget / 4))
-    return;
-  if (!stopping_ && refillsQueued_.insert(targetId).second) {
-    refills_.push_back({lane.overflowWebhookId, targetId});
-    refillWanted_.notify_one();
+void Engine::requestRefillsLocked(const std::string& targetId, Lane& lane) {
+  if (!lane.overflowWebhookId.empty() &&
+      lane.queue.size() < std::max<size_t>(1, options_.maxQueuedPerTarget / 4)) {
+    queueRefillLocked(lane.overflowWebhookId, targetId);
+    lane.overflowWebhookId.clear();
   }
-  lane.overflowWebhookId.clear();
+  if (!globalOverflow_.empty() && queued_ < std::max<size_t>(1, options_.maxQueued / 4)) {
+    for (const auto& [target, webhookId] : globalOverflow_) queueRefillLocked(webhookId, target);
+    globalOverflow_.clear();
+  }
+}
+
+void Engine::queueRefillLocked(const std::string& webhookId, const std::string& targetId) {
+  if (stopping_ || !refillsQueued_.insert(targetId).second) return;
+  refills_.push_back({webhookId, targetId});
+  refillWanted_.notify_one();
 }
 
 void Engine::work(std::stop_token stop) {
@@ -136,9 +150,10 @@ void Engine::work(std::stop_token stop) {
     if (lane.queue.empty()) continue;
     Task task = std::move(lane.queue.front());
     lane.queue.pop_front();
+    --queued_;
     ++lane.inFlight;
     ++inFlight_;
-    requestRefillLocked(targetId, lane);
+    requestRefillsLocked(targetId, lane);
     markReadyLocked(targetId, lane);
     const std::string deliveryId = task.deliveryId;
 

@@ -7,16 +7,17 @@
 // for its retry time) is in held_, so recovery, the sweep and refills never
 // schedule one delivery twice. Queues are bounded: a task that does not fit
 // is dropped from memory only (its row stays on disk) and its lane is marked
-// overflowed; once that lane's queue drains below a quarter of the cap, the
-// refill thread reads the target's waiting deliveries from the events DB
-// again, so a backlog larger than the cap drains without waiting for the
-// sweep.
+// overflowed; once that lane's queue drains below a quarter of its cap (or,
+// when the global cap was the reason, once all queues together drain below
+// a quarter of that), the refill thread reads the target's waiting
+// deliveries from the events DB again, so a backlog larger than the caps
+// drains without waiting for the sweep.
 //
 // Ownership: references to the stores, registry, clock and observer must
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
 // thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_,
-// reconciling_, releasedWhileReconciling_, refills_, refillsQueued_,
-// inFlight_ and stopping_; targetsMutex_ guards the target cache. Workers
+// reconciling_, releasedWhileReconciling_, queued_, globalOverflow_,
+// refills_, refillsQueued_, inFlight_ and stopping_; targetsMutex_ guards the target cache. Workers
 // never read an events DB under engineMutex_: a refill runs on its own
 // thread.
 #pragma once
@@ -45,6 +46,7 @@ namespace webhooker {
 struct EngineOptions {
   int workers = 8;
   size_t maxQueuedPerTarget = 10'000;
+  size_t maxQueued = 100'000;  // over all targets
   std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
 };
 
@@ -97,8 +99,10 @@ class Engine final : public Dispatcher, public Scheduler {
   void enqueueHeld(Task task);           // for tasks already in held_
   void markReadyLocked(const std::string& targetId, Lane& lane);
   // An overflowed lane that drained below the low-water mark asks the
-  // refill thread to read its target's deliveries again.
-  void requestRefillLocked(const std::string& targetId, Lane& lane);
+  // refill thread to read its target's deliveries again; so do the lanes
+  // that overflowed the global cap once the total is below its mark.
+  void requestRefillsLocked(const std::string& targetId, Lane& lane);
+  void queueRefillLocked(const std::string& webhookId, const std::string& targetId);
   TargetPtr targetFor(const std::string& webhookId, const std::string& targetId);
 
   // recovery.cpp
@@ -127,6 +131,10 @@ class Engine final : public Dispatcher, public Scheduler {
   // before a worker finished it; such ids are kept here until it ends.
   int reconciling_ = 0;
   std::unordered_set<std::string> releasedWhileReconciling_;
+  size_t queued_ = 0;  // tasks in all lanes' queues
+  // Targets that had a task dropped because queued_ reached maxQueued, and
+  // their webhooks.
+  std::unordered_map<std::string, std::string> globalOverflow_;
   // Refills asked for and not yet started, at most one per target.
   std::condition_variable_any refillWanted_;
   std::deque<Refill> refills_;

@@ -26,14 +26,13 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                   db.error().message);
     return;
   }
-  auto unfinished = db.value()->unfinishedDeliveries();
+  auto unfinished = db.value()->unfinishedDeliveries(onlyTarget);
   if (!unfinished) {
     spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
                   unfinished.error().message);
     return;
   }
   for (const UnfinishedDelivery& d : unfinished.value()) {
-    if (onlyTarget && d.targetId != *onlyTarget) continue;
     TargetPtr target = targetFor(webhookId, d.targetId);
     if (!target || target->deletedAt) {
       // The target is gone: end the delivery without touching target data.

@@ -257,31 +257,37 @@ TEST_CASE("a target deleted while its delivery waits to retry: target_deleted, n
   CHECK(h.resultRows(d).size() == 1);
 }
 
-TEST_CASE("a backlog larger than the lane's queue refills from the events DB, each delivery once") {
+TEST_CASE("a backlog larger than the queues refills from the events DB, each delivery once") {
   HarnessOptions options;
   options.startEngine = false;
   options.sweepInterval = 1h;  // only a refill can bring back what did not fit
-  options.maxQueuedPerTarget = 10;
+  SUBCASE("each target's queue holds 10") { options.maxQueuedPerTarget = 10; }
+  SUBCASE("all queues together hold 10") { options.maxQueued = 10; }
   EngineHarness h(options);
   Receiver r;
   const Hook hook = h.createWebhook();
-  const TargetRecord target =
-      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 2000, 0), 4);
-  constexpr int kEvents = 200;
+  const std::vector<TargetRecord> targets = {
+      h.createHttpTarget(hook.webhookId, r.url("/a"), retryPolicy(5, 2000, 0), 4),
+      h.createHttpTarget(hook.webhookId, r.url("/b"), retryPolicy(5, 2000, 0), 4)};
+  constexpr int kEvents = 100;
   std::vector<DeliveryRef> deliveries;
   for (int i = 0; i < kEvents; ++i) {
     const IngestOutcome stored =
-        h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()), {target.id}, false);
-    deliveries.push_back({hook.webhookId, stored.deliveries.at(0).id});
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()),
+                       {targets[0].id, targets[1].id}, false);
+    for (const StoredDelivery& d : stored.deliveries) deliveries.push_back({hook.webhookId, d.id});
   }
 
   h.startEngine();
-  const bool allDelivered = h.waitForCount(hook.webhookId, target.id, "delivered", kEvents, 15s);
-  INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered")
-       << " requests=" << r.requestCount());
-  REQUIRE(allDelivered);
+  for (const TargetRecord& target : targets) {
+    const bool allDelivered = h.waitForCount(hook.webhookId, target.id, "delivered", kEvents, 15s);
+    INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered")
+         << " requests=" << r.requestCount());
+    REQUIRE(allDelivered);
+  }
   std::this_thread::sleep_for(200ms);  // a duplicate would show up by now
-  CHECK(r.requestCount() == kEvents);
+  CHECK(r.requestCount() == 2 * kEvents);
+  REQUIRE(deliveries.size() == 2 * kEvents);
   for (const DeliveryRef& d : deliveries) CHECK(h.resultRows(d).size() == 1);
   CHECK(h.engine().heldCount() == 0);
 }

@@ -139,6 +139,7 @@ struct HarnessOptions {
   int workers = 8;
   std::chrono::milliseconds sweepInterval{200};
   size_t maxQueuedPerTarget = EngineOptions{}.maxQueuedPerTarget;
+  size_t maxQueued = EngineOptions{}.maxQueued;
   bool startEngine = true;  // false: call startEngine() later (restart tests)
 };
 
@@ -222,6 +223,7 @@ class EngineHarness {
     engineOptions.workers = options_.workers;
     engineOptions.sweepInterval = options_.sweepInterval;
     engineOptions.maxQueuedPerTarget = options_.maxQueuedPerTarget;
+    engineOptions.maxQueued = options_.maxQueued;
     engine_ = std::make_unique<Engine>(engineOptions, *store_, *eventsDbs_, *registry_, clock_,
                                        observer_);
 
