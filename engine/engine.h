@@ -17,9 +17,9 @@
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
 // thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_,
 // reconciling_, releasedWhileReconciling_, queued_, globalOverflow_,
-// refills_, refillsQueued_, inFlight_ and stopping_; targetsMutex_ guards the target cache. Workers
-// never read an events DB under engineMutex_: a refill runs on its own
-// thread.
+// refills_, refillsQueued_, inFlight_ and stopping_; targetsMutex_ guards
+// the target cache. No events DB is read under engineMutex_: a worker that
+// drains an overflowed lane only asks, and the refill thread reads.
 #pragma once
 
 #include <chrono>

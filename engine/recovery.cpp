@@ -110,7 +110,7 @@ void Engine::refillLoop(std::stop_token stop) {
     refills_.pop_front();
     refillsQueued_.erase(refill.targetId);
     lock.unlock();
-    // Only ready deliveries: retrying ones are the timer's or the sweep's.
+    // Only deliveries due now; those still waiting are the timer's or the sweep's.
     reconcileWebhook(refill.webhookId, &refill.targetId, false);
     lock.lock();
   }
