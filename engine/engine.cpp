@@ -26,6 +26,7 @@ void Engine::start() {
     for (const Webhook& w : webhooks.value()) reconcileWebhook(w.id, nullptr, true);
     spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());
   }
+  refiller_ = std::jthread([this](std::stop_token st) { refillLoop(st); });
   for (int i = 0; i < std::max(1, options_.workers); ++i)
     workers_.emplace_back([this](std::stop_token st) { work(st); });
   sweeper_ = std::jthread([this](std::stop_token st) { sweepLoop(st); });
@@ -40,6 +41,7 @@ bool Engine::stop(std::chrono::milliseconds grace) {
   workAvailable_.notify_all();
   timer_.stop();
   sweeper_ = std::jthread();  // requests stop and joins
+  refiller_ = std::jthread();  // likewise; its admits are refused from now on
   bool finished;
   {
     std::unique_lock lock(engineMutex_);
@@ -89,16 +91,25 @@ void Engine::enqueueHeld(Task task) {
   // before any attempt runs. (A cache hit but for the first task.)
   const TargetPtr target = targetFor(task.webhookId, task.targetId);
   std::lock_guard lock(engineMutex_);
+  if (!stopping_ && queued_ >= options_.maxQueued) {
+    held_.erase(task.deliveryId);
+    globalOverflow_.emplace(task.targetId, task.webhookId);
+    spdlog::debug("engine.queues_full target_id={} delivery_id={}", task.targetId, task.deliveryId);
+    return;
+  }
   Lane& lane = lanes_[task.targetId];
   if (target) lane.maxConcurrency = std::max(1, target->maxConcurrency);
   if (stopping_ || lane.queue.size() >= options_.maxQueuedPerTarget) {
-    // Memory is full; the row is on disk and the sweep brings it back.
+    // Memory is full; the row is on disk and a refill brings it back once
+    // the lane has drained (the next start-up, if stopping).
     held_.erase(task.deliveryId);
+    if (!stopping_) lane.overflowWebhookId = task.webhookId;
     spdlog::debug("engine.queue_full target_id={} delivery_id={}", task.targetId, task.deliveryId);
     return;
   }
   const std::string targetId = task.targetId;
   lane.queue.push_back(std::move(task));
+  ++queued_;
   markReadyLocked(targetId, lane);
 }
 
@@ -107,6 +118,24 @@ void Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
   lane.ready = true;
   ready_.push_back(targetId);
   workAvailable_.notify_one();
+}
+
+void Engine::requestRefillsLocked(const std::string& targetId, Lane& lane) {
+  if (!lane.overflowWebhookId.empty() &&
+      lane.queue.size() < std::max<size_t>(1, options_.maxQueuedPerTarget / 4)) {
+    queueRefillLocked(lane.overflowWebhookId, targetId);
+    lane.overflowWebhookId.clear();
+  }
+  if (!globalOverflow_.empty() && queued_ < std::max<size_t>(1, options_.maxQueued / 4)) {
+    for (const auto& [target, webhookId] : globalOverflow_) queueRefillLocked(webhookId, target);
+    globalOverflow_.clear();
+  }
+}
+
+void Engine::queueRefillLocked(const std::string& webhookId, const std::string& targetId) {
+  if (stopping_ || !refillsQueued_.insert(targetId).second) return;
+  refills_.push_back({webhookId, targetId});
+  refillWanted_.notify_one();
 }
 
 void Engine::work(std::stop_token stop) {
@@ -121,8 +150,10 @@ void Engine::work(std::stop_token stop) {
     if (lane.queue.empty()) continue;
     Task task = std::move(lane.queue.front());
     lane.queue.pop_front();
+    --queued_;
     ++lane.inFlight;
     ++inFlight_;
+    requestRefillsLocked(targetId, lane);
     markReadyLocked(targetId, lane);
     const std::string deliveryId = task.deliveryId;
 

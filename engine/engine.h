@@ -4,15 +4,22 @@
 // every worker or hold up the other targets.
 //
 // Every delivery the engine holds in memory (queued, in flight or waiting
-// for its retry time) is in held_, so recovery and the sweep never schedule
-// one delivery twice. Queues are bounded: a task that does not fit is
-// dropped from memory only; its row stays on disk and the sweep re-queues it.
+// for its retry time) is in held_, so recovery, the sweep and refills never
+// schedule one delivery twice. Queues are bounded: a task that does not fit
+// is dropped from memory only (its row stays on disk) and its lane is marked
+// overflowed; once that lane's queue drains below a quarter of its cap (or,
+// when the global cap was the reason, once all queues together drain below
+// a quarter of that), the refill thread reads the target's waiting
+// deliveries from the events DB again, so a backlog larger than the caps
+// drains without waiting for the sweep.
 //
 // Ownership: references to the stores, registry, clock and observer must
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
 // thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_,
-// reconciling_, releasedWhileReconciling_, inFlight_ and stopping_;
-// targetsMutex_ guards the target cache.
+// reconciling_, releasedWhileReconciling_, queued_, globalOverflow_,
+// refills_, refillsQueued_, inFlight_ and stopping_; targetsMutex_ guards
+// the target cache. No events DB is read under engineMutex_: a worker that
+// drains an overflowed lane only asks, and the refill thread reads.
 #pragma once
 
 #include <chrono>
@@ -39,6 +46,7 @@ namespace webhooker {
 struct EngineOptions {
   int workers = 8;
   size_t maxQueuedPerTarget = 10'000;
+  size_t maxQueued = 100'000;  // over all targets
   std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
 };
 
@@ -52,7 +60,8 @@ class Engine final : public Dispatcher, public Scheduler {
 
   // Scans every events DB (pending now, retrying after their remaining
   // backoff, deliveries of deleted targets failed as target_deleted), then
-  // starts the workers, the retry timer and the periodic sweep.
+  // starts the refill thread, the workers, the retry timer and the periodic
+  // sweep.
   void start();
   // Stops starting attempts and waits up to `grace` for the ones in flight
   // to record their results. False if some were still running.
@@ -72,6 +81,13 @@ class Engine final : public Dispatcher, public Scheduler {
     int inFlight = 0;
     int maxConcurrency = 4;
     bool ready = false;  // listed in ready_
+    // Set when a task was dropped because the queue was full: the webhook
+    // whose events DB holds the rest. Cleared when a refill is asked for.
+    std::string overflowWebhookId;
+  };
+  struct Refill {
+    std::string webhookId;
+    std::string targetId;
   };
   using TargetPtr = std::shared_ptr<const TargetRecord>;
 
@@ -82,12 +98,18 @@ class Engine final : public Dispatcher, public Scheduler {
   bool admit(Task task);
   void enqueueHeld(Task task);           // for tasks already in held_
   void markReadyLocked(const std::string& targetId, Lane& lane);
+  // An overflowed lane that drained below the low-water mark asks the
+  // refill thread to read its target's deliveries again; so do the lanes
+  // that overflowed the global cap once the total is below its mark.
+  void requestRefillsLocked(const std::string& targetId, Lane& lane);
+  void queueRefillLocked(const std::string& webhookId, const std::string& targetId);
   TargetPtr targetFor(const std::string& webhookId, const std::string& targetId);
 
   // recovery.cpp
   void reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
                         bool scheduleFuture);
   void sweepLoop(std::stop_token stop);
+  void refillLoop(std::stop_token stop);
 
   const EngineOptions options_;
   MainStore& store_;
@@ -109,6 +131,14 @@ class Engine final : public Dispatcher, public Scheduler {
   // before a worker finished it; such ids are kept here until it ends.
   int reconciling_ = 0;
   std::unordered_set<std::string> releasedWhileReconciling_;
+  size_t queued_ = 0;  // tasks in all lanes' queues
+  // Targets that had a task dropped because queued_ reached maxQueued, and
+  // their webhooks.
+  std::unordered_map<std::string, std::string> globalOverflow_;
+  // Refills asked for and not yet started, at most one per target.
+  std::condition_variable_any refillWanted_;
+  std::deque<Refill> refills_;
+  std::unordered_set<std::string> refillsQueued_;  // their target ids
   int inFlight_ = 0;
   bool stopping_ = false;
 
@@ -118,6 +148,7 @@ class Engine final : public Dispatcher, public Scheduler {
   RetryTimer timer_;
   std::vector<std::jthread> workers_;
   std::jthread sweeper_;
+  std::jthread refiller_;
 };
 
 }  // namespace webhooker

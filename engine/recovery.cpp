@@ -1,5 +1,5 @@
-// Engine: restart recovery and the periodic sweep. Both read the events DBs
-// (the source of truth) and admit what nothing in memory holds.
+// Engine: restart recovery, the periodic sweep and lane refills. All read
+// the events DBs (the source of truth) and admit what nothing in memory holds.
 #include <spdlog/spdlog.h>
 
 #include "engine/engine.h"
@@ -26,14 +26,13 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                   db.error().message);
     return;
   }
-  auto unfinished = db.value()->unfinishedDeliveries();
+  auto unfinished = db.value()->unfinishedDeliveries(onlyTarget);
   if (!unfinished) {
     spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
                   unfinished.error().message);
     return;
   }
   for (const UnfinishedDelivery& d : unfinished.value()) {
-    if (onlyTarget && d.targetId != *onlyTarget) continue;
     TargetPtr target = targetFor(webhookId, d.targetId);
     if (!target || target->deletedAt) {
       // The target is gone: end the delivery without touching target data.
@@ -99,6 +98,21 @@ void Engine::sweepLoop(std::stop_token stop) {
     }
     if (stop.stop_requested()) return;
     sweep();
+  }
+}
+
+void Engine::refillLoop(std::stop_token stop) {
+  std::unique_lock lock(engineMutex_);
+  while (true) {
+    refillWanted_.wait(lock, stop, [&] { return stopping_ || !refills_.empty(); });
+    if (stopping_ || stop.stop_requested()) return;
+    const Refill refill = std::move(refills_.front());
+    refills_.pop_front();
+    refillsQueued_.erase(refill.targetId);
+    lock.unlock();
+    // Only deliveries due now; those still waiting are the timer's or the sweep's.
+    reconcileWebhook(refill.webhookId, &refill.targetId, false);
+    lock.lock();
   }
 }
 

@@ -256,13 +256,15 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
   }
 }
 
-Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries() {
+Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId) {
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT id, event_id, target_id, status, attempts, next_attempt_at, "
-                        "series_start FROM deliveries WHERE status IN ('pending', 'retrying') "
-                        "ORDER BY created_at, rowid");
+    SQLite::Statement q(*db_, std::string("SELECT id, event_id, target_id, status, attempts, "
+                                          "next_attempt_at, series_start FROM deliveries "
+                                          "WHERE status IN ('pending', 'retrying') ") +
+                                  (targetId ? "AND target_id = ?1 " : "") +
+                                  "ORDER BY created_at, rowid");
+    if (targetId) q.bind(1, *targetId);
     std::vector<UnfinishedDelivery> out;
     while (q.executeStep()) {
       UnfinishedDelivery d;

@@ -266,8 +266,9 @@ class EventsDb {
   // without migrating or creating it, and closed again ("not_found" if the
   // file does not exist).
   static Result<std::vector<BacklogCount>> backlogOfFile(const std::filesystem::path& file);
-  // Every pending or retrying delivery, oldest first.
-  Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries();
+  // Every pending or retrying delivery, oldest first; only those of
+  // `targetId` if given (a refill of one target's queue).
+  Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(const std::string* targetId = nullptr);
 
   // --- History (events_db_history.cpp) -------------------------------------
   // Read-only views for the admin API. "not_found" for an unknown id.

@@ -1,7 +1,8 @@
 // Recovery: what the engine finds on disk when it starts (pending now,
 // retrying after the *remaining* backoff, deliveries of deleted targets
 // failed as target_deleted), the sweep that never schedules a delivery
-// twice, paused targets, and a kill -9 of the real daemon in the middle of
+// twice, a backlog larger than a lane's queue that refills itself without
+// the sweep, paused targets, and a kill -9 of the real daemon in the middle of
 // a backoff.
 #include <doctest/doctest.h>
 
@@ -254,6 +255,41 @@ TEST_CASE("a target deleted while its delivery waits to retry: target_deleted, n
   std::this_thread::sleep_for(500ms);
   CHECK(r.requestCount() == 1);
   CHECK(h.resultRows(d).size() == 1);
+}
+
+TEST_CASE("a backlog larger than the queues refills from the events DB, each delivery once") {
+  HarnessOptions options;
+  options.startEngine = false;
+  options.sweepInterval = 1h;  // only a refill can bring back what did not fit
+  SUBCASE("each target's queue holds 10") { options.maxQueuedPerTarget = 10; }
+  SUBCASE("all queues together hold 10") { options.maxQueued = 10; }
+  EngineHarness h(options);
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const std::vector<TargetRecord> targets = {
+      h.createHttpTarget(hook.webhookId, r.url("/a"), retryPolicy(5, 2000, 0), 4),
+      h.createHttpTarget(hook.webhookId, r.url("/b"), retryPolicy(5, 2000, 0), 4)};
+  constexpr int kEvents = 100;
+  std::vector<DeliveryRef> deliveries;
+  for (int i = 0; i < kEvents; ++i) {
+    const IngestOutcome stored =
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()),
+                       {targets[0].id, targets[1].id}, false);
+    for (const StoredDelivery& d : stored.deliveries) deliveries.push_back({hook.webhookId, d.id});
+  }
+
+  h.startEngine();
+  for (const TargetRecord& target : targets) {
+    const bool allDelivered = h.waitForCount(hook.webhookId, target.id, "delivered", kEvents, 15s);
+    INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered")
+         << " requests=" << r.requestCount());
+    REQUIRE(allDelivered);
+  }
+  std::this_thread::sleep_for(200ms);  // a duplicate would show up by now
+  CHECK(r.requestCount() == 2 * kEvents);
+  REQUIRE(deliveries.size() == 2 * kEvents);
+  for (const DeliveryRef& d : deliveries) CHECK(h.resultRows(d).size() == 1);
+  CHECK(h.engine().heldCount() == 0);
 }
 
 TEST_CASE("the sweep never schedules a delivery twice") {

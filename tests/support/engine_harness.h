@@ -138,6 +138,8 @@ struct HarnessOptions {
   Random* random = nullptr;
   int workers = 8;
   std::chrono::milliseconds sweepInterval{200};
+  size_t maxQueuedPerTarget = EngineOptions{}.maxQueuedPerTarget;
+  size_t maxQueued = EngineOptions{}.maxQueued;
   bool startEngine = true;  // false: call startEngine() later (restart tests)
 };
 
@@ -220,6 +222,8 @@ class EngineHarness {
     EngineOptions engineOptions;
     engineOptions.workers = options_.workers;
     engineOptions.sweepInterval = options_.sweepInterval;
+    engineOptions.maxQueuedPerTarget = options_.maxQueuedPerTarget;
+    engineOptions.maxQueued = options_.maxQueued;
     engine_ = std::make_unique<Engine>(engineOptions, *store_, *eventsDbs_, *registry_, clock_,
                                        observer_);
 
