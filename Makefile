@@ -68,8 +68,7 @@ fuzz: fuzz-build
 # which werror would turn into a failed build. Any sanitizer report fails its
 # test. See README.
 TSAN_DIR := build-tsan
-TSAN_TESTS := attempt_watchdog circuit_breaker ssrf_guard delivery_metrics events_db \
-    delivery recovery redrive
+TSAN_TESTS := attempt_watchdog group_commit delivery recovery redrive
 TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
     -Dcpp_args="['-g1', '-Wno-maybe-uninitialized']" -Db_sanitize=thread
 

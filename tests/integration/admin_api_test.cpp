@@ -142,8 +142,14 @@ TEST_CASE("every /api/ request needs the bearer token, checked before routing") 
       {"GET", "/api/other"},
   };
   const Unchanged unchanged(server);
-  for (const auto& [who, headers] : callers) {
-    for (const auto& [method, path] : routes) {
+  // Named copies, not structured bindings: CAPTURE's lambda cannot refer to
+  // a binding with clang 14.
+  for (const auto& caller : callers) {
+    const auto& who = caller.first;
+    const auto& headers = caller.second;
+    for (const auto& route : routes) {
+      const auto& method = route.first;
+      const auto& path = route.second;
       CAPTURE(who);
       CAPTURE(method);
       CAPTURE(path);

@@ -245,7 +245,8 @@ TEST_CASE("redirects are never followed: 302 and 307 fail with http_<code>") {
   const TargetRecord t307 = h.createHttpTarget(hook.webhookId, r307.url("/"), retryPolicy(5, 100));
   const std::string eventId = h.post(hook.entrypointId, "{}");
 
-  for (const auto& [target, code] : {std::pair{t302, 302}, std::pair{t307, 307}}) {
+  for (const auto& [target, status] : {std::pair{t302, 302}, std::pair{t307, 307}}) {
+    const int code = status;  // CAPTURE cannot refer to a binding with clang 14
     CAPTURE(code);
     const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, target.id);
     REQUIRE(h.waitForStatus(d, "failed", 5s));

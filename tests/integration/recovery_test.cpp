@@ -338,7 +338,8 @@ TEST_CASE("the sweep never schedules a delivery twice") {
   for (const ReceivedRequest& req : r.requests()) ++requestsPerBody[req.body];
   CHECK(r.requestCount() == kEvents + failures.size());
   int failedAttempts = 0;
-  for (const auto& [body, d] : byBody) {
+  for (const auto& [sent, d] : byBody) {
+    const std::string& body = sent;  // CAPTURE cannot refer to a binding with clang 14
     CAPTURE(body);
     const auto rows = h.resultRows(d);
     CHECK(requestsPerBody[body] == static_cast<int>(rows.size()));
