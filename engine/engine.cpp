@@ -14,7 +14,13 @@ Engine::Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
       observer_(observer),
       timer_([this](Task task) { enqueueHeld(std::move(task)); }) {}
 
-Engine::~Engine() { stop(std::chrono::milliseconds(0)); }
+Engine::~Engine() {
+  stop(std::chrono::milliseconds(0));
+  // An attempt's hold may outlive its worker (a result still being written)
+  // and calls back into the engine when it goes.
+  std::unique_lock lock(engineMutex_);
+  idle_.wait(lock, [&] { return inFlight_ == 0; });
+}
 
 void Engine::start() {
   // Recovery runs before the workers so that a restart's backlog is queued
@@ -159,7 +165,7 @@ void Engine::work(std::stop_token stop) {
 
     lock.unlock();
     try {
-      runAttempt(task);
+      runAttempt(task, holdAttempt(deliveryId));
     } catch (const std::exception& e) {
       // A bug, not a delivery outcome: keep the worker alive; the row stays
       // on disk in its last recorded state and the sweep retries it.
@@ -167,19 +173,40 @@ void Engine::work(std::stop_token stop) {
     }
     lock.lock();
 
+    // The lane's slot is free again; the delivery stays held until its
+    // result is written (finishAttempt).
     Lane& done = lanes_[targetId];
     --done.inFlight;
-    --inFlight_;
-    if (auto it = rescheduled_.find(deliveryId); it != rescheduled_.end()) {
-      if (--it->second == 0) rescheduled_.erase(it);
-    } else {
-      held_.erase(deliveryId);
-      if (reconciling_ > 0) releasedWhileReconciling_.insert(deliveryId);
-    }
     markReadyLocked(targetId, done);
     if (done.queue.empty() && done.inFlight == 0 && !done.ready) lanes_.erase(targetId);
-    if (inFlight_ == 0) idle_.notify_all();
   }
+}
+
+AttemptHold Engine::holdAttempt(const std::string& deliveryId) {
+  class Hold {
+   public:
+    Hold(Engine& engine, std::string deliveryId) : engine_(engine), deliveryId_(std::move(deliveryId)) {}
+    ~Hold() { engine_.finishAttempt(deliveryId_); }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    Engine& engine_;
+    const std::string deliveryId_;
+  };
+  return std::make_shared<const Hold>(*this, deliveryId);
+}
+
+void Engine::finishAttempt(const std::string& deliveryId) {
+  std::lock_guard lock(engineMutex_);
+  --inFlight_;
+  if (auto it = rescheduled_.find(deliveryId); it != rescheduled_.end()) {
+    if (--it->second == 0) rescheduled_.erase(it);
+  } else {
+    held_.erase(deliveryId);
+    if (reconciling_ > 0) releasedWhileReconciling_.insert(deliveryId);
+  }
+  if (inFlight_ == 0) idle_.notify_all();
 }
 
 Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::string& targetId) {
@@ -208,7 +235,7 @@ void Engine::targetChanged(const std::string& webhookId, const std::string& targ
   reconcileWebhook(webhookId, &targetId, true);
 }
 
-void Engine::runAttempt(Task& task) {
+void Engine::runAttempt(Task& task, AttemptHold hold) {
   TargetPtr target = targetFor(task.webhookId, task.targetId);
   // No row at all: the whole webhook was deleted with its events DB.
   if (!target) return;
@@ -253,7 +280,7 @@ void Engine::runAttempt(Task& task) {
   // Retries reload a large body from disk rather than keep it in memory.
   if (payload.body.size() <= Task::kInlineBodyLimit) task.payload = payload;
   else task.payload.reset();
-  DeliveryContext context{*db.value(), *target, payload, *this, observer_};
+  DeliveryContext context{*db.value(), *target, payload, *this, observer_, std::move(hold)};
   impl->deliver(context, std::move(task));
 }
 

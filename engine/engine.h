@@ -93,7 +93,11 @@ class Engine final : public Dispatcher, public Scheduler {
 
   // engine.cpp
   void work(std::stop_token stop);
-  void runAttempt(Task& task);
+  void runAttempt(Task& task, AttemptHold hold);
+  // The hold of one attempt (see AttemptHold): counted in inFlight_ from
+  // now; finishAttempt() runs when its last copy is gone.
+  AttemptHold holdAttempt(const std::string& deliveryId);
+  void finishAttempt(const std::string& deliveryId);
   // False if already held, finished during a running reconcile, or stopping.
   bool admit(Task task);
   void enqueueHeld(Task task);           // for tasks already in held_

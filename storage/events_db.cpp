@@ -10,8 +10,11 @@
 
 namespace webhooker {
 
-EventsDb::EventsDb(std::unique_ptr<SQLite::Database> db, const Clock& clock)
+EventsDb::EventsDb(std::unique_ptr<SQLite::Database> db, const std::filesystem::path& file,
+                   const DbOptions& options, const Clock& clock)
     : clock_(clock),
+      file_(file),
+      options_(options),
       db_(std::move(db)),
       statements_(std::make_unique<storage::StatementCache>(*db_)),
       writes_(std::make_unique<storage::GroupCommit>(*db_, dbMutex_, *statements_)) {}
@@ -22,7 +25,7 @@ Result<std::shared_ptr<EventsDb>> EventsDb::open(const std::filesystem::path& fi
                                                  const DbOptions& options, const Clock& clock) {
   auto db = storage::openDatabase(file, options, eventsMigrations());
   if (!db) return db.error();
-  return std::shared_ptr<EventsDb>(new EventsDb(std::move(db.value()), clock));
+  return std::shared_ptr<EventsDb>(new EventsDb(std::move(db.value()), file, options, clock));
 }
 
 int EventsDb::schemaVersion() {
@@ -120,9 +123,12 @@ std::optional<TimePoint> timeColumn(const SQLite::Column& c) {
 
 }  // namespace
 
-Result<void> EventsDb::recordAttempt(const AttemptRecord& a) {
-  const std::string now = formatTime(clock_.now());
-  const auto write = [&](storage::StatementCache& sql) -> Result<void> {
+namespace {
+
+// The write of one attempt: its delivery_results row and the delivery's new
+// state. Owns its inputs, so it may run after its caller has gone on.
+storage::GroupCommit::Work attemptWrite(AttemptRecord a, std::string now) {
+  return [a = std::move(a), now = std::move(now)](storage::StatementCache& sql) -> Result<void> {
     auto result = sql.get(
         "INSERT INTO delivery_results (delivery_id, attempt, status_code, response_body, error, "
         "duration_ms, success, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
@@ -150,7 +156,18 @@ Result<void> EventsDb::recordAttempt(const AttemptRecord& a) {
     if (update->exec() == 0) return makeError("not_found", "delivery " + a.deliveryId + " is gone");
     return {};
   };
-  return writes_->run("record attempt", write);
+}
+
+}  // namespace
+
+Result<void> EventsDb::recordAttempt(const AttemptRecord& attempt) {
+  return writes_->run("record attempt", attemptWrite(attempt, formatTime(clock_.now())));
+}
+
+void EventsDb::recordAttemptAsync(AttemptRecord attempt, std::function<void(Result<void>)> then) {
+  const size_t bytes = attempt.responseBody.size();
+  writes_->submit("record attempt", attemptWrite(std::move(attempt), formatTime(clock_.now())),
+                  std::move(then), bytes);
 }
 
 Result<void> EventsDb::failWithoutAttempt(const std::string& deliveryId, const std::string& reason) {
@@ -180,9 +197,15 @@ Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint ne
 }
 
 Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
-  std::lock_guard lock(dbMutex_);
+  std::lock_guard lock(readMutex_);
   try {
-    auto q = statements_->get(
+    if (!reader_) {
+      auto opened = storage::openReader(file_, options_);
+      if (!opened) return opened.error();
+      reader_ = std::move(opened.value());
+      readStatements_ = std::make_unique<storage::StatementCache>(*reader_);
+    }
+    auto q = readStatements_->get(
         "SELECT method, headers, content_type, body, received_at FROM events WHERE id = ?");
     q->bind(1, eventId);
     if (!q->executeStep()) return makeError("not_found", "event " + eventId + " is gone");

@@ -1,7 +1,8 @@
 // EventsDb: one webhook's events-<webhook-uuid>.db — its events, their
 // deliveries and every attempt. Holds no target config or credential.
 //
-// Threading: any thread may call; one connection behind dbMutex_. The
+// Threading: any thread may call; one connection behind dbMutex_ (and a
+// read-only one behind readMutex_ for payloads, see below). The
 // frequent small writes (ingest, attempt results, deferrals) of concurrent
 // callers are group-committed: one transaction and one fsync for all of
 // them, each caller answered once the commit holding its write is done
@@ -11,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -246,6 +248,13 @@ class EventsDb {
   // Inserts the delivery_results row and updates the delivery in one
   // transaction: an attempt is never recorded without its outcome.
   Result<void> recordAttempt(const AttemptRecord& attempt);
+  // The same write without waiting for it: returns at once, and `then` gets
+  // what recordAttempt() would have returned once the commit holding the
+  // write is done, on the thread that led that commit (group commit). So a
+  // delivery worker goes on to its next attempt while the result is flushed.
+  // `then` must not throw, and must not wait for another write of this
+  // EventsDb (it may run on the thread that would have to lead it).
+  void recordAttemptAsync(AttemptRecord attempt, std::function<void(Result<void>)> then);
   // Ends a delivery as `failed` with `reason` without an attempt (its
   // target is gone). Writes nothing about the target.
   Result<void> failWithoutAttempt(const std::string& deliveryId, const std::string& reason);
@@ -338,13 +347,21 @@ class EventsDb {
   Result<bool> reclaimSpace();
 
  private:
-  EventsDb(std::unique_ptr<SQLite::Database> db, const Clock& clock);
+  EventsDb(std::unique_ptr<SQLite::Database> db, const std::filesystem::path& file,
+           const DbOptions& options, const Clock& clock);
 
   const Clock& clock_;
+  const std::filesystem::path file_;
+  const DbOptions options_;
   std::mutex dbMutex_;  // guards db_ and statements_
   std::unique_ptr<SQLite::Database> db_;
   std::unique_ptr<storage::StatementCache> statements_;  // prepared on db_, dropped before it
   std::unique_ptr<storage::GroupCommit> writes_;         // groups the frequent small writes
+  // Payload reads go through a second connection, opened on first use, so
+  // a delivery worker loading a body does not wait for a commit's flush.
+  std::mutex readMutex_;  // guards reader_ and readStatements_
+  std::unique_ptr<SQLite::Database> reader_;
+  std::unique_ptr<storage::StatementCache> readStatements_;  // prepared on reader_, dropped before it
 };
 
 }  // namespace webhooker

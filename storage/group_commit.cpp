@@ -12,14 +12,48 @@ namespace webhooker::storage {
 GroupCommit::GroupCommit(SQLite::Database& db, std::mutex& dbMutex, StatementCache& statements)
     : db_(db), dbMutex_(dbMutex), statements_(statements) {}
 
+GroupCommit::~GroupCommit() {
+  {
+    std::lock_guard lock(queueMutex_);
+    stopping_ = true;
+  }
+  flushWanted_.notify_one();
+  if (flusher_.joinable()) flusher_.join();
+}
+
 Result<void> GroupCommit::run(const char* operation, const Work& work, size_t bytes) {
-  Writer self{operation, &work, bytes, std::nullopt, false, {}};
+  Writer self{operation, &work, bytes, {}, {}, std::nullopt, false, {}};
   std::unique_lock lock(queueMutex_);
   queue_.push_back(&self);
-  self.wake.wait(lock, [&] { return self.done || queue_.front() == &self; });
-  if (self.done) return std::move(*self.result);
+  self.wake.wait(lock, [&] { return self.finished || (!leading_ && queue_.front() == &self); });
+  if (self.finished) return std::move(*self.result);
+  auto submitted = leadLocked(lock);
+  lock.unlock();
+  finish(std::move(submitted));
+  return std::move(*self.result);
+}
 
-  // Leading: the group is the head of the queue, this writer first.
+void GroupCommit::submit(const char* operation, Work work, Done done, size_t bytes) {
+  auto writer = std::make_unique<Writer>();
+  writer->operation = operation;
+  writer->owned = std::move(work);
+  writer->work = &writer->owned;
+  writer->bytes = bytes;
+  writer->done = std::move(done);
+  std::lock_guard lock(queueMutex_);
+  if (!flusher_.joinable()) flusher_ = std::thread([this] { flush(); });
+  queue_.push_back(writer.release());
+  if (!leading_ && queue_.size() == 1) flushWanted_.notify_one();
+}
+
+size_t GroupCommit::waiting() const {
+  std::lock_guard lock(queueMutex_);
+  return queue_.size();
+}
+
+std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked(
+    std::unique_lock<std::mutex>& lock) {
+  leading_ = true;
   std::vector<Writer*> group;
   size_t groupBytes = 0;
   for (Writer* w : queue_) {
@@ -32,18 +66,39 @@ Result<void> GroupCommit::run(const char* operation, const Work& work, size_t by
   lock.unlock();
   commit(group);
   lock.lock();
+  leading_ = false;
+  std::vector<std::unique_ptr<Writer>> submitted;
   for (Writer* w : group) {
     queue_.pop_front();
-    w->done = true;
-    if (w != &self) w->wake.notify_one();
+    w->finished = true;
+    if (w->done) submitted.emplace_back(w);
+    else w->wake.notify_one();
   }
-  if (!queue_.empty()) queue_.front()->wake.notify_one();
-  return std::move(*self.result);
+  handOffLocked();
+  return submitted;
 }
 
-size_t GroupCommit::waiting() const {
-  std::lock_guard lock(queueMutex_);
-  return queue_.size();
+void GroupCommit::handOffLocked() {
+  if (queue_.empty()) return;
+  if (queue_.front()->done) flushWanted_.notify_one();
+  else queue_.front()->wake.notify_one();
+}
+
+void GroupCommit::finish(std::vector<std::unique_ptr<Writer>> submitted) {
+  for (auto& w : submitted) w->done(std::move(*w->result));
+}
+
+void GroupCommit::flush() {
+  std::unique_lock lock(queueMutex_);
+  const auto mine = [&] { return !leading_ && !queue_.empty() && queue_.front()->done; };
+  while (true) {
+    flushWanted_.wait(lock, [&] { return mine() || (stopping_ && queue_.empty()); });
+    if (!mine()) return;  // stopping, and everything is committed
+    auto submitted = leadLocked(lock);
+    lock.unlock();
+    finish(std::move(submitted));
+    lock.lock();
+  }
 }
 
 void GroupCommit::commit(const std::vector<Writer*>& group) {

@@ -4,22 +4,30 @@
 // statements, bound how many writes a second a file takes (about 2,900
 // one-write commits a second on our disk; 32 writes a commit, ~14,800).
 //
-// A writer queues its work and waits. The writer at the head of the queue
-// leads: it takes the queued writes (up to kMaxGroupSize, kMaxGroupBytes),
-// runs them in one BEGIN IMMEDIATE transaction on its own thread, each in a
-// savepoint so that a write whose work fails is undone alone, commits, gives
-// every writer its result and wakes the next head. Nobody returns before the
-// commit that holds its work: an ok result means the write is durable. If
-// the transaction cannot begin or commit, every writer of the group gets
-// that error and nothing of the group is visible. A lone writer leads at
-// once, so a quiet database waits for nobody.
+// A writer queues its work and waits. When nobody is committing, the writer
+// at the head of the queue leads: it takes the queued writes (up to
+// kMaxGroupSize, kMaxGroupBytes), runs them in one BEGIN IMMEDIATE
+// transaction on its own thread, each in a savepoint so that a write whose
+// work fails is undone alone, commits, gives every writer its result and
+// hands the lead to the next head. Nobody is answered before the commit that
+// holds its work: an ok result means the write is durable. If the
+// transaction cannot begin or commit, every writer of the group gets that
+// error and nothing of the group is visible. A lone writer leads at once,
+// so a quiet database waits for nobody.
+//
+// A submitted write (submit()) does not wait: its caller goes on, and a
+// `Done` callback gets the result after the commit. Its caller's thread is
+// not there to lead, so when such a write heads the queue the flusher
+// thread leads (started with the first submit, one per GroupCommit).
 //
 // Ownership: owned with the connection it writes to (an EventsDb), together
-// with that connection's statement cache. Threading: run() from any thread;
-// queueMutex_ guards queue_. The leader holds the connection's mutex
-// (`dbMutex`, given at construction) for the whole transaction. A Work runs
-// on the leader's thread while its own caller waits: it may use its caller's
-// locals, but must not take `dbMutex` itself.
+// with that connection's statement cache; destroying it commits what is
+// still queued first. Threading: run() and submit() from any thread;
+// queueMutex_ guards queue_, leading_ and stopping_. The leader holds the
+// connection's mutex (`dbMutex`, given at construction) for the whole
+// transaction. A Work runs on the leader's thread: it may use its caller's
+// locals (run() waits), but must not take `dbMutex` itself. A Done runs on
+// the leader's thread after the commit, with no lock of this class held.
 #pragma once
 
 #include <condition_variable>
@@ -27,7 +35,9 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "base/result.h"
@@ -44,8 +54,14 @@ class GroupCommit {
   // Runs inside the transaction with the connection's statements. An error
   // (returned or thrown) undoes this work alone.
   using Work = std::function<Result<void>(StatementCache&)>;
+  // Gets a submitted write's result once its group is committed (or
+  // failed). Must not throw.
+  using Done = std::function<void(Result<void>)>;
 
   GroupCommit(SQLite::Database& db, std::mutex& dbMutex, StatementCache& statements);
+  ~GroupCommit();
+  GroupCommit(const GroupCommit&) = delete;
+  GroupCommit& operator=(const GroupCommit&) = delete;
 
   // Runs `work` in the next group and returns once that group's commit is
   // done: ok when the work is durable; its error, or the group's
@@ -53,6 +69,9 @@ class GroupCommit {
   // `operation` names the write in error messages; `bytes` counts toward
   // kMaxGroupBytes.
   Result<void> run(const char* operation, const Work& work, size_t bytes = 0);
+  // Queues `work` for the next group and returns at once; `done` gets what
+  // run() would have returned, on the thread that led the commit.
+  void submit(const char* operation, Work work, Done done, size_t bytes = 0);
 
   // Writers queued or running, the leader's group included.
   size_t waiting() const;
@@ -60,13 +79,25 @@ class GroupCommit {
  private:
   struct Writer {
     const char* operation;
-    const Work* work;
+    const Work* work;  // run(): the caller's; submit(): `owned`
     size_t bytes;
+    Work owned;
+    Done done;  // set for a submitted write
     std::optional<Result<void>> result;
-    bool done = false;
-    std::condition_variable wake;
+    bool finished = false;
+    std::condition_variable wake;  // run(): finished, or heading a leaderless queue
   };
 
+  // Commits one group from the head of the queue. Called and returns with
+  // `lock` held; the group's writers are finished and the lead handed on.
+  // Returns the group's submitted writers, whose Done the caller runs after
+  // unlocking.
+  std::vector<std::unique_ptr<Writer>> leadLocked(std::unique_lock<std::mutex>& lock);
+  // Wakes whoever must lead the queue's head now that nobody leads.
+  void handOffLocked();
+  static void finish(std::vector<std::unique_ptr<Writer>> submitted);
+  // The flusher thread: leads while a submitted write heads the queue.
+  void flush();
   // The leader's part: one transaction for `group`; sets every result.
   void commit(const std::vector<Writer*>& group);
   // One writer's work inside its savepoint. False if the transaction itself
@@ -77,8 +108,12 @@ class GroupCommit {
   std::mutex& dbMutex_;
   StatementCache& statements_;
 
-  mutable std::mutex queueMutex_;  // guards queue_ and every queued Writer's result/done
-  std::deque<Writer*> queue_;  // front: the leader
+  mutable std::mutex queueMutex_;  // guards the three below and every queued Writer's result/finished
+  std::deque<Writer*> queue_;  // front: the leader's group; submitted writers owned here
+  bool leading_ = false;       // a group is being committed
+  bool stopping_ = false;      // the destructor runs: the flusher ends once the queue is empty
+  std::condition_variable flushWanted_;
+  std::thread flusher_;  // started by the first submit(); joined by the destructor
 };
 
 }  // namespace webhooker::storage

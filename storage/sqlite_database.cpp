@@ -85,6 +85,16 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
   }
 }
 
+Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path& file,
+                                                     const DbOptions& options) {
+  try {
+    return std::make_unique<SQLite::Database>(
+        file.string(), SQLite::OPEN_READONLY | SQLite::OPEN_FULLMUTEX, options.busyTimeoutMs);
+  } catch (const std::exception& e) {
+    return storageError("open reader", e);
+  }
+}
+
 Error storageError(const char* operation, const std::exception& e) {
   const auto* sqlite = dynamic_cast<const SQLite::Exception*>(&e);
   const bool busy = sqlite && (sqlite->getErrorCode() == SQLITE_BUSY ||

@@ -26,6 +26,11 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
                                                        std::span<const Migration> migrations,
                                                        int* versionBefore = nullptr);
 
+// A second, read-only connection to a file openDatabase() has opened: in WAL
+// mode it reads while the other connection writes and flushes.
+Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path& file,
+                                                     const DbOptions& options);
+
 // Applies pending migrations; returns how many were applied.
 Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations);
 

@@ -20,12 +20,19 @@ void recordDone(const DeliveryContext& ctx, const Task& task, Stopwatch::time_po
   record.durationMs = duration.count();
   record.success = true;
   record.newStatus = delivery_status::kDelivered;
-  if (auto r = ctx.db.recordAttempt(record); !r) {
-    spdlog::error("delivery.record_failed delivery_id={} attempt={} error=\"{}\"", task.deliveryId,
-                  task.attempt, r.error().message);
-    return;
-  }
-  ctx.observer.outcome(task.targetType, record.newStatus, "");
+  // Written in the background like the http targets' results (the hold
+  // keeps the delivery ours until it is).
+  ctx.db.recordAttemptAsync(
+      std::move(record), [deliveryId = task.deliveryId, attempt = task.attempt,
+                          type = task.targetType, &observer = ctx.observer,
+                          hold = ctx.hold /* released with this callback */](Result<void> r) {
+        if (!r) {
+          spdlog::error("delivery.record_failed delivery_id={} attempt={} error=\"{}\"",
+                        deliveryId, attempt, r.error().message);
+          return;
+        }
+        observer.outcome(type, delivery_status::kDelivered, "");
+      });
 }
 
 }  // namespace

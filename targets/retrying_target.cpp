@@ -27,6 +27,39 @@ Classified classify(const OutboundResponse& r) {
   return {Verdict::kTerminal, "http_" + std::to_string(r.status)};
 }
 
+// After the attempt's result is written (or failed to be): metrics, the log
+// line, and the next attempt.
+void finishAttempt(const Result<void>& written, const AttemptRecord& record, milliseconds delay,
+                   Task task, Scheduler& scheduler, AttemptObserver& observer) {
+  if (!written) {
+    // The row keeps its previous state and attempt count; the sweep picks it
+    // up again. Rescheduling here would skip an attempt number.
+    spdlog::error("delivery.record_failed delivery_id={} attempt={} error=\"{}\"", task.deliveryId,
+                  task.attempt, written.error().message);
+    return;
+  }
+  observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));
+  if (record.newStatus == delivery_status::kRetrying)
+    spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
+                 "status_code={} error=\"{}\" retry_in_ms={}",
+                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                 record.statusCode.value_or(0), record.error, delay.count());
+  else if (record.newStatus == delivery_status::kFailed)
+    spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
+                 "reason={} status_code={} error=\"{}\"",
+                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                 *record.failureReason, record.statusCode.value_or(0), record.error);
+  else
+    spdlog::info("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
+                 "status_code={} duration_ms={}",
+                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                 record.statusCode.value_or(0), record.durationMs);
+  if (record.newStatus == delivery_status::kRetrying) {
+    ++task.attempt;
+    scheduler.scheduleRetry(std::move(task), delay);
+  }
+}
+
 }  // namespace
 
 RetryingTarget::RetryingTarget(HttpClient& client, CircuitBreakers& breakers, Random& random,
@@ -96,33 +129,14 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
     record.nextAttemptAt = clock_.now() + delay;
   }
 
-  if (auto written = ctx.db.recordAttempt(record); !written) {
-    // The row keeps its previous state and attempt count; the sweep picks it
-    // up again. Rescheduling here would skip an attempt number.
-    spdlog::error("delivery.record_failed delivery_id={} attempt={} error=\"{}\"", task.deliveryId,
-                  task.attempt, written.error().message);
-    return;
-  }
-  ctx.observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));
-  if (record.newStatus == delivery_status::kRetrying)
-    spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
-                 "status_code={} error=\"{}\" retry_in_ms={}",
-                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                 record.statusCode.value_or(0), record.error, delay.count());
-  else if (record.newStatus == delivery_status::kFailed)
-    spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
-                 "reason={} status_code={} error=\"{}\"",
-                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                 *record.failureReason, record.statusCode.value_or(0), record.error);
-  else
-    spdlog::info("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
-                 "status_code={} duration_ms={}",
-                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                 record.statusCode.value_or(0), record.durationMs);
-  if (record.newStatus == delivery_status::kRetrying) {
-    ++task.attempt;
-    ctx.scheduler.scheduleRetry(std::move(task), delay);
-  }
+  // The worker goes on to its next attempt while the result is committed;
+  // the rest happens once it is (the hold keeps the delivery ours till then).
+  ctx.db.recordAttemptAsync(
+      record, [record, delay, task = std::move(task), &scheduler = ctx.scheduler,
+               &observer = ctx.observer,
+               hold = ctx.hold /* released with this callback */](Result<void> written) mutable {
+        finishAttempt(written, record, delay, std::move(task), scheduler, observer);
+      });
 }
 
 milliseconds RetryingTarget::remainingBackoff(EventsDb& db, const TargetRecord& target,

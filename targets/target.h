@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -39,14 +40,23 @@ class AttemptObserver {
                        const std::string& failureReason) = 0;
 };
 
+// Keeps an attempt unfinished in the engine's eyes while any copy lives:
+// the delivery is not queued again by recovery, the sweep or a refill, and
+// Engine::stop() waits for it. A target that writes its result in the
+// background (EventsDb::recordAttemptAsync) keeps a copy until the write
+// is committed, so nobody reads the row as still pending and sends it twice.
+using AttemptHold = std::shared_ptr<const void>;
+
 // Everything an attempt needs besides the task. References are owned by the
-// engine and valid for the duration of deliver().
+// engine and valid for the duration of deliver(); the scheduler and the
+// observer also for as long as the attempt's hold lives.
 struct DeliveryContext {
   EventsDb& db;               // the webhook's events DB
   const TargetRecord& target; // its current config (may hold credentials)
   const EventPayload& payload; // the event as received, inline or loaded
   Scheduler& scheduler;
   AttemptObserver& observer;
+  AttemptHold hold;           // released when deliver() returns, unless copied
 };
 
 class Target {
@@ -54,7 +64,9 @@ class Target {
   virtual ~Target() = default;
   // Runs one attempt of `task` (task.attempt). Never throws; every failure
   // ends up recorded or rescheduled. Called from engine worker threads,
-  // concurrently for different deliveries of the same target.
+  // concurrently for different deliveries of the same target. The attempt
+  // may finish after it returns (its result still being written): then it
+  // keeps context.hold until it has.
   virtual void deliver(const DeliveryContext& context, Task task) = 0;
 };
 

@@ -43,6 +43,7 @@
 #include "targets/ssrf_guard.h"
 #include "targets/target.h"
 #include "targets/target_registry.h"
+#include "tests/support/deliver_and_wait.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/receiver.h"
 #include "tests/support/static_resolver.h"
@@ -497,10 +498,9 @@ TEST_CASE("a rejected status write moves no outcome counter") {
     task.targetId = target.id;
     task.targetType = target.type;
     task.payload = payload;
-    DeliveryContext ctx{*db.value(), target, payload, scheduler, metrics};
     Target* impl = targets.find(target.type);
     REQUIRE(impl);
-    impl->deliver(ctx, task);
+    testing::deliverAndWait(*impl, {*db.value(), target, payload, scheduler, metrics, {}}, task);
     return task.deliveryId;
   };
   const auto counter = [&](const char* name, const char* type) {

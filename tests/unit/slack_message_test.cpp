@@ -19,6 +19,7 @@
 #include "targets/http_client.h"
 #include "targets/slack_target.h"
 #include "targets/ssrf_guard.h"
+#include "tests/support/deliver_and_wait.h"
 #include "tests/support/receiver.h"
 #include "tests/support/static_resolver.h"
 #include "tests/support/temp_dir.h"
@@ -281,7 +282,8 @@ TEST_CASE("SlackTarget posts {\"text\": message} as JSON to the webhook URL") {
   task.targetType = "slack";
   RecordingScheduler scheduler;
   CountingObserver observer;
-  slack.deliver(DeliveryContext{*db.value(), target, p, scheduler, observer}, task);
+  testing::deliverAndWait(slack, DeliveryContext{*db.value(), target, p, scheduler, observer, {}},
+                          task);
 
   REQUIRE(receiver.requestCount() == 1);
   const testing::ReceivedRequest request = receiver.requests()[0];
