@@ -512,6 +512,33 @@ TEST_CASE("slack: the receiver gets {\"text\": ...} with method, content type an
   CHECK(h.observer().attempts("slack") == 3);
 }
 
+TEST_CASE("a delivery whose result is still being written is not sent again by the sweep") {
+  // The worker moves on once the receiver answered; the result commits in
+  // the background. Another connection keeps the events DB's write lock
+  // meanwhile, so the row stays pending on disk through several sweeps
+  // (every 200 ms): the engine must still count the delivery as its own.
+  EngineHarness h;
+  Receiver r;
+  r.script({respondAfter(300ms)});
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/in"));
+  const std::string eventId = h.post(hook.entrypointId, R"({"n":1})");
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, target.id);
+
+  SQLite::Database locker(h.eventsDbPath(hook.webhookId).string(), SQLite::OPEN_READWRITE);
+  locker.exec("BEGIN IMMEDIATE");  // before the receiver answers
+  REQUIRE(r.waitForRequests(1, 5s));
+  std::this_thread::sleep_for(1s);
+  CHECK(h.delivery(d).status == "pending");
+  CHECK(h.engine().heldCount() == 1);
+  locker.exec("ROLLBACK");
+
+  REQUIRE(h.waitForStatus(d, "delivered", 5s));
+  CHECK(h.resultRows(d).size() == 1);
+  CHECK_FALSE(r.waitForRequests(2, 500ms));
+  CHECK(h.engine().heldCount() == 0);
+}
+
 TEST_CASE("database and log targets: delivered after one successful attempt") {
   EngineHarness h;
   const Hook hook = h.createWebhook();

@@ -2,6 +2,7 @@
 // share the next transaction (counted with SQLite's commit hook), a writer
 // whose work fails is undone alone, and a group whose transaction cannot
 // begin or commit fails every writer in it with nothing visible. Then the
+// same for submitted writes, whose callers do not wait. Then the
 // same through EventsDb::ingest: concurrent ingests are committed before
 // they return, one idempotency key in one group makes one event.
 #include <doctest/doctest.h>
@@ -207,6 +208,87 @@ TEST_CASE("a group whose commit fails fails every writer; nothing of it is visib
   checkAllBusy(writers);
   reader.exec("COMMIT");
   CHECK(f.rows().empty());
+}
+
+// Submitted writes: the caller does not wait; Done gets the result after
+// the commit, on another thread.
+struct Submitted {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::pair<int, Result<void>>> results;  // (x, result), in the order Done ran
+  std::set<std::thread::id> threads;
+
+  GroupCommit::Done doneFor(int x) {
+    return [this, x](Result<void> r) {
+      std::lock_guard lock(mutex);
+      results.emplace_back(x, std::move(r));
+      threads.insert(std::this_thread::get_id());
+      changed.notify_all();
+    };
+  }
+  void waitFor(size_t n) {
+    std::unique_lock lock(mutex);
+    REQUIRE(changed.wait_for(lock, 10s, [&] { return results.size() >= n; }));
+  }
+};
+
+TEST_CASE_FIXTURE(Fixture, "a submitted write returns at once and is reported once committed") {
+  Submitted submitted;
+  Blocker blocker(*group);
+  waitUntilQueued(1);
+  for (int x = 1; x <= 5; ++x) group->submit("test write", insert(x), submitted.doneFor(x));
+  waitUntilQueued(6);  // submit() returned while the blocker's group still runs
+  {
+    std::lock_guard lock(submitted.mutex);
+    CHECK(submitted.results.empty());
+  }
+  blocker.release.set_value();
+  CHECK(blocker.done.get().ok());
+  submitted.waitFor(5);
+  std::lock_guard lock(submitted.mutex);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(submitted.results[static_cast<size_t>(i)].first == i + 1);  // queue order
+    CHECK(submitted.results[static_cast<size_t>(i)].second.ok());
+  }
+  CHECK(submitted.threads.count(std::this_thread::get_id()) == 0);
+  CHECK(commits.load() == 2);  // the blocker's group, then the five together
+  CHECK(rows() == std::set<int>{0, 1, 2, 3, 4, 5});
+}
+
+TEST_CASE_FIXTURE(Fixture, "a submitted write that fails is reported failed; the others commit") {
+  Submitted submitted;
+  REQUIRE(group->run("first", insert(1)).ok());
+  Blocker blocker(*group);
+  waitUntilQueued(1);
+  group->submit("test write", insert(1), submitted.doneFor(1));  // violates UNIQUE
+  group->submit("test write", insert(2), submitted.doneFor(2));
+  auto waiting = startInserts(*group, 3, 3);  // a waiting writer behind them
+  waitUntilQueued(4);
+  blocker.release.set_value();
+  CHECK(blocker.done.get().ok());
+  CHECK(waiting[0].get().ok());
+  submitted.waitFor(2);
+  std::lock_guard lock(submitted.mutex);
+  REQUIRE_FALSE(submitted.results[0].second.ok());
+  CHECK(submitted.results[0].second.error().code == "storage_error");
+  CHECK(submitted.results[1].second.ok());
+  CHECK(rows() == std::set<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("every submitted write is committed and reported before its group commit is gone") {
+  Fixture f;
+  Submitted submitted;
+  {
+    Blocker blocker(*f.group);
+    f.waitUntilQueued(1);
+    for (int x = 1; x <= 3; ++x) f.group->submit("test write", Fixture::insert(x), submitted.doneFor(x));
+    blocker.release.set_value();
+    CHECK(blocker.done.get().ok());
+  }
+  f.group.reset();
+  std::lock_guard lock(submitted.mutex);
+  CHECK(submitted.results.size() == 3);
+  CHECK(f.rows() == std::set<int>{0, 1, 2, 3});
 }
 
 // One EventsDb on a fresh events file.
