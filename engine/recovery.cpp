@@ -59,7 +59,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
     std::chrono::milliseconds wait{0};
     if (d.status == delivery_status::kRetrying) {
       if (Rescheduler* r = targets_.rescheduler(target->type))
-        wait = r->remainingBackoff(*db.value(), *target, d.id, d.attempts - d.seriesStart);
+        wait = r->remainingBackoff(*target, d.lastAttemptAt, d.attempts - d.seriesStart);
     }
     if (d.nextAttemptAt) {
       // The stored time may be later still: a receiver's Retry-After, or an

@@ -121,14 +121,35 @@ std::optional<TimePoint> timeColumn(const SQLite::Column& c) {
   return parseTime(c.getString());
 }
 
-}  // namespace
-
-namespace {
-
 // The write of one attempt: its delivery_results row and the delivery's new
 // state. Owns its inputs, so it may run after its caller has gone on.
 storage::GroupCommit::Work attemptWrite(AttemptRecord a, std::string now) {
   return [a = std::move(a), now = std::move(now)](storage::StatementCache& sql) -> Result<void> {
+    auto update = sql.get(
+        "UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, "
+        "last_status_code = COALESCE(?, last_status_code), failure_reason = ?, updated_at = ? "
+        "WHERE id = ? AND attempts = ?");
+    update->bind(1, a.newStatus);
+    update->bind(2, a.attempt);
+    if (a.nextAttemptAt) update->bind(3, formatTime(*a.nextAttemptAt));
+    if (a.statusCode) update->bind(4, *a.statusCode);
+    if (a.failureReason) update->bind(5, *a.failureReason);
+    update->bind(6, now);
+    update->bind(7, a.deliveryId);
+    update->bind(8, a.attempt - 1);
+    if (update->exec() == 0) {
+      auto exists = sql.get("SELECT attempts FROM deliveries WHERE id = ?");
+      exists->bind(1, a.deliveryId);
+      if (!exists->executeStep())
+        return makeError("not_found", "delivery " + a.deliveryId + " is gone");
+      // Attempt numbers follow each other: a second copy of an attempt (two
+      // tasks for one delivery) must not record it twice.
+      return makeError("conflict", "delivery " + a.deliveryId + " has " +
+                                       std::to_string(exists->getColumn(0).getInt()) +
+                                       " attempts recorded; attempt " +
+                                       std::to_string(a.attempt) + " does not follow");
+    }
+
     auto result = sql.get(
         "INSERT INTO delivery_results (delivery_id, attempt, status_code, response_body, error, "
         "duration_ms, success, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
@@ -141,19 +162,6 @@ storage::GroupCommit::Work attemptWrite(AttemptRecord a, std::string now) {
     result->bind(7, a.success ? 1 : 0);
     result->bind(8, now);
     result->exec();
-
-    auto update = sql.get(
-        "UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, "
-        "last_status_code = COALESCE(?, last_status_code), failure_reason = ?, updated_at = ? "
-        "WHERE id = ?");
-    update->bind(1, a.newStatus);
-    update->bind(2, a.attempt);
-    if (a.nextAttemptAt) update->bind(3, formatTime(*a.nextAttemptAt));
-    if (a.statusCode) update->bind(4, *a.statusCode);
-    if (a.failureReason) update->bind(5, *a.failureReason);
-    update->bind(6, now);
-    update->bind(7, a.deliveryId);
-    if (update->exec() == 0) return makeError("not_found", "delivery " + a.deliveryId + " is gone");
     return {};
   };
 }
@@ -226,20 +234,6 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
   }
 }
 
-Result<std::optional<TimePoint>> EventsDb::lastAttemptTime(const std::string& deliveryId) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    auto q = statements_->get(
-        "SELECT created_at FROM delivery_results WHERE delivery_id = ? "
-        "ORDER BY attempt DESC, id DESC LIMIT 1");
-    q->bind(1, deliveryId);
-    if (!q->executeStep()) return std::optional<TimePoint>();
-    return timeColumn(q->getColumn(0));
-  } catch (const std::exception& e) {
-    return storage::storageError("last attempt", e);
-  }
-}
-
 namespace {
 
 constexpr const char* kBacklogByTarget =
@@ -282,11 +276,13 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
 Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId) {
   std::lock_guard lock(dbMutex_);
   try {
-    SQLite::Statement q(*db_, std::string("SELECT id, event_id, target_id, status, attempts, "
-                                          "next_attempt_at, series_start FROM deliveries "
-                                          "WHERE status IN ('pending', 'retrying') ") +
-                                  (targetId ? "AND target_id = ?1 " : "") +
-                                  "ORDER BY created_at, rowid");
+    SQLite::Statement q(
+        *db_, std::string("SELECT id, event_id, target_id, status, attempts, next_attempt_at, "
+                          "series_start, CASE status WHEN 'retrying' THEN "
+                          "(SELECT created_at FROM delivery_results r WHERE r.delivery_id = d.id "
+                          "ORDER BY attempt DESC, r.id DESC LIMIT 1) END "
+                          "FROM deliveries d WHERE status IN ('pending', 'retrying') ") +
+                  (targetId ? "AND target_id = ?1 " : "") + "ORDER BY created_at, d.rowid");
     if (targetId) q.bind(1, *targetId);
     std::vector<UnfinishedDelivery> out;
     while (q.executeStep()) {
@@ -298,6 +294,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std
       d.attempts = q.getColumn(4).getInt();
       d.nextAttemptAt = timeColumn(q.getColumn(5));
       d.seriesStart = q.getColumn(6).getInt();
+      d.lastAttemptAt = timeColumn(q.getColumn(7));
       out.push_back(std::move(d));
     }
     return out;

@@ -98,6 +98,7 @@ struct UnfinishedDelivery {
   int attempts = 0;
   int seriesStart = 0;  // attempts made before the current series (a redrive)
   std::optional<TimePoint> nextAttemptAt;
+  std::optional<TimePoint> lastAttemptAt;  // when its latest result was written (retrying only)
 };
 
 // --- History and redrive: types --------------------------------------------
@@ -250,10 +251,10 @@ class EventsDb {
   Result<void> recordAttempt(const AttemptRecord& attempt);
   // The same write without waiting for it: returns at once, and `then` gets
   // what recordAttempt() would have returned once the commit holding the
-  // write is done, on the thread that led that commit (group commit). So a
+  // write is done, on this EventsDb's flusher thread (group commit). So a
   // delivery worker goes on to its next attempt while the result is flushed.
   // `then` must not throw, and must not wait for another write of this
-  // EventsDb (it may run on the thread that would have to lead it).
+  // EventsDb (the flusher may be the thread that would have to lead it).
   void recordAttemptAsync(AttemptRecord attempt, std::function<void(Result<void>)> then);
   // Ends a delivery as `failed` with `reason` without an attempt (its
   // target is gone). Writes nothing about the target.
@@ -262,8 +263,6 @@ class EventsDb {
   Result<void> deferDelivery(const std::string& deliveryId, TimePoint nextAttemptAt);
   // What is forwarded of a stored event ("not_found" if it is gone).
   Result<EventPayload> loadPayload(const std::string& eventId);
-  // When the latest attempt of a delivery was recorded, if any.
-  Result<std::optional<TimePoint>> lastAttemptTime(const std::string& deliveryId);
   struct BacklogCount {
     std::string targetId;
     std::string status;  // pending | retrying
@@ -276,7 +275,8 @@ class EventsDb {
   // file does not exist).
   static Result<std::vector<BacklogCount>> backlogOfFile(const std::filesystem::path& file);
   // Every pending or retrying delivery, oldest first; only those of
-  // `targetId` if given (a refill of one target's queue).
+  // `targetId` if given (a refill of one target's queue). One query, the
+  // latest result's time of each retrying one included.
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(const std::string* targetId = nullptr);
 
   // --- History (events_db_history.cpp) -------------------------------------

@@ -28,8 +28,12 @@ Result<void> GroupCommit::run(const char* operation, const Work& work, size_t by
   self.wake.wait(lock, [&] { return self.finished || (!leading_ && queue_.front() == &self); });
   if (self.finished) return std::move(*self.result);
   auto submitted = leadLocked(lock);
-  lock.unlock();
-  finish(std::move(submitted));
+  if (!submitted.empty()) {
+    // Their callbacks are the flusher's: this caller (an ingest, say) is
+    // answered now, not after someone else's bookkeeping.
+    for (auto& w : submitted) unreported_.push_back(std::move(w));
+    flushWanted_.notify_one();
+  }
   return std::move(*self.result);
 }
 
@@ -84,19 +88,22 @@ void GroupCommit::handOffLocked() {
   else queue_.front()->wake.notify_one();
 }
 
-void GroupCommit::finish(std::vector<std::unique_ptr<Writer>> submitted) {
-  for (auto& w : submitted) w->done(std::move(*w->result));
-}
-
 void GroupCommit::flush() {
   std::unique_lock lock(queueMutex_);
   const auto mine = [&] { return !leading_ && !queue_.empty() && queue_.front()->done; };
   while (true) {
-    flushWanted_.wait(lock, [&] { return mine() || (stopping_ && queue_.empty()); });
-    if (!mine()) return;  // stopping, and everything is committed
-    auto submitted = leadLocked(lock);
+    flushWanted_.wait(
+        lock, [&] { return mine() || !unreported_.empty() || (stopping_ && queue_.empty()); });
+    std::vector<std::unique_ptr<Writer>> committed = std::move(unreported_);
+    unreported_.clear();
+    if (mine()) {
+      for (auto& w : leadLocked(lock)) committed.push_back(std::move(w));
+    } else if (committed.empty()) {
+      return;  // stopping, and everything is committed and reported
+    }
     lock.unlock();
-    finish(std::move(submitted));
+    for (auto& w : committed) w->done(std::move(*w->result));
+    committed.clear();  // a Done's captures go before the lock is taken again
     lock.lock();
   }
 }

@@ -18,16 +18,17 @@
 // A submitted write (submit()) does not wait: its caller goes on, and a
 // `Done` callback gets the result after the commit. Its caller's thread is
 // not there to lead, so when such a write heads the queue the flusher
-// thread leads (started with the first submit, one per GroupCommit).
+// thread leads (started with the first submit, one per GroupCommit). Every
+// Done runs on the flusher, so a waiting writer that led is answered at once.
 //
 // Ownership: owned with the connection it writes to (an EventsDb), together
 // with that connection's statement cache; destroying it commits what is
 // still queued first. Threading: run() and submit() from any thread;
-// queueMutex_ guards queue_, leading_ and stopping_. The leader holds the
+// queueMutex_ guards queue_, leading_, unreported_ and stopping_. The leader holds the
 // connection's mutex (`dbMutex`, given at construction) for the whole
 // transaction. A Work runs on the leader's thread: it may use its caller's
 // locals (run() waits), but must not take `dbMutex` itself. A Done runs on
-// the leader's thread after the commit, with no lock of this class held.
+// the flusher after the commit, with no lock of this class held.
 #pragma once
 
 #include <condition_variable>
@@ -70,7 +71,7 @@ class GroupCommit {
   // kMaxGroupBytes.
   Result<void> run(const char* operation, const Work& work, size_t bytes = 0);
   // Queues `work` for the next group and returns at once; `done` gets what
-  // run() would have returned, on the thread that led the commit.
+  // run() would have returned, on the flusher thread.
   void submit(const char* operation, Work work, Done done, size_t bytes = 0);
 
   // Writers queued or running, the leader's group included.
@@ -90,13 +91,12 @@ class GroupCommit {
 
   // Commits one group from the head of the queue. Called and returns with
   // `lock` held; the group's writers are finished and the lead handed on.
-  // Returns the group's submitted writers, whose Done the caller runs after
-  // unlocking.
+  // Returns the group's submitted writers, whose Done is still to run.
   std::vector<std::unique_ptr<Writer>> leadLocked(std::unique_lock<std::mutex>& lock);
   // Wakes whoever must lead the queue's head now that nobody leads.
   void handOffLocked();
-  static void finish(std::vector<std::unique_ptr<Writer>> submitted);
-  // The flusher thread: leads while a submitted write heads the queue.
+  // The flusher thread: leads while a submitted write heads the queue, and
+  // runs the Done of every committed submitted write.
   void flush();
   // The leader's part: one transaction for `group`; sets every result.
   void commit(const std::vector<Writer*>& group);
@@ -108,10 +108,12 @@ class GroupCommit {
   std::mutex& dbMutex_;
   StatementCache& statements_;
 
-  mutable std::mutex queueMutex_;  // guards the three below and every queued Writer's result/finished
+  mutable std::mutex queueMutex_;  // guards the four below and every queued Writer's result/finished
   std::deque<Writer*> queue_;  // front: the leader's group; submitted writers owned here
   bool leading_ = false;       // a group is being committed
-  bool stopping_ = false;      // the destructor runs: the flusher ends once the queue is empty
+  // Submitted writes a run() caller committed; the flusher runs their Done.
+  std::vector<std::unique_ptr<Writer>> unreported_;
+  bool stopping_ = false;      // the destructor runs: the flusher ends once all is reported
   std::condition_variable flushWanted_;
   std::thread flusher_;  // started by the first submit(); joined by the destructor
 };

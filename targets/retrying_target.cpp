@@ -139,21 +139,16 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
       });
 }
 
-milliseconds RetryingTarget::remainingBackoff(EventsDb& db, const TargetRecord& target,
-                                              const std::string& deliveryId, int attemptNum) {
-  auto last = db.lastAttemptTime(deliveryId);
-  if (!last || !last.value()) return milliseconds(0);
+milliseconds RetryingTarget::remainingBackoff(const TargetRecord& target,
+                                              std::optional<TimePoint> lastAttemptAt,
+                                              int attemptNum) {
+  if (!lastAttemptAt) return milliseconds(0);
   // The nominal backoff (no jitter): recovery must not restart the wait.
   RetryPolicy nominal = target.retry;
   nominal.jitter = 0;
-  const auto due = *last.value() + retryDelay(nominal, attemptNum, random_);
+  const auto due = *lastAttemptAt + retryDelay(nominal, attemptNum, random_);
   const auto remaining = std::chrono::duration_cast<milliseconds>(due - clock_.now());
   return remaining.count() > 0 ? remaining : milliseconds(0);
-}
-
-bool RetryingTarget::backoffElapsed(EventsDb& db, const TargetRecord& target,
-                                    const std::string& deliveryId, int attemptNum) {
-  return remainingBackoff(db, target, deliveryId, attemptNum).count() == 0;
 }
 
 }  // namespace webhooker

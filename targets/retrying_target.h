@@ -25,11 +25,9 @@ class RetryingTarget : public Target, public Rescheduler {
                  const Clock& clock);
 
   void deliver(const DeliveryContext& context, Task task) final;
-  std::chrono::milliseconds remainingBackoff(EventsDb& db, const TargetRecord& target,
-                                             const std::string& deliveryId,
+  std::chrono::milliseconds remainingBackoff(const TargetRecord& target,
+                                             std::optional<TimePoint> lastAttemptAt,
                                              int attemptNum) override;
-  bool backoffElapsed(EventsDb& db, const TargetRecord& target, const std::string& deliveryId,
-                      int attemptNum) override;
 
  protected:
   // The request for this attempt, or "invalid_config".

@@ -77,13 +77,10 @@ class Rescheduler {
   virtual ~Rescheduler() = default;
   // How long a recovered `retrying` delivery still has to wait: the backoff
   // after attempt `attemptNum` of its series (Task::attemptInSeries), minus
-  // the time since that attempt.
-  virtual std::chrono::milliseconds remainingBackoff(EventsDb& db, const TargetRecord& target,
-                                                     const std::string& deliveryId,
+  // the time since that attempt was recorded (`lastAttemptAt`; none: no wait).
+  virtual std::chrono::milliseconds remainingBackoff(const TargetRecord& target,
+                                                     std::optional<TimePoint> lastAttemptAt,
                                                      int attemptNum) = 0;
-  // Whether that backoff has already passed.
-  virtual bool backoffElapsed(EventsDb& db, const TargetRecord& target,
-                              const std::string& deliveryId, int attemptNum) = 0;
 };
 
 }  // namespace webhooker

@@ -254,6 +254,7 @@ struct DeliveryRow {
   std::string reason;
   int attempts = 0;
   int results = 0;  // delivery_results rows
+  std::string resultAttempts;  // their attempt numbers and codes in write order, for messages
 };
 
 std::vector<DeliveryRow> deliveriesOf(const std::filesystem::path& db,
@@ -262,13 +263,17 @@ std::vector<DeliveryRow> deliveriesOf(const std::filesystem::path& db,
   SQLite::Statement q(file,
                       "SELECT id, event_id, target_id, status, COALESCE(failure_reason, ''), "
                       "attempts, (SELECT COUNT(*) FROM delivery_results r "
-                      "WHERE r.delivery_id = deliveries.id) FROM deliveries");
+                      "WHERE r.delivery_id = deliveries.id), "
+                      "(SELECT group_concat(attempt || ':' || COALESCE(status_code, '-'), ' ') "
+                      "FROM (SELECT attempt, status_code FROM delivery_results r "
+                      "WHERE r.delivery_id = deliveries.id ORDER BY r.id)) FROM deliveries");
   std::vector<DeliveryRow> out;
   while (q.executeStep()) {
     const std::string targetId = q.getColumn(2).getString();
     out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(), targetId,
                    typeOfTarget.at(targetId), q.getColumn(3).getString(),
-                   q.getColumn(4).getString(), q.getColumn(5).getInt(), q.getColumn(6).getInt()});
+                   q.getColumn(4).getString(), q.getColumn(5).getInt(), q.getColumn(6).getInt(),
+                   q.getColumn(7).getString()});
   }
   return out;
 }
@@ -393,8 +398,11 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
       ++outcomes[d.status + (d.reason.empty() ? "" : "/" + d.reason)];
       // One result row per recorded attempt: an attempt cut short by a kill
       // is not recorded, and its number is used again after the restart.
-      CHECK_MESSAGE(d.results == d.attempts, "delivery " << d.id << ": " << d.attempts
-                                                << " attempts, " << d.results << " results");
+      CHECK_MESSAGE(d.results == d.attempts, "delivery " << d.id << " (" << d.targetType << ", "
+                                                << d.status << "): " << d.attempts
+                                                << " attempts, " << d.results
+                                                << " results (attempt:code " << d.resultAttempts
+                                                << ")");
       if (d.status == "delivered") {
         ++delivered;
         CHECK(d.reason.empty());

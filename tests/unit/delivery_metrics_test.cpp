@@ -104,7 +104,9 @@ DeliveryState stateOf(const std::filesystem::path& file, const std::string& deli
 void recordOutcome(EventsDb& db, const std::string& deliveryId, const std::string& status) {
   AttemptRecord r;
   r.deliveryId = deliveryId;
-  r.attempt = 1;
+  const auto current = db.getDelivery(deliveryId);  // the next attempt follows the recorded ones
+  REQUIRE(current);
+  r.attempt = current->attempts + 1;
   r.statusCode = status == delivery_status::kDelivered ? 200 : 500;
   r.success = status == delivery_status::kDelivered;
   r.newStatus = status;

@@ -379,6 +379,44 @@ TEST_CASE_FIXTURE(Fixture, "delivery_history shows the latest attempt of a deliv
   CHECK_FALSE(q.executeStep());
 }
 
+TEST_CASE_FIXTURE(Fixture, "an attempt is recorded only after the one before it") {
+  const IngestOutcome out = ingestOk(sampleEvent(), {"t1"});
+  webhooker::AttemptRecord first;
+  first.deliveryId = out.deliveries[0].id;
+  first.attempt = 1;
+  first.statusCode = 503;
+  first.newStatus = "retrying";
+  REQUIRE(db->recordAttempt(first));
+
+  // A second copy of attempt 1, and an attempt 3 that skips 2: refused,
+  // nothing written.
+  webhooker::AttemptRecord again = first;
+  again.statusCode = 200;
+  again.success = true;
+  again.newStatus = "delivered";
+  for (int number : {1, 3}) {
+    CAPTURE(number);
+    again.attempt = number;
+    const auto refused = db->recordAttempt(again);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == "conflict");
+  }
+  CHECK(count("SELECT COUNT(*) FROM delivery_results") == 1);
+  CHECK(count("SELECT attempts FROM deliveries") == 1);
+  CHECK(count("SELECT status = 'retrying' FROM deliveries") == 1);
+
+  again.attempt = 2;
+  REQUIRE(db->recordAttempt(again));
+  CHECK(count("SELECT COUNT(*) FROM delivery_results") == 2);
+  CHECK(count("SELECT status = 'delivered' AND attempts = 2 FROM deliveries") == 1);
+
+  again.deliveryId = "no-such-delivery";
+  again.attempt = 1;
+  const auto gone = db->recordAttempt(again);
+  REQUIRE_FALSE(gone);
+  CHECK(gone.error().code == "not_found");
+}
+
 TEST_CASE_FIXTURE(Fixture, "an events DB holds no target table and no config column") {
   InboundEvent e = sampleEvent();
   e.idempotencyKey = "k";

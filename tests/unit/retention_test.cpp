@@ -100,7 +100,9 @@ Stored ingest(EventsDb& db, int targets, const std::string& body = "{}") {
 void attempt(EventsDb& db, const std::string& deliveryId, const std::string& newStatus) {
   AttemptRecord a;
   a.deliveryId = deliveryId;
-  a.attempt = 1;
+  const auto current = db.getDelivery(deliveryId);  // the next attempt follows the recorded ones
+  REQUIRE(current);
+  a.attempt = current->attempts + 1;
   a.statusCode = newStatus == status::kDelivered ? 200 : 503;
   a.success = newStatus == status::kDelivered;
   a.newStatus = newStatus;
