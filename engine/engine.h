@@ -3,9 +3,12 @@
 // target's max_concurrency), so one slow or dead target can never take
 // every worker or hold up the other targets.
 //
-// Every delivery the engine holds in memory (queued, in flight or waiting
-// for its retry time) is in held_, so recovery, the sweep and refills never
-// schedule one delivery twice. Queues are bounded: a task that does not fit
+// Every delivery the engine holds in memory (queued, in flight, its result
+// still being written, or waiting for its retry time) is in held_, so
+// recovery, the sweep and refills never schedule one delivery twice. An
+// attempt ends for its lane when deliver() returns (the lane's slot is free
+// for the next request) and for held_ when its AttemptHold goes, once the
+// result is committed (finishAttempt). Queues are bounded: a task that does not fit
 // is dropped from memory only (its row stays on disk) and its lane is marked
 // overflowed; once that lane's queue drains below a quarter of its cap (or,
 // when the global cap was the reason, once all queues together drain below
@@ -17,9 +20,11 @@
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
 // thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_,
 // reconciling_, releasedWhileReconciling_, queued_, globalOverflow_,
-// refills_, refillsQueued_, inFlight_ and stopping_; targetsMutex_ guards
-// the target cache. No events DB is read under engineMutex_: a worker that
-// drains an overflowed lane only asks, and the refill thread reads.
+// refills_, refillsQueued_, inFlight_ (attempts whose hold lives) and
+// stopping_; targetsMutex_ guards the target cache. No events DB is read
+// under engineMutex_: a worker that drains an overflowed lane only asks, and
+// the refill thread reads. A hold may be released on an events DB's flusher
+// thread; the destructor waits for every hold.
 #pragma once
 
 #include <chrono>
