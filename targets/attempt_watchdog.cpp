@@ -27,15 +27,16 @@ void AttemptWatchdog::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     Deadline earliest = Deadline::max();
     const auto now = std::chrono::steady_clock::now();
-    for (auto it = watched_.begin(); it != watched_.end();) {
-      if (it->second.deadline <= now) {
+    for (auto& [ticket, watched] : watched_) {
+      if (watched.deadline <= now) {
         // stop() shuts the socket down; the blocked send() returns an error.
-        it->second.client->stop();
-        it = watched_.erase(it);
-      } else {
-        earliest = std::min(earliest, it->second.deadline);
-        ++it;
+        // A client that has not opened its socket yet (its thread was slow
+        // to get there) has nothing to shut, so the attempt stays watched
+        // and is stopped again shortly, until unwatch().
+        watched.client->stop();
+        watched.deadline = now + kStopAgainAfter;
       }
+      earliest = std::min(earliest, watched.deadline);
     }
     if (earliest == Deadline::max())
       changed_.wait(lock, stop, [&] { return !watched_.empty(); });

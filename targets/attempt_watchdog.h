@@ -3,8 +3,10 @@
 // cpp-httplib's timeouts apply to each connect, read and write on their
 // own, so a receiver that trickles a byte at a time (headers included) could
 // hold an attempt, and its worker, for ever. The watchdog shuts the
-// connection of any attempt past its deadline; the attempt then fails as a
-// timeout and is retried like any other.
+// connection of any attempt past its deadline, and again every
+// kStopAgainAfter until the attempt is unwatched (a client whose thread had
+// not opened its socket yet at the deadline has nothing to shut the first
+// time); the attempt then fails as a timeout and is retried like any other.
 //
 // Threading: watch()/unwatch() from any thread; one thread of its own
 // (watchThread_). Once unwatch() has returned, the watchdog will not touch
@@ -25,6 +27,7 @@ namespace webhooker {
 class AttemptWatchdog {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
+  static constexpr std::chrono::milliseconds kStopAgainAfter{50};
 
   AttemptWatchdog();
   ~AttemptWatchdog();
