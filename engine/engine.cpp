@@ -185,7 +185,8 @@ void Engine::work(std::stop_token stop) {
 AttemptHold Engine::holdAttempt(const std::string& deliveryId) {
   class Hold {
    public:
-    Hold(Engine& engine, std::string deliveryId) : engine_(engine), deliveryId_(std::move(deliveryId)) {}
+    Hold(Engine& engine, std::string deliveryId)
+        : engine_(engine), deliveryId_(std::move(deliveryId)) {}
     ~Hold() { engine_.finishAttempt(deliveryId_); }
     Hold(const Hold&) = delete;
     Hold& operator=(const Hold&) = delete;

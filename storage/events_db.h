@@ -361,7 +361,8 @@ class EventsDb {
   // a delivery worker loading a body does not wait for a commit's flush.
   std::mutex readMutex_;  // guards reader_ and readStatements_
   std::unique_ptr<SQLite::Database> reader_;
-  std::unique_ptr<storage::StatementCache> readStatements_;  // prepared on reader_, dropped before it
+  // Prepared on reader_, dropped before it.
+  std::unique_ptr<storage::StatementCache> readStatements_;
 };
 
 }  // namespace webhooker

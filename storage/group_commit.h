@@ -108,7 +108,8 @@ class GroupCommit {
   std::mutex& dbMutex_;
   StatementCache& statements_;
 
-  mutable std::mutex queueMutex_;  // guards the four below and every queued Writer's result/finished
+  // Guards the four below and every queued Writer's result and finished.
+  mutable std::mutex queueMutex_;
   std::deque<Writer*> queue_;  // front: the leader's group; submitted writers owned here
   bool leading_ = false;       // a group is being committed
   // Submitted writes a run() caller committed; the flusher runs their Done.
