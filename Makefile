@@ -68,6 +68,7 @@ fuzz: fuzz-build
 # which werror would turn into a failed build. Any sanitizer report fails its
 # test. See README.
 TSAN_DIR := build-tsan
+# The TSan build compiles only these tests (tests/meson.build, threaded_tests).
 TSAN_TESTS := attempt_watchdog group_commit delivery recovery redrive
 TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
     -Dcpp_args="['-g1', '-Wno-maybe-uninitialized']" -Db_sanitize=thread
@@ -77,7 +78,7 @@ TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
 test-sanitizers: fuzz-build
 	@test -f $(TSAN_DIR)/build.ninja || meson setup $(TSAN_DIR) $(TSAN_SETUP)
 	meson compile -C $(FUZZ_DIR)
-	meson compile -C $(TSAN_DIR) app/webhooker $(addprefix tests/,$(addsuffix _test,$(TSAN_TESTS)))
+	meson compile -C $(TSAN_DIR) app/webhooker tests/webhooker_tests
 	ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	TSAN_OPTIONS="second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp" \
