@@ -39,7 +39,9 @@ struct InboundEvent {
   std::string method;
   std::string path;
   std::string query;
-  HeaderList headers;  // arrival order, names as sent
+  // Stored in this order, names as sent. Ingest hands them over in name order
+  // (cpp-httplib sorts them), repeated names in arrival order.
+  HeaderList headers;
   std::string contentType;
   std::string body;  // raw bytes
   std::string remoteAddr;
