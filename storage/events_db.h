@@ -258,6 +258,8 @@ class EventsDb {
   // `then` must not throw, and must not wait for another write of this
   // EventsDb (the flusher may be the thread that would have to lead it).
   void recordAttemptAsync(AttemptRecord attempt, std::function<void(Result<void>)> then);
+  // Writes queued for a group or running in one, waited for or not.
+  size_t writesWaiting() const;
   // Ends a delivery as `failed` with `reason` without an attempt (its
   // target is gone). Writes nothing about the target.
   Result<void> failWithoutAttempt(const std::string& deliveryId, const std::string& reason);
