@@ -31,6 +31,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -50,6 +51,10 @@ struct ScriptedResponse {
   std::string contentType = "text/plain";
   std::chrono::milliseconds delay{0};  // before answering
   bool neverAnswer = false;            // hold the request until the receiver goes away
+  // Runs on the receiver's thread when the request has arrived, before it is
+  // answered: the sender is still waiting, so what it wrote before sending
+  // can be read without a race.
+  std::function<void()> onArrival;
 };
 
 inline ScriptedResponse respond(int status, httplib::Headers headers = {}) {
@@ -235,6 +240,11 @@ class Receiver {
     ++inFlight_;
     maxInFlight_ = std::max(maxInFlight_, inFlight_);
     arrived_.notify_all();
+    if (answer.onArrival) {
+      lock.unlock();
+      answer.onArrival();
+      lock.lock();
+    }
     if (answer.neverAnswer)
       wake_.wait(lock, [&] { return stopping_; });
     else if (answer.delay.count() > 0)
