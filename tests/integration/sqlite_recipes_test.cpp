@@ -94,8 +94,9 @@ bool waitForStatuses(const DaemonApi& api, const std::string& webhookId,
   while (std::chrono::steady_clock::now() < deadline) {
     auto res = api.admin().Get("/api/v1/webhooks/" + webhookId + "/deliveries?limit=500");
     if (res && res->status == 200) {
+      const json answer = json::parse(res->body);
       std::map<std::string, int> counts;
-      for (const json& d : json::parse(res->body)["deliveries"]) ++counts[d["status"]];
+      for (const json& d : answer["deliveries"]) ++counts[d["status"].get<std::string>()];
       if (counts == expected) return true;
     }
     std::this_thread::sleep_for(50ms);
