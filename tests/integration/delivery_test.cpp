@@ -307,7 +307,13 @@ TEST_CASE("redirects are never followed: 302 and 307 fail with http_<code>") {
 }
 
 TEST_CASE("the circuit breaker opens after 5 failures, refuses without rows, then probes") {
-  EngineHarness h(withBreaker(5, 1000ms));
+  // A clock that moves only when the test moves it: the cooldown ends when
+  // the test says, however slow the machine. Refused attempts still look
+  // again after the (real) time the breaker gives them.
+  FakeClock clock;
+  HarnessOptions options = withBreaker(5, 1000ms);
+  options.clock = &clock;
+  EngineHarness h(options);
   Receiver r;
   r.setDefault(respond(500));
   const Hook hook = h.createWebhook();
@@ -315,11 +321,17 @@ TEST_CASE("the circuit breaker opens after 5 failures, refuses without rows, the
   const TargetRecord target =
       h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(10, 100, 0, 100));
   const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+  // A refused attempt defers the delivery to the end of the cooldown (the
+  // attempt before it had set now + 100 ms).
+  const auto deferredByCooldown = [&] {
+    return eventually([&] {
+      return h.delivery(d).nextAttemptAt == formatTime(clock.now() + 1000ms);
+    });
+  };
 
   REQUIRE(r.waitForRequests(5, 5s));
   const SteadyTime fifth = r.requests()[4].at;
-  // Well inside the 1 s cooldown, several 100 ms retry times later.
-  std::this_thread::sleep_until(fifth + 700ms);
+  REQUIRE(deferredByCooldown());
   CHECK(r.requestCount() == 5);
   CHECK(h.breakers().openCount() == 1);
   CHECK(h.breakerEvents() == std::vector<int>{1});
@@ -329,19 +341,34 @@ TEST_CASE("the circuit breaker opens after 5 failures, refuses without rows, the
   CHECK(row.attempts == 5);  // refusals use up no attempt
   CHECK(h.observer().attempts("http") == 5);
 
-  // After the cooldown one probe goes out; it fails and reopens the breaker.
-  REQUIRE(r.waitForRequests(6, 3s));
+  // Open until exactly 1000 ms on the breaker's clock, then one probe.
+  clock.advance(999ms);
+  CHECK(h.breakers().status(target.id).state == "open");
+  CHECK(h.breakers().status(target.id).retryIn == 1ms);
+  CHECK(r.requestCount() == 5);
+  const SteadyTime firstCooldownOver = std::chrono::steady_clock::now();
+  clock.advance(1ms);
+  CHECK(h.breakers().status(target.id).state == "half_open");
+
+  // The probe fails and reopens the breaker for another full cooldown.
+  REQUIRE(r.waitForRequests(6, 5s));
   r.setDefault(respond(200));  // the 6th request already took its 500
   const SteadyTime sixth = r.requests()[5].at;
+  CHECK(sixth >= firstCooldownOver);
   CHECK(msBetween(fifth, sixth) >= 990);
-  CHECK(msBetween(fifth, sixth) <= 1000 + 400);
+  REQUIRE(deferredByCooldown());
+  CHECK(h.breakers().status(target.id).state == "open");
+  CHECK(h.breakers().status(target.id).retryIn == 1000ms);
+  CHECK(r.requestCount() == 6);
 
-  // Another full cooldown, then the next probe succeeds and closes it.
+  // After it the next probe succeeds and closes the breaker.
+  const SteadyTime secondCooldownOver = std::chrono::steady_clock::now();
+  clock.advance(1000ms);
   REQUIRE(h.waitForStatus(d, "delivered", 5s));
   const auto requests = r.requests();
   REQUIRE(requests.size() == 7);
+  CHECK(requests[6].at >= secondCooldownOver);
   CHECK(msBetween(sixth, requests[6].at) >= 990);
-  CHECK(msBetween(sixth, requests[6].at) <= 1000 + 400);
   const auto rows = h.resultRows(d);
   REQUIRE(rows.size() == 7);
   CHECK(attemptsNumbered(rows));

@@ -25,16 +25,6 @@ bool anyFileOf(const std::filesystem::path& db) {
   return false;
 }
 
-template <typename Predicate>
-bool eventually(Predicate done, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST_CASE("deleting a webhook with retrying deliveries stops them and leaves no events file") {

@@ -52,8 +52,8 @@ struct ScriptedResponse {
   std::chrono::milliseconds delay{0};  // before answering
   bool neverAnswer = false;            // hold the request until the receiver goes away
   // Runs on the receiver's thread when the request has arrived, before it is
-  // answered: the sender is still waiting, so what it wrote before sending
-  // can be read without a race.
+  // counted (requests(), waitForRequests()) or answered: the sender is still
+  // waiting, so what it wrote before sending can be read without a race.
   std::function<void()> onArrival;
 };
 
@@ -236,15 +236,17 @@ class Receiver {
       answer = default_;
     }
     r.answeredStatus = answer.neverAnswer ? 0 : answer.status;
-    requests_.push_back(std::move(r));
-    ++inFlight_;
-    maxInFlight_ = std::max(maxInFlight_, inFlight_);
-    arrived_.notify_all();
+    // Before the request counts as arrived: a test that waited for it also
+    // sees what the hook did.
     if (answer.onArrival) {
       lock.unlock();
       answer.onArrival();
       lock.lock();
     }
+    requests_.push_back(std::move(r));
+    ++inFlight_;
+    maxInFlight_ = std::max(maxInFlight_, inFlight_);
+    arrived_.notify_all();
     if (answer.neverAnswer)
       wake_.wait(lock, [&] { return stopping_; });
     else if (answer.delay.count() > 0)
