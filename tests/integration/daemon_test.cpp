@@ -218,9 +218,11 @@ TEST_CASE("SIGTERM stops ingest and the daemon exits 0 within seconds") {
   REQUIRE(before);
   REQUIRE(before->status == 200);
 
+  // The real binary's clock cannot be set, so the bound is one only a hang
+  // reaches: at it stop() kills the daemon, and the exit is no longer 0.
   const auto start = std::chrono::steady_clock::now();
-  CHECK(daemon.stop(std::chrono::seconds(5)) == 0);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(daemon.stop(std::chrono::seconds(30)) == 0);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
   auto after = apiClient(daemon, "").Post(hook, "{}", "application/json");
   CHECK_FALSE(after);  // nobody listens any more
   const std::string log = daemon.stderrText();
