@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -17,6 +18,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "base/uuid.h"
 
 namespace webhooker::app {
 
@@ -30,7 +33,8 @@ constexpr auto kTimeout = std::chrono::seconds(10);
 constexpr const char* kCommonHelp =
     "Every command also takes --url URL (the daemon; env WEBHOOKER_URL, default "
     "http://127.0.0.1:8080) and --json (print the API's answer as it is).\n"
-    "The admin token comes from the WEBHOOKER_TOKEN environment variable only.";
+    "The admin token comes from the WEBHOOKER_TOKEN environment variable only (the daemon\n"
+    "sets it from WEBHOOKER_ADMIN_TOKEN, or prints a generated one on its first start).";
 
 // Everything the parse fills in. Only one leaf command runs per process, so
 // all of them share one Session: their positionals and body options write
@@ -44,6 +48,8 @@ struct Session {
   std::string childId;         // entrypoint, target, event or delivery id
   json body = json::object();  // only the fields the user gave
   std::vector<std::pair<std::string, std::string>> query;  // only the parameters given
+  std::vector<std::string> targetRefs;  // --target values: ids or names
+  std::vector<std::string> targetIds;   // the same as ids, once resolved
   int& exitCode;
 };
 using SessionPtr = std::shared_ptr<Session>;
@@ -133,6 +139,20 @@ void reportApiError(const httplib::Response& res) {
             << "); is --url pointing at a webhooker daemon?\n";
 }
 
+// cpp-httplib names its errors in one word ("Connection"); a user needs a
+// sentence and a hint.
+std::string whyUnreachable(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "could not connect (is the daemon running, and is this its address? Set it "
+             "with --url or WEBHOOKER_URL)";
+    case httplib::Error::ConnectionTimeout: return "no connection within 10 s";
+    case httplib::Error::Read:
+    case httplib::Error::Write: return "the connection broke before the daemon answered";
+    default: return "HTTP client error " + httplib::to_string(error);
+  }
+}
+
 // The successful response's body, or nullopt after printing why there is
 // none (no token, bad URL, unreachable daemon, an error answer).
 std::optional<std::string> performCall(const Session& session, const ApiCall& call) {
@@ -162,8 +182,8 @@ std::optional<std::string> performCall(const Session& session, const ApiCall& ca
   }
   const httplib::Result result = client.send(req);
   if (!result) {
-    std::cerr << "webhooker: cannot reach " << url << ": "
-              << httplib::to_string(result.error()) << "\n";
+    std::cerr << "webhooker: cannot reach " << url << ": " << whyUnreachable(result.error())
+              << "\n";
     return std::nullopt;
   }
   if (result->status < 200 || result->status > 299) {
@@ -171,30 +191,6 @@ std::optional<std::string> performCall(const Session& session, const ApiCall& ca
     return std::nullopt;
   }
   return result->body;
-}
-
-// Performs the call, prints the answer (raw with --json) and sets the exit
-// code.
-void runCall(Session& session, const ApiCall& call, const Render& render) {
-  session.exitCode = 1;
-  const auto body = performCall(session, call);
-  if (!body) return;
-  if (session.rawJson) {
-    std::cout << *body;
-    if (!body->empty() && body->back() != '\n') std::cout << "\n";
-    session.exitCode = 0;
-    return;
-  }
-  json answer;  // a 204 has no body: null
-  if (!body->empty()) {
-    answer = json::parse(*body, nullptr, false);
-    if (answer.is_discarded()) {
-      std::cerr << "webhooker: the daemon's answer is not JSON\n";
-      return;
-    }
-  }
-  render(answer);
-  session.exitCode = 0;
 }
 
 // --- Output ---------------------------------------------------------------
@@ -282,6 +278,64 @@ std::vector<Column> targetColumns() {
 
 // --- Command building -----------------------------------------------------
 
+// --target takes a target's name as well as its id (the tables show names):
+// names are looked up among the webhook's targets and must name exactly one.
+bool resolveTargets(Session& session) {
+  session.targetIds.clear();
+  json targets;
+  for (const std::string& ref : session.targetRefs) {
+    if (isUuid(ref)) {
+      session.targetIds.push_back(ref);
+      continue;
+    }
+    if (targets.is_null()) {
+      const auto body = performCall(
+          session, {"GET", "/webhooks/" + pathSegment(session.webhookId) + "/targets", {}});
+      if (!body) return false;
+      targets = field(json::parse(*body, nullptr, false), "targets");
+      if (!targets.is_array()) targets = json::array();
+    }
+    std::vector<std::string> ids;
+    for (const json& t : targets)
+      if (field(t, "name") == ref) ids.push_back(cellText(field(t, "id")));
+    if (ids.size() != 1) {
+      std::cerr << "webhooker: --target " << ref << ": "
+                << (ids.empty() ? "no target of this webhook has that name or id"
+                                : std::to_string(ids.size()) +
+                                      " targets have that name; give the id instead")
+                << "\n";
+      return false;
+    }
+    session.targetIds.push_back(ids.front());
+  }
+  return true;
+}
+
+// Resolves --target, performs the call, prints the answer (raw with --json)
+// and sets the exit code.
+void runCall(Session& session, const std::function<ApiCall()>& makeCall, const Render& render) {
+  session.exitCode = 1;
+  if (!resolveTargets(session)) return;
+  const auto body = performCall(session, makeCall());
+  if (!body) return;
+  if (session.rawJson) {
+    std::cout << *body;
+    if (!body->empty() && body->back() != '\n') std::cout << "\n";
+    session.exitCode = 0;
+    return;
+  }
+  json answer;  // a 204 has no body: null
+  if (!body->empty()) {
+    answer = json::parse(*body, nullptr, false);
+    if (answer.is_discarded()) {
+      std::cerr << "webhooker: the daemon's answer is not JSON\n";
+      return;
+    }
+  }
+  render(answer);
+  session.exitCode = 0;
+}
+
 // --url and --json, which every call takes.
 void addSharedOptions(CLI::App& cmd, const SessionPtr& s) {
   cmd.add_option("--url", s->urlFlag,
@@ -309,7 +363,7 @@ CLI::App& addLeaf(CLI::App& group, const SessionPtr& s, const std::string& name,
   CLI::App* leaf = group.add_subcommand(name, description);
   leaf->fallthrough();
   leaf->callback([s, makeCall = std::move(makeCall), render = std::move(render)] {
-    runCall(*s, makeCall(), render);
+    runCall(*s, makeCall, render);
   });
   return *leaf;
 }
@@ -318,8 +372,11 @@ void addWebhookIdArg(CLI::App& cmd, const SessionPtr& s) {
   cmd.add_option("WEBHOOK_ID", s->webhookId, "the webhook's id")->required();
 }
 
-void addChildIdArg(CLI::App& cmd, const SessionPtr& s, const std::string& name) {
-  cmd.add_option(name, s->childId, "the id")->required();
+// `noun` "target" → TARGET_ID, "the target's id".
+void addChildIdArg(CLI::App& cmd, const SessionPtr& s, const std::string& noun) {
+  std::string name;
+  for (const char c : noun) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  cmd.add_option(name + "_ID", s->childId, "the " + noun + "'s id")->required();
 }
 
 std::string webhookPath(const Session& s) { return "/webhooks/" + pathSegment(s.webhookId); }
@@ -327,10 +384,12 @@ std::string webhookPath(const Session& s) { return "/webhooks/" + pathSegment(s.
 // `path` with the query parameters the user gave, each value escaped.
 std::string withQuery(std::string path, const Session& s) {
   char separator = '?';
-  for (const auto& [name, value] : s.query) {
+  auto add = [&](const std::string& name, const std::string& value) {
     path += separator + name + "=" + pathSegment(value);
     separator = '&';
-  }
+  };
+  for (const auto& [name, value] : s.query) add(name, value);
+  for (const std::string& id : s.targetIds) add("target_id", id);
   return path;
 }
 
@@ -413,13 +472,23 @@ void addWebhookFields(CLI::App& cmd, const SessionPtr& s, bool create) {
 // The fields `targets create` and `targets update` share.
 void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   auto* name = addBodyOption<std::string>(cmd, s, "--name", "/name", "the target's name");
-  auto* type =
-      addBodyOption<std::string>(cmd, s, "--type", "/type", "http, slack, database or log");
+  // A target's type is fixed once it exists.
   if (create) {
     name->required();
-    type->required();
+    addBodyOption<std::string>(cmd, s, "--type", "/type", "http, slack, database or log")
+        ->required();
   }
-  addBodyOption<std::string>(cmd, s, "--url", "/config/url", "http: the URL deliveries go to");
+  addBodyOption<std::string>(cmd, s, "--target-url", "/config/url",
+                             "http: the URL deliveries go to");
+  // The old spelling, from before --url meant the daemon everywhere else.
+  cmd.add_option_function<std::string>(
+         "--url",
+         [s](const std::string& url) {
+           std::cerr << "webhooker: --url for the target's URL is deprecated; use --target-url\n";
+           s->body["config"]["url"] = url;
+         },
+         "deprecated spelling of --target-url")
+      ->group("Deprecated");
   addBodyOption<std::string>(cmd, s, "--method", "/config/method", "http: the method (POST)");
   addHeaderOption(cmd, s);
   addBodyOption<int64_t>(cmd, s, "--timeout-ms", "/config/timeout_ms", "http: per-attempt timeout");
@@ -436,15 +505,16 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   addBodyOption<int64_t>(cmd, s, "--max-delay-ms", "/retry/max_delay_ms", "longest retry delay");
   cmd.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                         "deliver nothing to it until activated");
-  // Here --url names the target, so the daemon's comes before the verb.
-  cmd.footer("Here --url is the target's; give the daemon's as WEBHOOKER_URL or before the "
-             "verb: `webhooker targets --url <daemon> " + cmd.get_name() + " ...`.\n"
+  // The deprecated --url names the target here, so the daemon's comes
+  // before the verb.
+  cmd.footer("Give the daemon's address as WEBHOOKER_URL or before the verb: "
+             "`webhooker targets --url <daemon> " + cmd.get_name() + " ...`.\n"
              "The admin token comes from the WEBHOOKER_TOKEN environment variable only.");
 }
 
 // `activate` and `deactivate` for entrypoints or targets: PATCH {"active"}.
 void addActivation(CLI::App& group, const SessionPtr& s, const char* collection,
-                   const std::string& idName, const std::string& noun) {
+                   const std::string& noun) {
   for (const bool active : {true, false}) {
     const std::string verb = active ? "activate" : "deactivate";
     auto& cmd = addLeaf(
@@ -454,7 +524,7 @@ void addActivation(CLI::App& group, const SessionPtr& s, const char* collection,
         },
         showObject);
     addWebhookIdArg(cmd, s);
-    addChildIdArg(cmd, s, idName);
+    addChildIdArg(cmd, s, noun);
   }
 }
 
@@ -495,19 +565,19 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
   addVerificationOptions(create, s, false);
   create.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                            "accept nothing on it (410) until activated");
-  addActivation(group, s, "entrypoints", "ENTRYPOINT_ID", "entrypoint");
+  addActivation(group, s, "entrypoints", "entrypoint");
   auto& verify = addLeaf(
       group, s, "verify", "set how an entrypoint verifies its sender's signature",
       [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), s->body}; }, showObject);
   addWebhookIdArg(verify, s);
-  addChildIdArg(verify, s, "ENTRYPOINT_ID");
+  addChildIdArg(verify, s, "entrypoint");
   addVerificationOptions(verify, s, true);
   auto& remove = addLeaf(
       group, s, "delete", "delete an entrypoint",
       [s] { return ApiCall{"DELETE", childPath(*s, "entrypoints"), {}}; },
       showDeleted(s, &Session::childId));
   addWebhookIdArg(remove, s);
-  addChildIdArg(remove, s, "ENTRYPOINT_ID");
+  addChildIdArg(remove, s, "entrypoint");
 }
 
 void addTargetCommands(CLI::App& app, const SessionPtr& s) {
@@ -526,20 +596,20 @@ void addTargetCommands(CLI::App& app, const SessionPtr& s) {
       group, s, "show", "show one target (secrets redacted)",
       [s] { return ApiCall{"GET", childPath(*s, "targets"), {}}; }, showObject);
   addWebhookIdArg(show, s);
-  addChildIdArg(show, s, "TARGET_ID");
+  addChildIdArg(show, s, "target");
   auto& update = addLeaf(
       group, s, "update", "change a target's fields (config is merged)",
       [s] { return ApiCall{"PATCH", childPath(*s, "targets"), s->body}; }, showObject);
   addWebhookIdArg(update, s);
-  addChildIdArg(update, s, "TARGET_ID");
+  addChildIdArg(update, s, "target");
   addTargetFields(update, s, false);
-  addActivation(group, s, "targets", "TARGET_ID", "target");
+  addActivation(group, s, "targets", "target");
   auto& remove = addLeaf(
       group, s, "delete", "delete a target",
       [s] { return ApiCall{"DELETE", childPath(*s, "targets"), {}}; },
       showDeleted(s, &Session::childId));
   addWebhookIdArg(remove, s);
-  addChildIdArg(remove, s, "TARGET_ID");
+  addChildIdArg(remove, s, "target");
 }
 
 // --- History and redrive --------------------------------------------------
@@ -650,20 +720,38 @@ void showEvent(const json& e) {
 }
 
 // A query option: when given, `?name=value` is sent.
-void addQueryOption(CLI::App& cmd, const SessionPtr& s, const std::string& flag, const char* name,
-                    const std::string& help) {
-  cmd.add_option_function<std::string>(
+CLI::Option* addQueryOption(CLI::App& cmd, const SessionPtr& s, const std::string& flag,
+                            const char* name, const std::string& help) {
+  return cmd.add_option_function<std::string>(
       flag, [s, name](const std::string& value) { s->query.emplace_back(name, value); }, help);
+}
+
+// --target NAME_OR_ID, resolved to an id before the call.
+void addTargetOption(CLI::App& cmd, const SessionPtr& s, const std::string& help,
+                     bool repeatable) {
+  if (repeatable) {
+    cmd.add_option_function<std::vector<std::string>>(
+        "--target",
+        [s](const std::vector<std::string>& refs) {
+          s->targetRefs.insert(s->targetRefs.end(), refs.begin(), refs.end());
+        },
+        help);
+  } else {
+    cmd.add_option_function<std::string>(
+        "--target", [s](const std::string& ref) { s->targetRefs = {ref}; }, help);
+  }
 }
 
 // The filters both listings take.
 void addListOptions(CLI::App& cmd, const SessionPtr& s) {
   addQueryOption(cmd, s, "--status", "status", "pending, retrying, delivered or failed");
-  addQueryOption(cmd, s, "--target", "target_id",
-                 "only deliveries to this target id (events: with one)");
+  addTargetOption(cmd, s, "only deliveries to this target, by name or id (events: with one)",
+                  false);
   addQueryOption(cmd, s, "--since", "since", "received at or after this ISO-8601 time");
   addQueryOption(cmd, s, "--until", "until", "received before this ISO-8601 time");
-  addQueryOption(cmd, s, "--limit", "limit", "rows per page (default 50, at most 500)");
+  addQueryOption(cmd, s, "--limit", "limit", "rows per page (default 50, at most 500)")
+      ->type_name("INT")
+      ->check(CLI::Range(1, 500));
   addQueryOption(cmd, s, "--cursor", "cursor", "the page after the one that printed it");
 }
 
@@ -679,7 +767,7 @@ void addEventCommands(CLI::App& app, const SessionPtr& s) {
       group, s, "show", "show one event: request, body, deliveries and every attempt",
       [s] { return ApiCall{"GET", childPath(*s, "events"), {}}; }, showEvent);
   addWebhookIdArg(show, s);
-  addChildIdArg(show, s, "EVENT_ID");
+  addChildIdArg(show, s, "event");
 }
 
 void addDeliveryCommands(CLI::App& app, const SessionPtr& s) {
@@ -700,7 +788,7 @@ void addDeliveryCommands(CLI::App& app, const SessionPtr& s) {
                   << cellText(field(d, "series_start")) << ")\n";
       });
   addWebhookIdArg(retry, s);
-  addChildIdArg(retry, s, "DELIVERY_ID");
+  addChildIdArg(retry, s, "delivery");
 }
 
 // A command of its own (not in a group), with the shared options.
@@ -710,7 +798,7 @@ CLI::App& addTopLevelLeaf(CLI::App& app, const SessionPtr& s, const std::string&
   CLI::App* cmd = app.add_subcommand(name, description);
   addSharedOptions(*cmd, s);
   cmd->callback([s, makeCall = std::move(makeCall), render = std::move(render)] {
-    runCall(*s, makeCall(), render);
+    runCall(*s, makeCall, render);
   });
   return *cmd;
 }
@@ -718,7 +806,10 @@ CLI::App& addTopLevelLeaf(CLI::App& app, const SessionPtr& s, const std::string&
 void addRedriveCommands(CLI::App& app, const SessionPtr& s) {
   auto& redeliver = addTopLevelLeaf(
       app, s, "redeliver", "deliver a stored event again, as new deliveries",
-      [s] { return ApiCall{"POST", childPath(*s, "events") + "/redeliver", s->body}; },
+      [s] {
+        for (const std::string& id : s->targetIds) s->body["target_ids"].push_back(id);
+        return ApiCall{"POST", childPath(*s, "events") + "/redeliver", s->body};
+      },
       [](const json& answer) {
         const json deliveries = field(answer, "deliveries");
         std::cout << "created "
@@ -730,18 +821,19 @@ void addRedriveCommands(CLI::App& app, const SessionPtr& s) {
                     fieldColumn("TYPE", "target_type"), fieldColumn("STATUS", "status")});
       });
   addWebhookIdArg(redeliver, s);
-  addChildIdArg(redeliver, s, "EVENT_ID");
-  redeliver.add_option_function<std::vector<std::string>>(
-      "--target",
-      [s](const std::vector<std::string>& ids) {
-        for (const std::string& id : ids) s->body["target_ids"].push_back(id);
-      },
-      "a target id to deliver to (repeatable; default: every active target)");
+  addChildIdArg(redeliver, s, "event");
+  addTargetOption(redeliver, s,
+                  "a target to deliver to, by name or id (repeatable; default: every active "
+                  "target)",
+                  true);
 
   auto& replay = addTopLevelLeaf(
       app, s, "replay",
       "deliver failed (or all finished) deliveries again, e.g. after a receiver's outage",
-      [s] { return ApiCall{"POST", webhookPath(*s) + "/replay", s->body}; },
+      [s] {
+        if (!s->targetIds.empty()) s->body["target_id"] = s->targetIds.front();
+        return ApiCall{"POST", webhookPath(*s) + "/replay", s->body};
+      },
       [](const json& answer) {
         const json count = field(answer, "count");
         const int64_t n = count.is_number_integer() ? count.get<int64_t>() : 0;
@@ -753,7 +845,7 @@ void addRedriveCommands(CLI::App& app, const SessionPtr& s) {
   addWebhookIdArg(replay, s);
   addBodyOption<std::string>(replay, s, "--status", "/status",
                              "failed (default) or all (failed and delivered)");
-  addBodyOption<std::string>(replay, s, "--target", "/target_id", "only this target id");
+  addTargetOption(replay, s, "only this target, by name or id", false);
   addBodyOption<std::string>(replay, s, "--since", "/since",
                              "events received at or after this ISO-8601 time");
   addBodyOption<std::string>(replay, s, "--until", "/until",

@@ -34,16 +34,17 @@ void addStorageOptions(CLI::App& cmd, Config& c) {
                  "folder of webhooker.db and the events-<uuid>.db files "
                  "[default: dev $XDG_DATA_HOME/webhooker, prod /data]")
       ->envname("DATA_DIR");
+}
+
+void addServeOptions(CLI::App& cmd, Config& c) {
+  addStorageOptions(cmd, c);
+  // Only the daemon acknowledges events, so only it has a durability choice.
   cmd.add_option("--sync-mode", c.syncMode,
                  "SQLite synchronous mode: full (every acknowledged event survives power "
                  "loss) or normal (survives a crash of webhooker, not of the machine)")
       ->envname("WEBHOOKER_SYNC_MODE")
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
-}
-
-void addServeOptions(CLI::App& cmd, Config& c) {
-  addStorageOptions(cmd, c);
   cmd.add_option("--listen", c.listenAddress,
                  "address to listen on [default: dev 127.0.0.1, prod 0.0.0.0]")
       ->envname("WEBHOOKER_LISTEN_ADDRESS");
@@ -119,7 +120,9 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       "Environment only:\n"
       "  WEBHOOKER_ADMIN_TOKEN   admin API token to use instead of a generated one\n"
       "                          (at least 16 characters; stored hashed)\n"
-      "  METRICS_PASSWORD        password for /metrics basic auth (with --metrics-username)");
+      "  METRICS_PASSWORD        password for /metrics basic auth (with --metrics-username)\n"
+      "The management commands (webhooks, targets, ...) read that token from\n"
+      "WEBHOOKER_TOKEN and the daemon's address from WEBHOOKER_URL.");
 }
 
 Result<void> finishConfig(Config& c) {

@@ -1,4 +1,5 @@
-// webhooker: store-and-forward webhook delivery. `webhooker` alone serves.
+// webhooker: store-and-forward webhook delivery. `webhooker` alone, or
+// followed by serve's options, serves.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -13,7 +14,8 @@
 
 int main(int argc, char** argv) {
   using namespace webhooker::app;
-  CLI::App app{"webhooker: a self-hosted webhook delivery engine"};
+  // Named, so usage lines read `Usage: webhooker serve [OPTIONS]`.
+  CLI::App app{"webhooker: a self-hosted webhook delivery engine", "webhooker"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", "webhooker 0.1.0");
 
@@ -40,9 +42,12 @@ int main(int argc, char** argv) {
   int clientExit = 0;
   addClientCommands(app, clientExit);
 
-  // `webhooker` alone is `webhooker serve`, with serve's env variables.
+  // `webhooker` alone, or `webhooker --port 9000`, is `webhooker serve ...`,
+  // with serve's env variables. --help and --version stay the program's.
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) args.push_back("serve");
+  const bool startsWithOption = !args.empty() && args[0].starts_with("-") && args[0] != "--help" &&
+                                args[0] != "-h" && args[0] != "--version";
+  if (args.empty() || startsWithOption) args.insert(args.begin(), "serve");
   std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
   try {
     app.parse(args);

@@ -178,6 +178,8 @@ void EventsDb::recordAttemptAsync(AttemptRecord attempt, std::function<void(Resu
                   std::move(then), bytes);
 }
 
+size_t EventsDb::writesWaiting() const { return writes_->waiting(); }
+
 Result<void> EventsDb::failWithoutAttempt(const std::string& deliveryId, const std::string& reason) {
   const std::string now = formatTime(clock_.now());
   return writes_->run("fail delivery", [&](storage::StatementCache& sql) -> Result<void> {

@@ -39,7 +39,9 @@ struct InboundEvent {
   std::string method;
   std::string path;
   std::string query;
-  HeaderList headers;  // arrival order, names as sent
+  // Stored in this order, names as sent. Ingest hands them over in name order
+  // (cpp-httplib sorts them), repeated names in arrival order.
+  HeaderList headers;
   std::string contentType;
   std::string body;  // raw bytes
   std::string remoteAddr;
@@ -256,6 +258,8 @@ class EventsDb {
   // `then` must not throw, and must not wait for another write of this
   // EventsDb (the flusher may be the thread that would have to lead it).
   void recordAttemptAsync(AttemptRecord attempt, std::function<void(Result<void>)> then);
+  // Writes queued for a group or running in one, waited for or not.
+  size_t writesWaiting() const;
   // Ends a delivery as `failed` with `reason` without an attempt (its
   // target is gone). Writes nothing about the target.
   Result<void> failWithoutAttempt(const std::string& deliveryId, const std::string& reason);

@@ -1,9 +1,9 @@
 // Target: one way of delivering an event (http, slack, database, log).
 //
-// A Target owns its whole delivery, as the seed design has it: it makes the
-// attempt, writes the delivery_results row together with the delivery's new
-// status, and — if it retries — decides whether to, computes its backoff,
-// gates on its circuit breaker and hands the next attempt to the Scheduler.
+// A Target owns its whole delivery: it makes the attempt, writes the
+// delivery_results row together with the delivery's new status, and — if it
+// retries — decides whether to, computes its backoff, gates on its circuit
+// breaker and hands the next attempt to the Scheduler.
 // The engine knows targets only through this header and a registry keyed by
 // type; targets never include engine/.
 #pragma once

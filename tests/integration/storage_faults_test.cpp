@@ -199,7 +199,8 @@ TEST_CASE("a full disk answers 503, keeps the daemon up and loses no delivery") 
   CHECK(errorCode(refused) == "storage_unavailable");
   CHECK(statusOf(api.sender().Get("/healthz")) == 200);
   CHECK(statusOf(api.admin().Get("/api/v1/webhooks")) == 200);  // reads still work
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // the answer came and was lost
+  // The answer came and was lost: the sweep (200 ms) sends the delivery again.
+  REQUIRE(receiver.waitForRequests(2, std::chrono::seconds(10)));
   CHECK(countRows(eventsDb(dataDir, shop), "delivery_results") == 0);
 
   fs::remove(dataDir / "filler");

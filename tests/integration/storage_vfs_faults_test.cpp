@@ -89,8 +89,9 @@ TEST_CASE("a delivery whose result cannot be written is attempted again after th
   REQUIRE(receiver.waitForRequests(1, std::chrono::seconds(5)));
   InjectedFault injected(shop, Fault::kDiskFull);
   // The receiver answers 200 now; the result cannot be written, so the
-  // delivery stays pending on disk and the sweep (200 ms here) brings it back.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // delivery stays pending on disk and the sweep (200 ms here) brings it back:
+  // a second request is the sign that the first answer was lost.
+  REQUIRE(receiver.waitForRequests(2, std::chrono::seconds(10)));
   CHECK(rowsIn(harness, shop, "delivery_results") == 0);
 
   injected.clear();

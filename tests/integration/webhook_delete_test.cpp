@@ -25,16 +25,6 @@ bool anyFileOf(const std::filesystem::path& db) {
   return false;
 }
 
-template <typename Predicate>
-bool eventually(Predicate done, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST_CASE("deleting a webhook with retrying deliveries stops them and leaves no events file") {
@@ -63,7 +53,7 @@ TEST_CASE("deleting a webhook with retrying deliveries stops them and leaves no 
   // Attempts in flight at the delete may still finish; after that nothing
   // goes out, and every retry the engine held is let go.
   CHECK(eventually([&] { return h.engine().heldCount() == 0; }));
-  std::this_thread::sleep_for(200ms);
+  CHECK(eventually([&] { return receiver.inFlight() == 0; }));
   const size_t settled = receiver.requestCount();
   // Many retry intervals and sweeps later: the engine has had every chance
   // to touch the webhook again.

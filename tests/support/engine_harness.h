@@ -65,6 +65,17 @@ class FixedRandom final : public Random {
   const double position_;
 };
 
+// Polls `done` every 10 ms until it holds (true) or `timeout` passes (false).
+template <typename Predicate>
+bool eventually(Predicate done, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 // Counts what the targets report: attempts per target type, outcomes per
 // (type, status, reason). An outcome is reported just after its status row
 // is committed, so a test that saw the row waits for the report with

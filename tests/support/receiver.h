@@ -31,6 +31,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -50,6 +51,10 @@ struct ScriptedResponse {
   std::string contentType = "text/plain";
   std::chrono::milliseconds delay{0};  // before answering
   bool neverAnswer = false;            // hold the request until the receiver goes away
+  // Runs on the receiver's thread when the request has arrived, before it is
+  // counted (requests(), waitForRequests()) or answered: the sender is still
+  // waiting, so what it wrote before sending can be read without a race.
+  std::function<void()> onArrival;
 };
 
 inline ScriptedResponse respond(int status, httplib::Headers headers = {}) {
@@ -231,6 +236,13 @@ class Receiver {
       answer = default_;
     }
     r.answeredStatus = answer.neverAnswer ? 0 : answer.status;
+    // Before the request counts as arrived: a test that waited for it also
+    // sees what the hook did.
+    if (answer.onArrival) {
+      lock.unlock();
+      answer.onArrival();
+      lock.lock();
+    }
     requests_.push_back(std::move(r));
     ++inFlight_;
     maxInFlight_ = std::max(maxInFlight_, inFlight_);

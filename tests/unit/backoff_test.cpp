@@ -45,7 +45,7 @@ RetryPolicy policy(int64_t baseMs, int64_t maxMs, double jitter) {
 
 }  // namespace
 
-TEST_CASE("the default policy is the seed's: 5 retries, 2 s doubling to 300 s, 20 % jitter") {
+TEST_CASE("the default policy: 5 retries, 2 s doubling to 300 s, 20 % jitter") {
   const RetryPolicy p;
   CHECK(p.maxRetries == 5);
   CHECK(p.baseDelayMs == 2000);

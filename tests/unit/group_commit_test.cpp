@@ -348,7 +348,9 @@ TEST_CASE_FIXTURE(EventsFixture, "ingests queued together with one idempotency k
       e.idempotencyKey = "key-1";
       return db.value()->ingest(e, {"t1"}, 24h);
     }));
-  std::this_thread::sleep_for(100ms);
+  for (int i = 0; i < 10'000 && db.value()->writesWaiting() < 6; ++i)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(db.value()->writesWaiting() == 6);
   other.exec("COMMIT");
   std::set<std::string> ids;
   int firsts = 0;
