@@ -42,7 +42,7 @@ Result<void> BacklogSampler::sampleOnce() {
   std::map<std::string, ClosedCount> nextClosedCounts;  // only webhooks that still exist
   for (const Webhook& w : webhooks.value()) {
     auto backlog = backlogOf(w.id, nextClosedCounts);
-    if (!backlog && backlog.error().code == "not_found") continue;  // deleted since the listing
+    if (!backlog && backlog.error().isNotFound()) continue;  // deleted since the listing
     if (!backlog) return backlog.error();
     for (const auto& row : backlog.value()) {
       auto type = types->find(row.targetId);

@@ -217,7 +217,7 @@ Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::str
   }
   auto loaded = store_.getTarget(webhookId, targetId);
   if (!loaded) {
-    if (loaded.error().code != "not_found")
+    if (!loaded.error().isNotFound())
       spdlog::warn("engine.target_lookup_failed target_id={} error=\"{}\"", targetId,
                    loaded.error().message);
     return nullptr;
@@ -241,7 +241,7 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   // No row at all: the whole webhook was deleted with its events DB.
   if (!target) return;
   auto db = eventsDbs_.get(task.webhookId);
-  if (!db && db.error().code == "not_found") {
+  if (!db && db.error().isNotFound()) {
     // The webhook was deleted with its events DB after its target was cached.
     spdlog::debug("delivery.webhook_deleted webhook_id={} delivery_id={}", task.webhookId,
                   task.deliveryId);

@@ -38,7 +38,7 @@ Result<RetentionPruner::PassStats> RetentionPruner::runOnce(std::stop_token stop
     if (stop.stop_requested()) break;
     bool changed = unreclaimed_.erase(w.id) > 0;
     auto db = eventsDbs_.get(w.id);
-    if (!db && db.error().code == "not_found") continue;  // deleted since the listing
+    if (!db && db.error().isNotFound()) continue;  // deleted since the listing
     // A failed step may have committed some batches: reclaim all the same.
     const auto fail = [&](const char* step, const Error& error) {
       ++stats.failures;

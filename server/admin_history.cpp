@@ -98,7 +98,7 @@ void AdminApi::getEvent(const httplib::Request& req, httplib::Response& res) {
   if (!db) return sendError(res, db.error());
   if (auto params = queryParams(req, {}); !params) return sendError(res, params.error());
   auto event = db.value()->showEvent(*eventId);
-  if (!event && event.error().code == "not_found")
+  if (!event && event.error().isNotFound())
     return sendError(res, 404, "not_found", "no event " + *eventId + " in this webhook");
   if (!event) return sendError(res, event.error());
   TargetLabels labels(store_, *id);

@@ -68,7 +68,7 @@ void AdminApi::retryDelivery(const httplib::Request& req, httplib::Response& res
   auto delivery = db.value()->getDelivery(*deliveryId);
   if (!delivery) return sendError(res, delivery.error());
   auto target = store_.getTarget(*id, delivery->targetId);
-  if (!target && target.error().code != "not_found") return sendError(res, target.error());
+  if (!target && !target.error().isNotFound()) return sendError(res, target.error());
   if (!target || target->deletedAt)
     return sendTargetDeleted(res, delivery->targetId,
                              "redeliver the event to another target instead");
@@ -133,7 +133,7 @@ void AdminApi::redeliverEvent(const httplib::Request& req, httplib::Response& re
     typeOf[t.id] = t.type;
   }
   auto created = db.value()->redeliverEvent(*eventId, targetIds);
-  if (!created && created.error().code == "not_found")
+  if (!created && created.error().isNotFound())
     return sendError(res, 404, "not_found", "no event " + *eventId + " in this webhook");
   if (!created) return sendError(res, created.error());
   spdlog::info("event.redelivered webhook_id={} event_id={} deliveries={}", *id, *eventId,

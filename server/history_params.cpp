@@ -61,7 +61,7 @@ Result<TargetRecord> namedTarget(MainStore& store, const std::string& webhookId,
                                  const std::string& raw, const char* field) {
   if (!isUuid(raw)) return makeError("invalid_field", fmt::format("{} must be a target id", field));
   auto target = store.getTarget(webhookId, normalizeUuid(raw));
-  if (!target && target.error().code == "not_found")
+  if (!target && target.error().isNotFound())
     return makeError("unknown_target",
                      fmt::format("{} {} is not a target of this webhook", field, raw));
   return target;

@@ -141,10 +141,10 @@ storage::GroupCommit::Work attemptWrite(AttemptRecord a, std::string now) {
       auto exists = sql.get("SELECT attempts FROM deliveries WHERE id = ?");
       exists->bind(1, a.deliveryId);
       if (!exists->executeStep())
-        return makeError("not_found", "delivery " + a.deliveryId + " is gone");
+        return makeError(error_code::kNotFound, "delivery " + a.deliveryId + " is gone");
       // Attempt numbers follow each other: a second copy of an attempt (two
       // tasks for one delivery) must not record it twice.
-      return makeError("conflict", "delivery " + a.deliveryId + " has " +
+      return makeError(error_code::kConflict, "delivery " + a.deliveryId + " has " +
                                        std::to_string(exists->getColumn(0).getInt()) +
                                        " attempts recorded; attempt " +
                                        std::to_string(a.attempt) + " does not follow");
@@ -187,7 +187,7 @@ Result<void> EventsDb::failWithoutAttempt(const std::string& deliveryId, const s
     q->bind(1, reason);
     q->bind(2, now);
     q->bind(3, deliveryId);
-    if (q->exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
+    if (q->exec() == 0) return makeError(error_code::kNotFound, "delivery " + deliveryId + " is gone");
     return {};
   });
 }
@@ -199,7 +199,7 @@ Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint ne
     q->bind(1, formatTime(nextAttemptAt));
     q->bind(2, now);
     q->bind(3, deliveryId);
-    if (q->exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
+    if (q->exec() == 0) return makeError(error_code::kNotFound, "delivery " + deliveryId + " is gone");
     return {};
   });
 }
@@ -216,7 +216,7 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
     auto q = readStatements_->get(
         "SELECT method, headers, content_type, body, received_at FROM events WHERE id = ?");
     q->bind(1, eventId);
-    if (!q->executeStep()) return makeError("not_found", "event " + eventId + " is gone");
+    if (!q->executeStep()) return makeError(error_code::kNotFound, "event " + eventId + " is gone");
     EventPayload p;
     p.method = q->getColumn(0).getString();
     const auto headers = nlohmann::json::parse(q->getColumn(1).getString(), nullptr, false);
@@ -263,7 +263,7 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
     const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
-    return makeError("not_found", file.string() + " does not exist");
+    return makeError(error_code::kNotFound, file.string() + " does not exist");
   try {
     SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
     SQLite::Statement q(db, kBacklogByTarget);

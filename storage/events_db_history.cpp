@@ -147,7 +147,7 @@ Result<EventRecord> EventsDb::showEvent(const std::string& eventId) {
   try {
     SQLite::Statement q(*db_, std::string(kEventSelect) + "WHERE e.id = ?");
     q.bind(1, eventId);
-    if (!q.executeStep()) return makeError("not_found", "event " + eventId + " is gone");
+    if (!q.executeStep()) return makeError(error_code::kNotFound, "event " + eventId + " is gone");
     EventRecord event = readEvent(q);
     event.headers = std::move(payload->headers);
     event.body = std::move(payload->body);
@@ -188,7 +188,7 @@ Result<DeliveryRecord> EventsDb::getDelivery(const std::string& deliveryId) {
   try {
     SQLite::Statement q(*db_, std::string(kDeliverySelect) + "WHERE d.id = ?");
     q.bind(1, deliveryId);
-    if (!q.executeStep()) return makeError("not_found", "no delivery " + deliveryId);
+    if (!q.executeStep()) return makeError(error_code::kNotFound, "no delivery " + deliveryId);
     return readDelivery(q);
   } catch (const std::exception& e) {
     return storage::storageError("get delivery", e);

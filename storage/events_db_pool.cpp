@@ -20,7 +20,7 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
     return it->second->second;
   }
   if (removed_.count(webhookId))
-    return makeError("not_found", "webhook " + webhookId + " was deleted with its events");
+    return makeError(error_code::kNotFound, "webhook " + webhookId + " was deleted with its events");
   auto db = EventsDb::open(pathFor(webhookId), options_, clock_);
   if (!db) return db.error();
   lru_.emplace_front(webhookId, db.value());
@@ -49,7 +49,7 @@ Result<void> EventsDbPool::remove(const std::string& webhookId) {
     file += suffix;
     std::filesystem::remove(file, ec);
     if (ec)
-      return makeError("storage_error",
+      return makeError(error_code::kStorageError,
                        fmt::format("could not delete {}: {}", file.string(), ec.message()));
   }
   return {};

@@ -28,10 +28,10 @@ Result<UnfinishedDelivery> EventsDb::retryDelivery(const std::string& deliveryId
     SQLite::Statement q(*db_, "SELECT event_id, target_id, status, attempts FROM deliveries "
                               "WHERE id = ?");
     q.bind(1, deliveryId);
-    if (!q.executeStep()) return makeError("not_found", "no delivery " + deliveryId);
+    if (!q.executeStep()) return makeError(error_code::kNotFound, "no delivery " + deliveryId);
     const std::string status = q.getColumn(2).getString();
     if (status != delivery_status::kFailed)
-      return makeError("conflict", "delivery " + deliveryId + " is " + status +
+      return makeError(error_code::kConflict, "delivery " + deliveryId + " is " + status +
                                        "; only failed deliveries can be retried");
     UnfinishedDelivery d;
     d.id = deliveryId;
@@ -59,7 +59,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::redeliverEvent(
     SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement exists(*db_, "SELECT 1 FROM events WHERE id = ?");
     exists.bind(1, eventId);
-    if (!exists.executeStep()) return makeError("not_found", "no event " + eventId);
+    if (!exists.executeStep()) return makeError(error_code::kNotFound, "no event " + eventId);
     SQLite::Statement insert(*db_,
                              "INSERT INTO deliveries (id, event_id, target_id, status, attempts, "
                              "created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?)");

@@ -124,7 +124,7 @@ Result<EventsDb::MaskCount> EventsDb::maskFinishedEvents(const std::vector<std::
   std::vector<JsonPointer> parsed;
   for (const std::string& text : pointers) {
     auto p = parseJsonPointer(text);
-    if (!p) return makeError("invalid_config", fmt::format("\"{}\" is not a JSON pointer", text));
+    if (!p) return makeError(error_code::kInvalidConfig, fmt::format("\"{}\" is not a JSON pointer", text));
     parsed.push_back(std::move(*p));
   }
   MaskCount count;

@@ -144,7 +144,7 @@ bool GroupCommit::runInSavepoint(Writer& writer) {
   }
   if (sqlite3_get_autocommit(db_.getHandle())) {
     if (writer.result->ok())
-      writer.result = makeError("storage_error", std::string("storage ") + writer.operation +
+      writer.result = makeError(error_code::kStorageError, std::string("storage ") + writer.operation +
                                                      " failed: the transaction was rolled back");
     return false;
   }

@@ -76,7 +76,7 @@ TargetRecord readTarget(SQLite::Statement& q) {
 }
 
 Error notFound(const char* what, const std::string& id) {
-  return makeError("not_found", std::string(what) + " " + id + " does not exist");
+  return makeError(error_code::kNotFound, std::string(what) + " " + id + " does not exist");
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ OutboundResponse HttpClient::send(OutboundRequest request) {
 
   auto vetted = guard_.vet(request.url);
   if (!vetted) {
-    out.failure = vetted.error().code == "blocked_destination" ? F::kBlocked : F::kDns;
+    out.failure = vetted.error().isBlockedDestination() ? F::kBlocked : F::kDns;
     out.error = vetted.error().message;
     out.duration = elapsed();
     return out;
