@@ -20,7 +20,7 @@
 
 #include "base/clock.h"
 #include "base/url.h"
-#include "storage/events_db.h"
+#include "storage/event_payload.h"
 #include "targets/attempt_watchdog.h"
 #include "targets/ssrf_guard.h"
 

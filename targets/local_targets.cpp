@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "storage/events_db.h"
+
 namespace webhooker {
 
 namespace {

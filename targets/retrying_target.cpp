@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "storage/events_db.h"
 #include "targets/backoff.h"
 
 namespace webhooker {

@@ -13,11 +13,15 @@
 #include <optional>
 #include <string>
 
-#include "storage/events_db.h"
+#include "base/clock.h"
+#include "storage/delivery_status.h"
+#include "storage/event_payload.h"
 #include "storage/records.h"
 #include "targets/task.h"
 
 namespace webhooker {
+
+class EventsDb;
 
 // Re-enqueues a task for a later attempt. Implemented by the engine.
 // Threading: any thread. The task is queued even when the engine is busy;
