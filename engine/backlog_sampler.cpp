@@ -49,7 +49,7 @@ Result<void> BacklogSampler::sampleOnce() {
       const std::string label(
           DeliveryMetrics::typeLabel(type == types->end() ? "" : type->second));
       auto& [pending, retrying] = counts[label];
-      (row.status == delivery_status::kPending ? pending : retrying) +=
+      (row.status == DeliveryStatus::kPending ? pending : retrying) +=
           static_cast<double>(row.count);
     }
   }

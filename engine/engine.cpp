@@ -254,7 +254,7 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   }
   if (target->deletedAt) {
     if (auto r = db.value()->failWithoutAttempt(task.deliveryId, "target_deleted"); r)
-      observer_.outcome(target->type, delivery_status::kFailed, "target_deleted");
+      observer_.outcome(target->type, DeliveryStatus::kFailed, "target_deleted");
     return;
   }
   if (!target->active) return;  // paused: resumes when the target is reactivated

@@ -38,7 +38,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
       // The target is gone: end the delivery without touching target data.
       const std::string type = target ? target->type : "unknown";
       if (auto r = db.value()->failWithoutAttempt(d.id, "target_deleted"); r) {
-        observer_.outcome(type, delivery_status::kFailed, "target_deleted");
+        observer_.outcome(type, DeliveryStatus::kFailed, "target_deleted");
         spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} "
                      "reason=target_deleted",
                      webhookId, d.id, d.targetId);
@@ -57,7 +57,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
     task.seriesStart = d.seriesStart;
 
     std::chrono::milliseconds wait{0};
-    if (d.status == delivery_status::kRetrying) {
+    if (d.status == DeliveryStatus::kRetrying) {
       if (Rescheduler* r = targets_.rescheduler(target->type))
         wait = r->remainingBackoff(*target, d.lastAttemptAt, d.attempts - d.seriesStart);
     }

@@ -40,10 +40,11 @@ Result<ListQuery> readListQuery(const httplib::Request& req, MainStore& store,
   if (!params) return params.error();
   ListQuery query;
   if (const auto status = param(*params, "status")) {
-    if (!isDeliveryStatus(*status))
+    const auto parsed = parseDeliveryStatus(*status);
+    if (!parsed)
       return makeError("invalid_field",
                        "status must be one of pending, retrying, delivered, failed");
-    query.filter.statuses = {*status};
+    query.filter.statuses = {*parsed};
   }
   if (const auto targetId = param(*params, "target_id")) {
     // A deleted target's history is still history.

@@ -145,7 +145,7 @@ void AdminApi::redeliverEvent(const httplib::Request& req, httplib::Response& re
   for (const UnfinishedDelivery& d : created.value()) {
     json shown = {{"id", d.id}, {"target_id", d.targetId}};
     labels.describe(d.targetId, shown);
-    shown["status"] = d.status;
+    shown["status"] = toString(d.status);
     deliveries.push_back(std::move(shown));
   }
   sendJson(res, 201, {{"event_id", *eventId}, {"deliveries", std::move(deliveries)}});
@@ -165,9 +165,9 @@ void AdminApi::replay(const httplib::Request& req, httplib::Response& res) {
   auto status = stringField(*body, "status", 16);
   if (!status) return sendError(res, status.error());
   const std::string which = status.value().value_or("failed");
-  if (which == "failed") replay.filter.statuses = {delivery_status::kFailed};
+  if (which == "failed") replay.filter.statuses = {DeliveryStatus::kFailed};
   else if (which == "all")
-    replay.filter.statuses = {delivery_status::kFailed, delivery_status::kDelivered};
+    replay.filter.statuses = {DeliveryStatus::kFailed, DeliveryStatus::kDelivered};
   else return sendError(res, 400, "invalid_field", "status must be \"failed\" or \"all\"");
   auto dryRun = boolField(*body, "dry_run");
   if (!dryRun) return sendError(res, dryRun.error());

@@ -38,11 +38,6 @@ Result<std::map<std::string, std::string>> queryParams(
   return out;
 }
 
-bool isDeliveryStatus(std::string_view text) {
-  return text == delivery_status::kPending || text == delivery_status::kRetrying ||
-         text == delivery_status::kDelivered || text == delivery_status::kFailed;
-}
-
 Result<void> readTimeRange(const std::optional<std::string>& since,
                            const std::optional<std::string>& until, HistoryFilter& filter) {
   auto from = timeBound(since, "since");

@@ -21,7 +21,7 @@ struct AttemptRecord {
   std::string error;
   int64_t durationMs = 0;
   bool success = false;
-  std::string newStatus;  // delivery_status::kRetrying | kDelivered | kFailed
+  DeliveryStatus newStatus = DeliveryStatus::kDelivered;  // kRetrying, kDelivered or kFailed
   std::optional<TimePoint> nextAttemptAt;
   std::optional<std::string> failureReason;
 };
@@ -31,7 +31,7 @@ struct UnfinishedDelivery {
   std::string id;
   std::string eventId;
   std::string targetId;
-  std::string status;  // pending | retrying
+  DeliveryStatus status = DeliveryStatus::kPending;  // kPending or kRetrying
   int attempts = 0;
   int seriesStart = 0;  // attempts made before the current series (a redrive)
   std::optional<TimePoint> nextAttemptAt;

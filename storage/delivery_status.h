@@ -1,15 +1,36 @@
-// A delivery's status, stored as TEXT so the sqlite3 CLI reads it:
-// pending -> (retrying ->)* delivered | failed.
+// DeliveryStatus: where a delivery stands.
+//
+//   pending -> delivered | failed | retrying;  retrying -> delivered | failed | retrying
+//
+// The events DB stores it as TEXT ("pending", "retrying", "delivered",
+// "failed") so the sqlite3 CLI reads it; the same words are the admin API's
+// and the CLI's. Code passes the enum around and converts only where the text
+// is read or written: inside storage/, and where the API parses or prints it.
 #pragma once
+
+#include <optional>
+#include <string_view>
 
 namespace webhooker {
 
-// Delivery statuses as stored (TEXT, readable in the sqlite3 CLI).
-namespace delivery_status {
-inline constexpr const char* kPending = "pending";
-inline constexpr const char* kRetrying = "retrying";
-inline constexpr const char* kDelivered = "delivered";
-inline constexpr const char* kFailed = "failed";
-}  // namespace delivery_status
+enum class DeliveryStatus { kPending, kRetrying, kDelivered, kFailed };
+
+constexpr std::string_view toString(DeliveryStatus status) {
+  switch (status) {
+    case DeliveryStatus::kPending: return "pending";
+    case DeliveryStatus::kRetrying: return "retrying";
+    case DeliveryStatus::kDelivered: return "delivered";
+    case DeliveryStatus::kFailed: return "failed";
+  }
+  return "pending";  // not reached: the switch names every status
+}
+
+// nullopt for a word that is no status.
+constexpr std::optional<DeliveryStatus> parseDeliveryStatus(std::string_view text) {
+  for (DeliveryStatus s : {DeliveryStatus::kPending, DeliveryStatus::kRetrying,
+                           DeliveryStatus::kDelivered, DeliveryStatus::kFailed})
+    if (toString(s) == text) return s;
+  return std::nullopt;
+}
 
 }  // namespace webhooker

@@ -129,7 +129,7 @@ storage::GroupCommit::Work attemptWrite(AttemptRecord a, std::string now) {
         "UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, "
         "last_status_code = COALESCE(?, last_status_code), failure_reason = ?, updated_at = ? "
         "WHERE id = ? AND attempts = ?");
-    update->bind(1, a.newStatus);
+    update->bind(1, storage::statusText(a.newStatus));
     update->bind(2, a.attempt);
     if (a.nextAttemptAt) update->bind(3, formatTime(*a.nextAttemptAt));
     if (a.statusCode) update->bind(4, *a.statusCode);
@@ -243,7 +243,7 @@ constexpr const char* kBacklogByTarget =
 std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
   std::vector<EventsDb::BacklogCount> out;
   while (q.executeStep())
-    out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(),
+    out.push_back({q.getColumn(0).getString(), storage::statusColumn(q.getColumn(1)),
                    q.getColumn(2).getInt64()});
   return out;
 }
@@ -290,7 +290,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std
       d.id = q.getColumn(0).getString();
       d.eventId = q.getColumn(1).getString();
       d.targetId = q.getColumn(2).getString();
-      d.status = q.getColumn(3).getString();
+      d.status = storage::statusColumn(q.getColumn(3));
       d.attempts = q.getColumn(4).getInt();
       d.nextAttemptAt = timeColumn(q.getColumn(5));
       d.seriesStart = q.getColumn(6).getInt();

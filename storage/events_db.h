@@ -75,7 +75,7 @@ class EventsDb {
   Result<EventPayload> loadPayload(const std::string& eventId);
   struct BacklogCount {
     std::string targetId;
-    std::string status;  // pending | retrying
+    DeliveryStatus status = DeliveryStatus::kPending;  // kPending or kRetrying
     int64_t count = 0;
   };
   // How many deliveries wait, per target and status (for the sampler).

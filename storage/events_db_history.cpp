@@ -37,7 +37,7 @@ DeliveryRecord readDelivery(SQLite::Statement& q) {
   d.id = q.getColumn(0).getString();
   d.eventId = q.getColumn(1).getString();
   d.targetId = q.getColumn(2).getString();
-  d.status = q.getColumn(3).getString();
+  d.status = storage::statusColumn(q.getColumn(3));
   d.attempts = q.getColumn(4).getInt();
   d.seriesStart = q.getColumn(5).getInt();
   d.nextAttemptAt = optionalText(q.getColumn(6));

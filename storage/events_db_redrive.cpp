@@ -29,15 +29,16 @@ Result<UnfinishedDelivery> EventsDb::retryDelivery(const std::string& deliveryId
                               "WHERE id = ?");
     q.bind(1, deliveryId);
     if (!q.executeStep()) return makeError(error_code::kNotFound, "no delivery " + deliveryId);
-    const std::string status = q.getColumn(2).getString();
-    if (status != delivery_status::kFailed)
-      return makeError(error_code::kConflict, "delivery " + deliveryId + " is " + status +
+    const DeliveryStatus status = storage::statusColumn(q.getColumn(2));
+    if (status != DeliveryStatus::kFailed)
+      return makeError(error_code::kConflict, "delivery " + deliveryId + " is " +
+                                                  storage::statusText(status) +
                                        "; only failed deliveries can be retried");
     UnfinishedDelivery d;
     d.id = deliveryId;
     d.eventId = q.getColumn(0).getString();
     d.targetId = q.getColumn(1).getString();
-    d.status = delivery_status::kPending;
+    d.status = DeliveryStatus::kPending;
     d.attempts = q.getColumn(3).getInt();
     d.seriesStart = d.attempts;
     SQLite::Statement update(*db_, kRestartSeries);
@@ -69,7 +70,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::redeliverEvent(
       d.id = newUuid();
       d.eventId = eventId;
       d.targetId = targetId;
-      d.status = delivery_status::kPending;
+      d.status = DeliveryStatus::kPending;
       insert.bind(1, d.id);
       insert.bind(2, eventId);
       insert.bind(3, targetId);
@@ -117,7 +118,7 @@ Result<ReplayOutcome> EventsDb::replay(const ReplayRequest& request) {
       d.id = select.getColumn(0).getString();
       d.eventId = select.getColumn(1).getString();
       d.targetId = select.getColumn(2).getString();
-      d.status = delivery_status::kPending;
+      d.status = DeliveryStatus::kPending;
       d.attempts = select.getColumn(3).getInt();
       d.seriesStart = d.attempts;
       out.reset.push_back(std::move(d));

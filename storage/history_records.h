@@ -25,7 +25,7 @@ struct PageKey {
 // Times are in the stored format and select by the event's received_at:
 // since <= received_at < until.
 struct HistoryFilter {
-  std::vector<std::string> statuses;  // empty: any
+  std::vector<DeliveryStatus> statuses;  // empty: any
   std::optional<std::string> targetId;
   std::optional<std::string> since;
   std::optional<std::string> until;
@@ -47,7 +47,7 @@ struct DeliveryRecord {
   std::string id;
   std::string eventId;
   std::string targetId;
-  std::string status;
+  DeliveryStatus status = DeliveryStatus::kPending;
   int attempts = 0;
   int seriesStart = 0;
   std::optional<std::string> nextAttemptAt;

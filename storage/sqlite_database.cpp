@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <stdexcept>
+
 #include "base/clock.h"
 #include "base/time_format.h"
 
@@ -93,6 +95,12 @@ Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path
   } catch (const std::exception& e) {
     return storageError("open reader", e);
   }
+}
+
+DeliveryStatus statusColumn(const SQLite::Column& column) {
+  const std::string text = column.getString();
+  if (auto status = parseDeliveryStatus(text)) return *status;
+  throw std::runtime_error("unknown delivery status '" + text + "'");
 }
 
 Error storageError(const char* operation, const std::exception& e) {

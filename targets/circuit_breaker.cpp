@@ -37,16 +37,16 @@ CircuitBreakers::Status CircuitBreakers::status(const std::string& targetId) con
   const Breaker& b = it->second;
   switch (b.state) {
     case State::kClosed:
-      return {"closed", b.failures, std::chrono::milliseconds(0)};
+      return {State::kClosed, b.failures, std::chrono::milliseconds(0)};
     case State::kOpen: {
       const auto elapsed =
           std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - b.openedAt);
       // Past the cooldown the next attempt is the probe: half-open in effect.
-      if (elapsed >= cooldown_) return {"half_open", b.failures, std::chrono::milliseconds(0)};
-      return {"open", b.failures, cooldown_ - elapsed};
+      if (elapsed >= cooldown_) return {State::kHalfOpen, b.failures, std::chrono::milliseconds(0)};
+      return {State::kOpen, b.failures, cooldown_ - elapsed};
     }
     case State::kHalfOpen:
-      return {"half_open", b.failures, std::chrono::milliseconds(0)};
+      return {State::kHalfOpen, b.failures, std::chrono::milliseconds(0)};
   }
   return {};
 }

@@ -21,6 +21,18 @@
 
 namespace webhooker {
 
+// A breaker's state; toString() gives the admin API's word for it.
+enum class BreakerState { kClosed, kOpen, kHalfOpen };
+
+constexpr std::string_view toString(BreakerState state) {
+  switch (state) {
+    case BreakerState::kClosed: return "closed";
+    case BreakerState::kOpen: return "open";
+    case BreakerState::kHalfOpen: return "half_open";
+  }
+  return "closed";  // not reached: the switch names every state
+}
+
 class CircuitBreakers {
  public:
   struct Decision {
@@ -51,7 +63,7 @@ class CircuitBreakers {
 
   // What the admin API shows of one target's breaker.
   struct Status {
-    std::string_view state = "closed";  // "closed", "open" or "half_open"
+    BreakerState state = BreakerState::kClosed;
     int consecutiveFailures = 0;         // retryable failures counted while closed
     std::chrono::milliseconds retryIn{0};  // open: until a probe is let through
   };
@@ -64,7 +76,7 @@ class CircuitBreakers {
   void onStateChange(std::function<void(int openCount)> listener);
 
  private:
-  enum class State { kClosed, kOpen, kHalfOpen };
+  using State = BreakerState;
   struct Breaker {
     State state = State::kClosed;
     int failures = 0;

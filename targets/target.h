@@ -40,7 +40,7 @@ class AttemptObserver {
   virtual ~AttemptObserver() = default;
   virtual void attempted(const std::string& targetType, std::chrono::milliseconds duration) = 0;
   // After the status row is written: delivered, retrying or failed.
-  virtual void outcome(const std::string& targetType, const std::string& status,
+  virtual void outcome(const std::string& targetType, DeliveryStatus status,
                        const std::string& failureReason) = 0;
 };
 

@@ -111,7 +111,7 @@ TEST_CASE("on start, pending deliveries go at once and a retrying one waits only
     a.attempt = 1;
     a.statusCode = 503;
     a.durationMs = 4;
-    a.newStatus = delivery_status::kRetrying;
+    a.newStatus = DeliveryStatus::kRetrying;
     a.nextAttemptAt = oneSecondAgo.now() + 2s;
     REQUIRE(db.value()->recordAttempt(a));
   }
@@ -161,7 +161,7 @@ TEST_CASE("a receiver's Retry-After, longer than the backoff, still holds after 
     a.deliveryId = d.id;
     a.attempt = 1;
     a.statusCode = 429;
-    a.newStatus = delivery_status::kRetrying;
+    a.newStatus = DeliveryStatus::kRetrying;
     a.nextAttemptAt = oneSecondAgo.now() + 3s;
     REQUIRE(db.value()->recordAttempt(a));
   }
