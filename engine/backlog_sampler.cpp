@@ -4,7 +4,8 @@
 
 #include <condition_variable>
 #include <map>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace webhooker {
 
@@ -16,12 +17,12 @@ BacklogSampler::~BacklogSampler() { stop(); }
 
 void BacklogSampler::start() {
   samplerThread_ = std::jthread([this](std::stop_token stop) {
-    std::mutex sleepMutex;
+    Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
     std::condition_variable_any sleeper;
     while (!stop.stop_requested()) {
       if (auto r = sampleOnce(); !r)
         spdlog::warn("sampler.failed error=\"{}\"", r.error().message);
-      std::unique_lock lock(sleepMutex);
+      MutexLock lock(sleepMutex);
       sleeper.wait_for(lock, stop, interval_, [] { return false; });
     }
   });

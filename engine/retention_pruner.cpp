@@ -3,7 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace webhooker {
 
@@ -15,12 +16,12 @@ RetentionPruner::~RetentionPruner() { stop(); }
 
 void RetentionPruner::start() {
   prunerThread_ = std::jthread([this](std::stop_token stop) {
-    std::mutex sleepMutex;
+    Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
     std::condition_variable_any sleeper;
     while (!stop.stop_requested()) {
       if (auto r = runOnce(stop); !r)
         spdlog::warn("retention.failed error=\"{}\"", r.error().message);
-      std::unique_lock lock(sleepMutex);
+      MutexLock lock(sleepMutex);
       sleeper.wait_for(lock, stop, interval_, [] { return false; });
     }
   });

@@ -29,7 +29,7 @@ Result<std::shared_ptr<EventsDb>> EventsDb::open(const std::filesystem::path& fi
 }
 
 int EventsDb::schemaVersion() {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   return storage::schemaVersion(*db_);
 }
 
@@ -205,7 +205,7 @@ Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint ne
 }
 
 Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
-  std::lock_guard lock(readMutex_);
+  MutexLock lock(readMutex_);
   try {
     if (!reader_) {
       auto opened = storage::openReader(file_, options_);
@@ -251,7 +251,7 @@ std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
 }  // namespace
 
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     return readBacklog(*statements_->get(kBacklogByTarget));
   } catch (const std::exception& e) {
@@ -274,7 +274,7 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
 }
 
 Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId) {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(
         *db_, std::string("SELECT id, event_id, target_id, status, attempts, next_attempt_at, "

@@ -14,12 +14,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "storage/db_options.h"
 #include "storage/delivery_records.h"
@@ -163,16 +163,17 @@ class EventsDb {
   const Clock& clock_;
   const std::filesystem::path file_;
   const DbOptions options_;
-  std::mutex dbMutex_;  // guards db_ and statements_
-  std::unique_ptr<SQLite::Database> db_;
-  std::unique_ptr<storage::StatementCache> statements_;  // prepared on db_, dropped before it
+  Mutex dbMutex_;
+  const std::unique_ptr<SQLite::Database> db_ PT_GUARDED_BY(dbMutex_);
+  // Prepared on db_, dropped before it.
+  const std::unique_ptr<storage::StatementCache> statements_ PT_GUARDED_BY(dbMutex_);
   std::unique_ptr<storage::GroupCommit> writes_;         // groups the frequent small writes
   // Payload reads go through a second connection, opened on first use, so
   // a delivery worker loading a body does not wait for a commit's flush.
-  std::mutex readMutex_;  // guards reader_ and readStatements_
-  std::unique_ptr<SQLite::Database> reader_;
+  Mutex readMutex_;
+  std::unique_ptr<SQLite::Database> reader_ GUARDED_BY(readMutex_);
   // Prepared on reader_, dropped before it.
-  std::unique_ptr<storage::StatementCache> readStatements_;
+  std::unique_ptr<storage::StatementCache> readStatements_ GUARDED_BY(readMutex_);
 };
 
 }  // namespace webhooker

@@ -116,7 +116,7 @@ Result<HistoryPage<EventRecord>> EventsDb::listEvents(const HistoryFilter& filte
               match.params());
   if (after) where.addBefore(*after, "e.received_at", "e.id");
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(*db_, std::string(kEventSelect) + "WHERE " + where.joined() +
                                   " ORDER BY e.received_at DESC, e.id DESC LIMIT ?");
@@ -143,7 +143,7 @@ Result<EventRecord> EventsDb::showEvent(const std::string& eventId) {
   auto payload = loadPayload(eventId);
   if (!payload) return payload.error();
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(*db_, std::string(kEventSelect) + "WHERE e.id = ?");
     q.bind(1, eventId);
@@ -170,7 +170,7 @@ Result<HistoryPage<DeliveryRecord>> EventsDb::listDeliveries(const HistoryFilter
   where.addReceivedRange(filter);
   if (after) where.addBefore(*after, "d.created_at", "d.id");
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(*db_, std::string(kDeliverySelect) + "WHERE " + where.joined() +
                                   " ORDER BY d.created_at DESC, d.id DESC LIMIT ?");
@@ -184,7 +184,7 @@ Result<HistoryPage<DeliveryRecord>> EventsDb::listDeliveries(const HistoryFilter
 }
 
 Result<DeliveryRecord> EventsDb::getDelivery(const std::string& deliveryId) {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(*db_, std::string(kDeliverySelect) + "WHERE d.id = ?");
     q.bind(1, deliveryId);

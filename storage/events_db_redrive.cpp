@@ -22,7 +22,7 @@ constexpr const char* kRestartSeries =
 
 Result<UnfinishedDelivery> EventsDb::retryDelivery(const std::string& deliveryId) {
   const std::string now = formatTime(clock_.now());
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement q(*db_, "SELECT event_id, target_id, status, attempts FROM deliveries "
@@ -55,7 +55,7 @@ Result<UnfinishedDelivery> EventsDb::retryDelivery(const std::string& deliveryId
 Result<std::vector<UnfinishedDelivery>> EventsDb::redeliverEvent(
     const std::string& eventId, const std::vector<std::string>& targetIds) {
   const std::string now = formatTime(clock_.now());
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement exists(*db_, "SELECT 1 FROM events WHERE id = ?");
@@ -98,7 +98,7 @@ Result<ReplayOutcome> EventsDb::replay(const ReplayRequest& request) {
                            where.joined();
   const std::string now = formatTime(clock_.now());
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     ReplayOutcome out;
     if (request.dryRun) {

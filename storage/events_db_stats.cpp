@@ -41,7 +41,7 @@ Result<WebhookStats> EventsDb::stats(int hours) {
   const TimePoint firstHour = currentHour - std::chrono::hours(std::max(hours, 1) - 1);
   const std::string since = formatTime(firstHour);
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     WebhookStats stats;
     stats.events = db_->execAndGet("SELECT COUNT(*) FROM events").getInt64();

@@ -9,12 +9,12 @@
 
 namespace webhooker::storage {
 
-GroupCommit::GroupCommit(SQLite::Database& db, std::mutex& dbMutex, StatementCache& statements)
+GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements)
     : db_(db), dbMutex_(dbMutex), statements_(statements) {}
 
 GroupCommit::~GroupCommit() {
   {
-    std::lock_guard lock(queueMutex_);
+    MutexLock lock(queueMutex_);
     stopping_ = true;
   }
   flushWanted_.notify_one();
@@ -23,9 +23,11 @@ GroupCommit::~GroupCommit() {
 
 Result<void> GroupCommit::run(const char* operation, const Work& work, size_t bytes) {
   Writer self{operation, &work, bytes, {}, {}, std::nullopt, false, {}};
-  std::unique_lock lock(queueMutex_);
+  MutexLock lock(queueMutex_);
   queue_.push_back(&self);
-  self.wake.wait(lock, [&] { return self.finished || (!leading_ && queue_.front() == &self); });
+  self.wake.wait(lock, [&]() REQUIRES(queueMutex_) {
+    return self.finished || (!leading_ && queue_.front() == &self);
+  });
   if (self.finished) return std::move(*self.result);
   auto submitted = leadLocked(lock);
   if (!submitted.empty()) {
@@ -44,19 +46,19 @@ void GroupCommit::submit(const char* operation, Work work, Done done, size_t byt
   writer->work = &writer->owned;
   writer->bytes = bytes;
   writer->done = std::move(done);
-  std::lock_guard lock(queueMutex_);
+  MutexLock lock(queueMutex_);
   if (!flusher_.joinable()) flusher_ = std::thread([this] { flush(); });
   queue_.push_back(writer.release());
   if (!leading_ && queue_.size() == 1) flushWanted_.notify_one();
 }
 
 size_t GroupCommit::waiting() const {
-  std::lock_guard lock(queueMutex_);
+  MutexLock lock(queueMutex_);
   return queue_.size();
 }
 
 std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked(
-    std::unique_lock<std::mutex>& lock) {
+    MutexLock& lock) {
   leading_ = true;
   std::vector<Writer*> group;
   size_t groupBytes = 0;
@@ -89,11 +91,14 @@ void GroupCommit::handOffLocked() {
 }
 
 void GroupCommit::flush() {
-  std::unique_lock lock(queueMutex_);
-  const auto mine = [&] { return !leading_ && !queue_.empty() && queue_.front()->done; };
+  MutexLock lock(queueMutex_);
+  const auto mine = [&]() REQUIRES(queueMutex_) {
+    return !leading_ && !queue_.empty() && queue_.front()->done;
+  };
   while (true) {
-    flushWanted_.wait(
-        lock, [&] { return mine() || !unreported_.empty() || (stopping_ && queue_.empty()); });
+    flushWanted_.wait(lock, [&]() REQUIRES(queueMutex_) {
+      return mine() || !unreported_.empty() || (stopping_ && queue_.empty());
+    });
     std::vector<std::unique_ptr<Writer>> committed = std::move(unreported_);
     unreported_.clear();
     if (mine()) {
@@ -112,7 +117,7 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
   const auto failAll = [&](const char* operation, const std::exception& e) {
     for (Writer* w : group) w->result = storageError(operation, e);
   };
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     // IMMEDIATE: the write lock comes first, so a read inside a work (an
     // idempotency check) cannot be overtaken by another connection's write.

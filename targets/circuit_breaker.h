@@ -13,11 +13,11 @@
 #include <functional>
 #include <map>
 #include <string_view>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace webhooker {
 
@@ -84,7 +84,7 @@ class CircuitBreakers {
     bool probeInFlight = false;
     std::string type;
   };
-  int openCountLocked() const;
+  int openCountLocked() const REQUIRES(breakersMutex_);
   void notify(int openCount) const;
 
   const Clock& clock_;
@@ -92,8 +92,8 @@ class CircuitBreakers {
   const std::chrono::milliseconds cooldown_;
   std::function<void(int)> listener_;
 
-  mutable std::mutex breakersMutex_;  // guards breakers_
-  std::unordered_map<std::string, Breaker> breakers_;
+  mutable Mutex breakersMutex_;
+  std::unordered_map<std::string, Breaker> breakers_ GUARDED_BY(breakersMutex_);
 };
 
 }  // namespace webhooker
