@@ -29,7 +29,7 @@ Result<void> GroupCommit::run(const char* operation, const Work& work, size_t by
     return self.finished || (!leading_ && queue_.front() == &self);
   });
   if (self.finished) return std::move(*self.result);
-  auto submitted = leadLocked(lock);
+  auto submitted = leadLocked();
   if (!submitted.empty()) {
     // Their callbacks are the flusher's: this caller (an ingest, say) is
     // answered now, not after someone else's bookkeeping.
@@ -57,8 +57,7 @@ size_t GroupCommit::waiting() const {
   return queue_.size();
 }
 
-std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked(
-    MutexLock& lock) {
+std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked() {
   leading_ = true;
   std::vector<Writer*> group;
   size_t groupBytes = 0;
@@ -69,9 +68,9 @@ std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked(
     group.push_back(w);
     groupBytes += w->bytes;
   }
-  lock.unlock();
+  queueMutex_.unlock();
   commit(group);
-  lock.lock();
+  queueMutex_.lock();
   leading_ = false;
   std::vector<std::unique_ptr<Writer>> submitted;
   for (Writer* w : group) {
@@ -102,7 +101,7 @@ void GroupCommit::flush() {
     std::vector<std::unique_ptr<Writer>> committed = std::move(unreported_);
     unreported_.clear();
     if (mine()) {
-      for (auto& w : leadLocked(lock)) committed.push_back(std::move(w));
+      for (auto& w : leadLocked()) committed.push_back(std::move(w));
     } else if (committed.empty()) {
       return;  // stopping, and everything is committed and reported
     }

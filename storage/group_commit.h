@@ -90,9 +90,10 @@ class GroupCommit {
   };
 
   // Commits one group from the head of the queue. Called and returns with
-  // `lock` held; the group's writers are finished and the lead handed on.
+  // queueMutex_ held, which it releases while committing; the group's
+  // writers are finished and the lead handed on.
   // Returns the group's submitted writers, whose Done is still to run.
-  std::vector<std::unique_ptr<Writer>> leadLocked(MutexLock& lock) REQUIRES(queueMutex_);
+  std::vector<std::unique_ptr<Writer>> leadLocked() REQUIRES(queueMutex_);
   // Wakes whoever must lead the queue's head now that nobody leads.
   void handOffLocked() REQUIRES(queueMutex_);
   // The flusher thread: leads while a submitted write heads the queue, and
