@@ -129,11 +129,11 @@ Result<void> finishConfig(Config& c) {
   if (const char* token = std::getenv("WEBHOOKER_ADMIN_TOKEN"); token && *token) {
     c.adminToken = token;
     if (c.adminToken->size() < 16)
-      return makeError("invalid_config", "WEBHOOKER_ADMIN_TOKEN must be at least 16 characters");
+      return makeError(error_code::kInvalidConfig, "WEBHOOKER_ADMIN_TOKEN must be at least 16 characters");
   }
   if (const char* password = std::getenv("METRICS_PASSWORD"); password) c.metricsPassword = password;
   if (c.metricsUsername.empty() != c.metricsPassword.empty())
-    return makeError("invalid_config",
+    return makeError(error_code::kInvalidConfig,
                      "METRICS_USERNAME and METRICS_PASSWORD must be set together");
   if (c.debug && c.logLevel == "info") c.logLevel = "debug";
   return {};

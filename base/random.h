@@ -1,8 +1,9 @@
 // Random: the jitter source. Injected so backoff tests can pin the draw.
 #pragma once
 
-#include <mutex>
 #include <random>
+
+#include "base/mutex.h"
 
 namespace webhooker {
 
@@ -16,13 +17,13 @@ class Random {
 class SystemRandom final : public Random {
  public:
   double uniform(double low, double high) override {
-    std::lock_guard lock(engineMutex_);
+    MutexLock lock(engineMutex_);
     return std::uniform_real_distribution<double>(low, high)(engine_);
   }
 
  private:
-  std::mutex engineMutex_;  // guards engine_
-  std::mt19937_64 engine_{std::random_device{}()};
+  Mutex engineMutex_;
+  std::mt19937_64 engine_ GUARDED_BY(engineMutex_){std::random_device{}()};
 };
 
 }  // namespace webhooker

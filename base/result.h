@@ -2,18 +2,47 @@
 // (bad input, a busy database, a refused destination). Exceptions are kept
 // for start-up failures and bugs; everything a caller should handle comes
 // back as an Error with a stable machine code and a human message.
+//
+// The codes callers branch on are named in error_code below and tested
+// through Error's predicates, not by comparing strings. A code's text is
+// the admin API's wire format ({"error": {"code": ...}}): never change one.
 #pragma once
 
 #include <cassert>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
 namespace webhooker {
 
+namespace error_code {
+inline constexpr std::string_view kNotFound = "not_found";
+inline constexpr std::string_view kConflict = "conflict";
+inline constexpr std::string_view kInvalidConfig = "invalid_config";
+inline constexpr std::string_view kBlockedDestination = "blocked_destination";  // SSRF guard
+inline constexpr std::string_view kDnsFailure = "dns_failure";
+inline constexpr std::string_view kStorageBusy = "storage_busy";          // try again later
+inline constexpr std::string_view kStorageReadonly = "storage_readonly";  // disk full or read-only
+inline constexpr std::string_view kStorageError = "storage_error";
+inline constexpr std::string_view kSchemaTooNew = "schema_too_new";  // the file is from a newer binary
+}  // namespace error_code
+
 struct Error {
   std::string code;     // stable, snake_case: "not_found", "invalid_json", ...
   std::string message;  // for humans; never carries a secret
+
+  bool isNotFound() const { return code == error_code::kNotFound; }
+  bool isConflict() const { return code == error_code::kConflict; }
+  bool isBlockedDestination() const { return code == error_code::kBlockedDestination; }
+  // Storage that may work again without a change of input: busy or out of space.
+  bool isStorageUnavailable() const {
+    return code == error_code::kStorageBusy || code == error_code::kStorageReadonly;
+  }
+  // A failure of the daemon, not of the request.
+  bool isInternal() const {
+    return code == error_code::kStorageError || code == error_code::kSchemaTooNew;
+  }
 };
 
 template <typename T>
@@ -54,8 +83,8 @@ class [[nodiscard]] Result<void> {
   bool ok_ = true;
 };
 
-inline Error makeError(std::string code, std::string message) {
-  return Error{std::move(code), std::move(message)};
+inline Error makeError(std::string_view code, std::string message) {
+  return Error{std::string(code), std::move(message)};
 }
 
 }  // namespace webhooker

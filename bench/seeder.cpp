@@ -65,7 +65,7 @@ void Seeder::addEvents(const SeededWebhook& webhook, size_t count,
       AttemptRecord attempt;
       attempt.deliveryId = d.id;
       attempt.statusCode = 503;
-      attempt.newStatus = delivery_status::kRetrying;
+      attempt.newStatus = DeliveryStatus::kRetrying;
       attempt.nextAttemptAt = retryAt;
       if (auto r = db->recordAttempt(attempt); !r)
         throw std::runtime_error("record attempt: " + r.error().message);

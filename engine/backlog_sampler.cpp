@@ -4,7 +4,8 @@
 
 #include <condition_variable>
 #include <map>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace webhooker {
 
@@ -16,12 +17,12 @@ BacklogSampler::~BacklogSampler() { stop(); }
 
 void BacklogSampler::start() {
   samplerThread_ = std::jthread([this](std::stop_token stop) {
-    std::mutex sleepMutex;
+    Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
     std::condition_variable_any sleeper;
     while (!stop.stop_requested()) {
       if (auto r = sampleOnce(); !r)
         spdlog::warn("sampler.failed error=\"{}\"", r.error().message);
-      std::unique_lock lock(sleepMutex);
+      MutexLock lock(sleepMutex);
       sleeper.wait_for(lock, stop, interval_, [] { return false; });
     }
   });
@@ -42,14 +43,14 @@ Result<void> BacklogSampler::sampleOnce() {
   std::map<std::string, ClosedCount> nextClosedCounts;  // only webhooks that still exist
   for (const Webhook& w : webhooks.value()) {
     auto backlog = backlogOf(w.id, nextClosedCounts);
-    if (!backlog && backlog.error().code == "not_found") continue;  // deleted since the listing
+    if (!backlog && backlog.error().isNotFound()) continue;  // deleted since the listing
     if (!backlog) return backlog.error();
     for (const auto& row : backlog.value()) {
       auto type = types->find(row.targetId);
       const std::string label(
           DeliveryMetrics::typeLabel(type == types->end() ? "" : type->second));
       auto& [pending, retrying] = counts[label];
-      (row.status == delivery_status::kPending ? pending : retrying) +=
+      (row.status == DeliveryStatus::kPending ? pending : retrying) +=
           static_cast<double>(row.count);
     }
   }

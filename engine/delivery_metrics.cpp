@@ -93,14 +93,14 @@ void DeliveryMetrics::attempted(const std::string& targetType,
   s.duration->Observe(static_cast<double>(duration.count()) / 1000.0);
 }
 
-void DeliveryMetrics::outcome(const std::string& targetType, const std::string& status,
+void DeliveryMetrics::outcome(const std::string& targetType, DeliveryStatus status,
                               const std::string& failureReason) {
   PerType& s = series(targetType);
-  if (status == delivery_status::kDelivered) {
+  if (status == DeliveryStatus::kDelivered) {
     s.succeeded->Increment();
-  } else if (status == delivery_status::kRetrying) {
+  } else if (status == DeliveryStatus::kRetrying) {
     s.retries->Increment();
-  } else if (status == delivery_status::kFailed) {
+  } else if (status == DeliveryStatus::kFailed) {
     s.failed->Increment();
     // Family::Add returns the existing series; it is thread-safe.
     deadLetters_

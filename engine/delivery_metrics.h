@@ -37,7 +37,7 @@ class DeliveryMetrics final : public AttemptObserver {
   explicit DeliveryMetrics(prometheus::Registry& registry);
 
   void attempted(const std::string& targetType, std::chrono::milliseconds duration) override;
-  void outcome(const std::string& targetType, const std::string& status,
+  void outcome(const std::string& targetType, DeliveryStatus status,
                const std::string& failureReason) override;
 
   // Set by the sampler from row counts, per target type.

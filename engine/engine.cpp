@@ -18,8 +18,8 @@ Engine::~Engine() {
   stop(std::chrono::milliseconds(0));
   // An attempt's hold may outlive its worker (a result still being written)
   // and calls back into the engine when it goes.
-  std::unique_lock lock(engineMutex_);
-  idle_.wait(lock, [&] { return inFlight_ == 0; });
+  MutexLock lock(engineMutex_);
+  idle_.wait(lock, [&]() REQUIRES(engineMutex_) { return inFlight_ == 0; });
 }
 
 void Engine::start() {
@@ -40,7 +40,7 @@ void Engine::start() {
 
 bool Engine::stop(std::chrono::milliseconds grace) {
   {
-    std::lock_guard lock(engineMutex_);
+    MutexLock lock(engineMutex_);
     if (stopping_ && workers_.empty()) return true;
     stopping_ = true;
   }
@@ -50,8 +50,9 @@ bool Engine::stop(std::chrono::milliseconds grace) {
   refiller_ = std::jthread();  // likewise; its admits are refused from now on
   bool finished;
   {
-    std::unique_lock lock(engineMutex_);
-    finished = idle_.wait_for(lock, grace, [&] { return inFlight_ == 0; });
+    MutexLock lock(engineMutex_);
+    finished =
+        idle_.wait_for(lock, grace, [&]() REQUIRES(engineMutex_) { return inFlight_ == 0; });
   }
   if (finished) {
     for (auto& w : workers_) w.request_stop();
@@ -62,7 +63,7 @@ bool Engine::stop(std::chrono::milliseconds grace) {
 }
 
 size_t Engine::heldCount() const {
-  std::lock_guard lock(engineMutex_);
+  MutexLock lock(engineMutex_);
   return held_.size();
 }
 
@@ -72,7 +73,7 @@ void Engine::submit(std::vector<Task> tasks) {
 
 void Engine::scheduleRetry(Task task, std::chrono::milliseconds delay) {
   {
-    std::lock_guard lock(engineMutex_);
+    MutexLock lock(engineMutex_);
     if (stopping_) return;  // on disk as retrying; the next start recovers it
     held_.insert(task.deliveryId);
     ++rescheduled_[task.deliveryId];
@@ -82,7 +83,7 @@ void Engine::scheduleRetry(Task task, std::chrono::milliseconds delay) {
 
 bool Engine::admit(Task task) {
   {
-    std::lock_guard lock(engineMutex_);
+    MutexLock lock(engineMutex_);
     if (stopping_ || releasedWhileReconciling_.count(task.deliveryId) ||
         !held_.insert(task.deliveryId).second)
       return false;
@@ -96,7 +97,7 @@ void Engine::enqueueHeld(Task task) {
   // an attempt has looked the target up: a restart queues a whole backlog
   // before any attempt runs. (A cache hit but for the first task.)
   const TargetPtr target = targetFor(task.webhookId, task.targetId);
-  std::lock_guard lock(engineMutex_);
+  MutexLock lock(engineMutex_);
   if (!stopping_ && queued_ >= options_.maxQueued) {
     held_.erase(task.deliveryId);
     globalOverflow_.emplace(task.targetId, task.webhookId);
@@ -145,9 +146,10 @@ void Engine::queueRefillLocked(const std::string& webhookId, const std::string& 
 }
 
 void Engine::work(std::stop_token stop) {
-  std::unique_lock lock(engineMutex_);
+  MutexLock lock(engineMutex_);
   while (true) {
-    workAvailable_.wait(lock, stop, [&] { return stopping_ || !ready_.empty(); });
+    workAvailable_.wait(lock, stop,
+                        [&]() REQUIRES(engineMutex_) { return stopping_ || !ready_.empty(); });
     if (stopping_ || stop.stop_requested()) return;
     const std::string targetId = std::move(ready_.front());
     ready_.pop_front();
@@ -199,7 +201,7 @@ AttemptHold Engine::holdAttempt(const std::string& deliveryId) {
 }
 
 void Engine::finishAttempt(const std::string& deliveryId) {
-  std::lock_guard lock(engineMutex_);
+  MutexLock lock(engineMutex_);
   --inFlight_;
   if (auto it = rescheduled_.find(deliveryId); it != rescheduled_.end()) {
     if (--it->second == 0) rescheduled_.erase(it);
@@ -212,25 +214,25 @@ void Engine::finishAttempt(const std::string& deliveryId) {
 
 Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::string& targetId) {
   {
-    std::lock_guard lock(targetsMutex_);
+    MutexLock lock(targetsMutex_);
     if (auto it = targetCache_.find(targetId); it != targetCache_.end()) return it->second;
   }
   auto loaded = store_.getTarget(webhookId, targetId);
   if (!loaded) {
-    if (loaded.error().code != "not_found")
+    if (!loaded.error().isNotFound())
       spdlog::warn("engine.target_lookup_failed target_id={} error=\"{}\"", targetId,
                    loaded.error().message);
     return nullptr;
   }
   auto target = std::make_shared<const TargetRecord>(std::move(loaded.value()));
-  std::lock_guard lock(targetsMutex_);
+  MutexLock lock(targetsMutex_);
   targetCache_[targetId] = target;
   return target;
 }
 
 void Engine::targetChanged(const std::string& webhookId, const std::string& targetId) {
   {
-    std::lock_guard lock(targetsMutex_);
+    MutexLock lock(targetsMutex_);
     targetCache_.erase(targetId);
   }
   reconcileWebhook(webhookId, &targetId, true);
@@ -241,7 +243,7 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   // No row at all: the whole webhook was deleted with its events DB.
   if (!target) return;
   auto db = eventsDbs_.get(task.webhookId);
-  if (!db && db.error().code == "not_found") {
+  if (!db && db.error().isNotFound()) {
     // The webhook was deleted with its events DB after its target was cached.
     spdlog::debug("delivery.webhook_deleted webhook_id={} delivery_id={}", task.webhookId,
                   task.deliveryId);
@@ -254,12 +256,12 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   }
   if (target->deletedAt) {
     if (auto r = db.value()->failWithoutAttempt(task.deliveryId, "target_deleted"); r)
-      observer_.outcome(target->type, delivery_status::kFailed, "target_deleted");
+      observer_.outcome(target->type, DeliveryStatus::kFailed, "target_deleted");
     return;
   }
   if (!target->active) return;  // paused: resumes when the target is reactivated
   {
-    std::lock_guard lock(engineMutex_);
+    MutexLock lock(engineMutex_);
     lanes_[task.targetId].maxConcurrency = target->maxConcurrency;
   }
   Target* impl = targets_.find(target->type);

@@ -31,7 +31,6 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -39,6 +38,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "engine/dispatcher.h"
 #include "engine/retry_timer.h"
 #include "storage/events_db_pool.h"
@@ -106,12 +106,13 @@ class Engine final : public Dispatcher, public Scheduler {
   // False if already held, finished during a running reconcile, or stopping.
   bool admit(Task task);
   void enqueueHeld(Task task);           // for tasks already in held_
-  void markReadyLocked(const std::string& targetId, Lane& lane);
+  void markReadyLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
   // An overflowed lane that drained below the low-water mark asks the
   // refill thread to read its target's deliveries again; so do the lanes
   // that overflowed the global cap once the total is below its mark.
-  void requestRefillsLocked(const std::string& targetId, Lane& lane);
-  void queueRefillLocked(const std::string& webhookId, const std::string& targetId);
+  void requestRefillsLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
+  void queueRefillLocked(const std::string& webhookId, const std::string& targetId)
+      REQUIRES(engineMutex_);
   TargetPtr targetFor(const std::string& webhookId, const std::string& targetId);
 
   // recovery.cpp
@@ -127,32 +128,33 @@ class Engine final : public Dispatcher, public Scheduler {
   const Clock& clock_;
   AttemptObserver& observer_;
 
-  mutable std::mutex engineMutex_;
+  mutable Mutex engineMutex_;
   std::condition_variable_any workAvailable_;
-  std::condition_variable idle_;
-  std::unordered_map<std::string, Lane> lanes_;
-  std::deque<std::string> ready_;  // lanes with queued work and room to run
-  std::unordered_set<std::string> held_;
+  std::condition_variable_any idle_;
+  std::unordered_map<std::string, Lane> lanes_ GUARDED_BY(engineMutex_);
+  // Lanes with queued work and room to run.
+  std::deque<std::string> ready_ GUARDED_BY(engineMutex_);
+  std::unordered_set<std::string> held_ GUARDED_BY(engineMutex_);
   // In flight and asked for a retry: how many such attempts are still to
   // finish (a quick retry can finish before the attempt that scheduled it).
-  std::unordered_map<std::string, int> rescheduled_;
+  std::unordered_map<std::string, int> rescheduled_ GUARDED_BY(engineMutex_);
   // While a reconcile runs it may have read a delivery as unfinished just
   // before a worker finished it; such ids are kept here until it ends.
-  int reconciling_ = 0;
-  std::unordered_set<std::string> releasedWhileReconciling_;
-  size_t queued_ = 0;  // tasks in all lanes' queues
+  int reconciling_ GUARDED_BY(engineMutex_) = 0;
+  std::unordered_set<std::string> releasedWhileReconciling_ GUARDED_BY(engineMutex_);
+  size_t queued_ GUARDED_BY(engineMutex_) = 0;  // tasks in all lanes' queues
   // Targets that had a task dropped because queued_ reached maxQueued, and
   // their webhooks.
-  std::unordered_map<std::string, std::string> globalOverflow_;
+  std::unordered_map<std::string, std::string> globalOverflow_ GUARDED_BY(engineMutex_);
   // Refills asked for and not yet started, at most one per target.
   std::condition_variable_any refillWanted_;
-  std::deque<Refill> refills_;
-  std::unordered_set<std::string> refillsQueued_;  // their target ids
-  int inFlight_ = 0;
-  bool stopping_ = false;
+  std::deque<Refill> refills_ GUARDED_BY(engineMutex_);
+  std::unordered_set<std::string> refillsQueued_ GUARDED_BY(engineMutex_);  // their target ids
+  int inFlight_ GUARDED_BY(engineMutex_) = 0;
+  bool stopping_ GUARDED_BY(engineMutex_) = false;
 
-  std::mutex targetsMutex_;
-  std::unordered_map<std::string, TargetPtr> targetCache_;
+  Mutex targetsMutex_;
+  std::unordered_map<std::string, TargetPtr> targetCache_ GUARDED_BY(targetsMutex_);
 
   RetryTimer timer_;
   std::vector<std::jthread> workers_;

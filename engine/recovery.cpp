@@ -9,13 +9,13 @@ namespace webhooker {
 void Engine::reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
                               bool scheduleFuture) {
   {
-    std::lock_guard lock(engineMutex_);
+    MutexLock lock(engineMutex_);
     ++reconciling_;
   }
   struct EndReconcile {
     Engine& engine;
     ~EndReconcile() {
-      std::lock_guard lock(engine.engineMutex_);
+      MutexLock lock(engine.engineMutex_);
       if (--engine.reconciling_ == 0) engine.releasedWhileReconciling_.clear();
     }
   } endReconcile{*this};
@@ -38,7 +38,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
       // The target is gone: end the delivery without touching target data.
       const std::string type = target ? target->type : "unknown";
       if (auto r = db.value()->failWithoutAttempt(d.id, "target_deleted"); r) {
-        observer_.outcome(type, delivery_status::kFailed, "target_deleted");
+        observer_.outcome(type, DeliveryStatus::kFailed, "target_deleted");
         spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} "
                      "reason=target_deleted",
                      webhookId, d.id, d.targetId);
@@ -57,7 +57,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
     task.seriesStart = d.seriesStart;
 
     std::chrono::milliseconds wait{0};
-    if (d.status == delivery_status::kRetrying) {
+    if (d.status == DeliveryStatus::kRetrying) {
       if (Rescheduler* r = targets_.rescheduler(target->type))
         wait = r->remainingBackoff(*target, d.lastAttemptAt, d.attempts - d.seriesStart);
     }
@@ -70,7 +70,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
     if (wait.count() == 0) {
       admit(std::move(task));
     } else if (scheduleFuture) {
-      std::lock_guard lock(engineMutex_);
+      MutexLock lock(engineMutex_);
       if (stopping_ || releasedWhileReconciling_.count(task.deliveryId) ||
           !held_.insert(task.deliveryId).second)
         continue;
@@ -89,11 +89,11 @@ void Engine::sweep() {
 }
 
 void Engine::sweepLoop(std::stop_token stop) {
-  std::mutex sleepMutex;
+  Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
   std::condition_variable_any sleeper;
   while (!stop.stop_requested()) {
     {
-      std::unique_lock lock(sleepMutex);
+      MutexLock lock(sleepMutex);
       sleeper.wait_for(lock, stop, options_.sweepInterval, [] { return false; });
     }
     if (stop.stop_requested()) return;
@@ -102,9 +102,10 @@ void Engine::sweepLoop(std::stop_token stop) {
 }
 
 void Engine::refillLoop(std::stop_token stop) {
-  std::unique_lock lock(engineMutex_);
+  MutexLock lock(engineMutex_);
   while (true) {
-    refillWanted_.wait(lock, stop, [&] { return stopping_ || !refills_.empty(); });
+    refillWanted_.wait(lock, stop,
+                       [&]() REQUIRES(engineMutex_) { return stopping_ || !refills_.empty(); });
     if (stopping_ || stop.stop_requested()) return;
     const Refill refill = std::move(refills_.front());
     refills_.pop_front();

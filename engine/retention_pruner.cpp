@@ -3,7 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace webhooker {
 
@@ -15,12 +16,12 @@ RetentionPruner::~RetentionPruner() { stop(); }
 
 void RetentionPruner::start() {
   prunerThread_ = std::jthread([this](std::stop_token stop) {
-    std::mutex sleepMutex;
+    Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
     std::condition_variable_any sleeper;
     while (!stop.stop_requested()) {
       if (auto r = runOnce(stop); !r)
         spdlog::warn("retention.failed error=\"{}\"", r.error().message);
-      std::unique_lock lock(sleepMutex);
+      MutexLock lock(sleepMutex);
       sleeper.wait_for(lock, stop, interval_, [] { return false; });
     }
   });
@@ -38,7 +39,7 @@ Result<RetentionPruner::PassStats> RetentionPruner::runOnce(std::stop_token stop
     if (stop.stop_requested()) break;
     bool changed = unreclaimed_.erase(w.id) > 0;
     auto db = eventsDbs_.get(w.id);
-    if (!db && db.error().code == "not_found") continue;  // deleted since the listing
+    if (!db && db.error().isNotFound()) continue;  // deleted since the listing
     // A failed step may have committed some batches: reclaim all the same.
     const auto fail = [&](const char* step, const Error& error) {
       ++stats.failures;

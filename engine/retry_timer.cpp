@@ -11,7 +11,7 @@ RetryTimer::~RetryTimer() { stop(); }
 
 void RetryTimer::schedule(Task task, std::chrono::milliseconds delay) {
   {
-    std::lock_guard lock(dueMutex_);
+    MutexLock lock(dueMutex_);
     due_.emplace(std::chrono::steady_clock::now() + delay, std::move(task));
   }
   wake_.notify_one();
@@ -24,20 +24,21 @@ void RetryTimer::stop() {
 }
 
 size_t RetryTimer::waiting() const {
-  std::lock_guard lock(dueMutex_);
+  MutexLock lock(dueMutex_);
   return due_.size();
 }
 
 void RetryTimer::run(std::stop_token stop) {
-  std::unique_lock lock(dueMutex_);
+  MutexLock lock(dueMutex_);
   while (!stop.stop_requested()) {
     if (due_.empty()) {
-      wake_.wait(lock, stop, [&] { return !due_.empty(); });
+      wake_.wait(lock, stop, [&]() REQUIRES(dueMutex_) { return !due_.empty(); });
       continue;
     }
     const auto next = due_.begin()->first;
     if (std::chrono::steady_clock::now() < next) {
-      wake_.wait_until(lock, stop, next, [&] { return due_.begin()->first < next; });
+      wake_.wait_until(lock, stop, next,
+                       [&]() REQUIRES(dueMutex_) { return due_.begin()->first < next; });
       continue;
     }
     std::vector<Task> ready;

@@ -9,9 +9,9 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "targets/task.h"
 
 namespace webhooker {
@@ -33,9 +33,9 @@ class RetryTimer {
   void run(std::stop_token stop);
 
   const std::function<void(Task)> onDue_;
-  mutable std::mutex dueMutex_;  // guards due_
+  mutable Mutex dueMutex_;
   std::condition_variable_any wake_;
-  std::multimap<SteadyTime, Task> due_;
+  std::multimap<SteadyTime, Task> due_ GUARDED_BY(dueMutex_);
   std::jthread timerThread_;
 };
 

@@ -40,10 +40,11 @@ Result<ListQuery> readListQuery(const httplib::Request& req, MainStore& store,
   if (!params) return params.error();
   ListQuery query;
   if (const auto status = param(*params, "status")) {
-    if (!isDeliveryStatus(*status))
+    const auto parsed = parseDeliveryStatus(*status);
+    if (!parsed)
       return makeError("invalid_field",
                        "status must be one of pending, retrying, delivered, failed");
-    query.filter.statuses = {*status};
+    query.filter.statuses = {*parsed};
   }
   if (const auto targetId = param(*params, "target_id")) {
     // A deleted target's history is still history.
@@ -98,7 +99,7 @@ void AdminApi::getEvent(const httplib::Request& req, httplib::Response& res) {
   if (!db) return sendError(res, db.error());
   if (auto params = queryParams(req, {}); !params) return sendError(res, params.error());
   auto event = db.value()->showEvent(*eventId);
-  if (!event && event.error().code == "not_found")
+  if (!event && event.error().isNotFound())
     return sendError(res, 404, "not_found", "no event " + *eventId + " in this webhook");
   if (!event) return sendError(res, event.error());
   TargetLabels labels(store_, *id);

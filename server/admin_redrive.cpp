@@ -68,7 +68,7 @@ void AdminApi::retryDelivery(const httplib::Request& req, httplib::Response& res
   auto delivery = db.value()->getDelivery(*deliveryId);
   if (!delivery) return sendError(res, delivery.error());
   auto target = store_.getTarget(*id, delivery->targetId);
-  if (!target && target.error().code != "not_found") return sendError(res, target.error());
+  if (!target && !target.error().isNotFound()) return sendError(res, target.error());
   if (!target || target->deletedAt)
     return sendTargetDeleted(res, delivery->targetId,
                              "redeliver the event to another target instead");
@@ -133,7 +133,7 @@ void AdminApi::redeliverEvent(const httplib::Request& req, httplib::Response& re
     typeOf[t.id] = t.type;
   }
   auto created = db.value()->redeliverEvent(*eventId, targetIds);
-  if (!created && created.error().code == "not_found")
+  if (!created && created.error().isNotFound())
     return sendError(res, 404, "not_found", "no event " + *eventId + " in this webhook");
   if (!created) return sendError(res, created.error());
   spdlog::info("event.redelivered webhook_id={} event_id={} deliveries={}", *id, *eventId,
@@ -145,7 +145,7 @@ void AdminApi::redeliverEvent(const httplib::Request& req, httplib::Response& re
   for (const UnfinishedDelivery& d : created.value()) {
     json shown = {{"id", d.id}, {"target_id", d.targetId}};
     labels.describe(d.targetId, shown);
-    shown["status"] = d.status;
+    shown["status"] = statusWord(d.status);
     deliveries.push_back(std::move(shown));
   }
   sendJson(res, 201, {{"event_id", *eventId}, {"deliveries", std::move(deliveries)}});
@@ -165,9 +165,9 @@ void AdminApi::replay(const httplib::Request& req, httplib::Response& res) {
   auto status = stringField(*body, "status", 16);
   if (!status) return sendError(res, status.error());
   const std::string which = status.value().value_or("failed");
-  if (which == "failed") replay.filter.statuses = {delivery_status::kFailed};
+  if (which == "failed") replay.filter.statuses = {DeliveryStatus::kFailed};
   else if (which == "all")
-    replay.filter.statuses = {delivery_status::kFailed, delivery_status::kDelivered};
+    replay.filter.statuses = {DeliveryStatus::kFailed, DeliveryStatus::kDelivered};
   else return sendError(res, 400, "invalid_field", "status must be \"failed\" or \"all\"");
   auto dryRun = boolField(*body, "dry_run");
   if (!dryRun) return sendError(res, dryRun.error());

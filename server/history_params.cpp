@@ -38,11 +38,6 @@ Result<std::map<std::string, std::string>> queryParams(
   return out;
 }
 
-bool isDeliveryStatus(std::string_view text) {
-  return text == delivery_status::kPending || text == delivery_status::kRetrying ||
-         text == delivery_status::kDelivered || text == delivery_status::kFailed;
-}
-
 Result<void> readTimeRange(const std::optional<std::string>& since,
                            const std::optional<std::string>& until, HistoryFilter& filter) {
   auto from = timeBound(since, "since");
@@ -61,7 +56,7 @@ Result<TargetRecord> namedTarget(MainStore& store, const std::string& webhookId,
                                  const std::string& raw, const char* field) {
   if (!isUuid(raw)) return makeError("invalid_field", fmt::format("{} must be a target id", field));
   auto target = store.getTarget(webhookId, normalizeUuid(raw));
-  if (!target && target.error().code == "not_found")
+  if (!target && target.error().isNotFound())
     return makeError("unknown_target",
                      fmt::format("{} {} is not a target of this webhook", field, raw));
   return target;

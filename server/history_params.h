@@ -25,9 +25,6 @@ namespace webhooker::server {
 Result<std::map<std::string, std::string>> queryParams(
     const httplib::Request& req, std::initializer_list<std::string_view> allowed);
 
-// A delivery status as stored: pending, retrying, delivered or failed.
-bool isDeliveryStatus(std::string_view text);
-
 // Sets filter.since/until (stored time format) from what the caller typed:
 // "invalid_field" for a time parseTime() refuses, "invalid_time_range" when
 // since is later than until.

@@ -61,7 +61,7 @@ json deliveryJson(const DeliveryRecord& d, TargetLabels& labels) {
               {"event_id", d.eventId},
               {"target_id", d.targetId}};
   labels.describe(d.targetId, out);
-  out.update({{"status", d.status},
+  out.update({{"status", statusWord(d.status)},
               {"attempts", d.attempts},
               {"series_start", d.seriesStart},
               {"next_attempt_at", orNull(d.nextAttemptAt)},

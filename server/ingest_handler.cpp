@@ -50,7 +50,7 @@ void IngestHandler::handle(const httplib::Request& req, std::string body,
 
   auto route = routes_.lookup(normalizeUuid(rawId));
   if (!route) {
-    if (route.error().code == "not_found")
+    if (route.error().isNotFound())
       return sendError(res, 404, "not_found", "no such entrypoint");
     spdlog::error("ingest.lookup_failed entrypoint_id={} error=\"{}\"", rawId,
                   route.error().message);
@@ -97,7 +97,7 @@ void IngestHandler::handle(const httplib::Request& req, std::string body,
   event.idempotencyKey = std::move(idempotencyKey);
 
   auto db = eventsDbs_.get(entrypoint->webhookId);
-  if (!db && db.error().code == "not_found")  // the webhook was deleted meanwhile
+  if (!db && db.error().isNotFound())  // the webhook was deleted meanwhile
     return sendError(res, 404, "not_found", "no such entrypoint");
   if (!db) {
     spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint->webhookId,

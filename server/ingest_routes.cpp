@@ -18,7 +18,7 @@ Result<std::shared_ptr<const IngestRoute>> IngestRoutes::lookup(const std::strin
   }
   auto entrypoint = store_.getEntrypoint(entrypointId);
   if (!entrypoint) {
-    if (entrypoint.error().code == "not_found") {
+    if (entrypoint.error().isNotFound()) {
       std::unique_lock lock(routesMutex_);
       routes_.erase(entrypointId);
     }

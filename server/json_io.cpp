@@ -16,11 +16,10 @@ void sendError(httplib::Response& res, int status, std::string_view code,
 }
 
 int statusFor(const Error& error) {
-  const std::string& c = error.code;
-  if (c == "not_found") return 404;
-  if (c == "conflict") return 409;
-  if (c == "storage_busy" || c == "storage_readonly" || c == "unavailable") return 503;
-  if (c == "storage_error" || c == "schema_too_new") return 500;
+  if (error.isNotFound()) return 404;
+  if (error.isConflict()) return 409;
+  if (error.isStorageUnavailable()) return 503;
+  if (error.isInternal()) return 500;
   return 400;  // invalid_json, invalid_config, invalid_retry, invalid_field, ...
 }
 

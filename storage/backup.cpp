@@ -42,7 +42,7 @@ Result<void> prepareTarget(const fs::path& target, bool& created) {
   }
   fs::create_directories(target, ec);
   if (ec)
-    return makeError("storage_error",
+    return makeError(error_code::kStorageError,
                      fmt::format("cannot create {}: {}", target.string(), ec.message()));
   created = true;
   fs::permissions(target, fs::perms::owner_all, fs::perm_options::replace, ec);
@@ -91,7 +91,7 @@ Result<std::vector<BackupFile>> backupDataDir(const fs::path& dataDir, const fs:
     if (isEventsDbName(name)) names.push_back(std::move(name));
   }
   if (ec)
-    return makeError("storage_error",
+    return makeError(error_code::kStorageError,
                      fmt::format("cannot list {}: {}", dataDir.string(), ec.message()));
   std::sort(names.begin(), names.end());
   names.push_back(kMainDb);  // last: see backup.h

@@ -29,7 +29,7 @@ Result<std::shared_ptr<EventsDb>> EventsDb::open(const std::filesystem::path& fi
 }
 
 int EventsDb::schemaVersion() {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   return storage::schemaVersion(*db_);
 }
 
@@ -129,7 +129,7 @@ storage::GroupCommit::Work attemptWrite(AttemptRecord a, std::string now) {
         "UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at = ?, "
         "last_status_code = COALESCE(?, last_status_code), failure_reason = ?, updated_at = ? "
         "WHERE id = ? AND attempts = ?");
-    update->bind(1, a.newStatus);
+    update->bind(1, storage::statusText(a.newStatus));
     update->bind(2, a.attempt);
     if (a.nextAttemptAt) update->bind(3, formatTime(*a.nextAttemptAt));
     if (a.statusCode) update->bind(4, *a.statusCode);
@@ -141,10 +141,10 @@ storage::GroupCommit::Work attemptWrite(AttemptRecord a, std::string now) {
       auto exists = sql.get("SELECT attempts FROM deliveries WHERE id = ?");
       exists->bind(1, a.deliveryId);
       if (!exists->executeStep())
-        return makeError("not_found", "delivery " + a.deliveryId + " is gone");
+        return makeError(error_code::kNotFound, "delivery " + a.deliveryId + " is gone");
       // Attempt numbers follow each other: a second copy of an attempt (two
       // tasks for one delivery) must not record it twice.
-      return makeError("conflict", "delivery " + a.deliveryId + " has " +
+      return makeError(error_code::kConflict, "delivery " + a.deliveryId + " has " +
                                        std::to_string(exists->getColumn(0).getInt()) +
                                        " attempts recorded; attempt " +
                                        std::to_string(a.attempt) + " does not follow");
@@ -189,7 +189,7 @@ Result<void> EventsDb::failWithoutAttempt(const std::string& deliveryId, const s
     q->bind(1, reason);
     q->bind(2, now);
     q->bind(3, deliveryId);
-    if (q->exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
+    if (q->exec() == 0) return makeError(error_code::kNotFound, "delivery " + deliveryId + " is gone");
     return {};
   });
 }
@@ -201,13 +201,13 @@ Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint ne
     q->bind(1, formatTime(nextAttemptAt));
     q->bind(2, now);
     q->bind(3, deliveryId);
-    if (q->exec() == 0) return makeError("not_found", "delivery " + deliveryId + " is gone");
+    if (q->exec() == 0) return makeError(error_code::kNotFound, "delivery " + deliveryId + " is gone");
     return {};
   });
 }
 
 Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
-  std::lock_guard lock(readMutex_);
+  MutexLock lock(readMutex_);
   try {
     if (!reader_) {
       auto opened = storage::openReader(file_, options_);
@@ -218,7 +218,7 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
     auto q = readStatements_->get(
         "SELECT method, headers, content_type, body, received_at FROM events WHERE id = ?");
     q->bind(1, eventId);
-    if (!q->executeStep()) return makeError("not_found", "event " + eventId + " is gone");
+    if (!q->executeStep()) return makeError(error_code::kNotFound, "event " + eventId + " is gone");
     EventPayload p;
     p.method = q->getColumn(0).getString();
     const auto headers = nlohmann::json::parse(q->getColumn(1).getString(), nullptr, false);
@@ -245,7 +245,7 @@ constexpr const char* kBacklogByTarget =
 std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
   std::vector<EventsDb::BacklogCount> out;
   while (q.executeStep())
-    out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(),
+    out.push_back({q.getColumn(0).getString(), storage::statusColumn(q.getColumn(1)),
                    q.getColumn(2).getInt64()});
   return out;
 }
@@ -253,7 +253,7 @@ std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
 }  // namespace
 
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     return readBacklog(*statements_->get(kBacklogByTarget));
   } catch (const std::exception& e) {
@@ -265,7 +265,7 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
     const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
-    return makeError("not_found", file.string() + " does not exist");
+    return makeError(error_code::kNotFound, file.string() + " does not exist");
   try {
     SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
     SQLite::Statement q(db, kBacklogByTarget);
@@ -276,7 +276,7 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
 }
 
 Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId) {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(
         *db_, std::string("SELECT id, event_id, target_id, status, attempts, next_attempt_at, "
@@ -292,7 +292,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std
       d.id = q.getColumn(0).getString();
       d.eventId = q.getColumn(1).getString();
       d.targetId = q.getColumn(2).getString();
-      d.status = q.getColumn(3).getString();
+      d.status = storage::statusColumn(q.getColumn(3));
       d.attempts = q.getColumn(4).getInt();
       d.nextAttemptAt = timeColumn(q.getColumn(5));
       d.seriesStart = q.getColumn(6).getInt();

@@ -14,15 +14,19 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "storage/db_options.h"
+#include "storage/delivery_records.h"
+#include "storage/event_payload.h"
+#include "storage/history_records.h"
+#include "storage/ingest_records.h"
+#include "storage/webhook_stats.h"
 
 namespace SQLite { class Database; }
 namespace webhooker::storage {
@@ -31,202 +35,6 @@ class StatementCache;
 }  // namespace webhooker::storage
 
 namespace webhooker {
-
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
-
-struct InboundEvent {
-  std::string entrypointId;
-  std::string method;
-  std::string path;
-  std::string query;
-  // Stored in this order, names as sent. Ingest hands them over in name order
-  // (cpp-httplib sorts them), repeated names in arrival order.
-  HeaderList headers;
-  std::string contentType;
-  std::string body;  // raw bytes
-  std::string remoteAddr;
-  std::optional<std::string> idempotencyKey;
-};
-
-// What a delivery forwards of an event.
-struct EventPayload {
-  std::string method;
-  HeaderList headers;
-  std::string contentType;
-  std::string body;
-  std::string receivedAt;
-};
-
-struct StoredDelivery {
-  std::string id;
-  std::string targetId;
-};
-
-struct IngestOutcome {
-  std::string eventId;
-  std::string receivedAt;
-  std::vector<StoredDelivery> deliveries;
-  bool duplicate = false;  // an earlier event had the same idempotency key
-};
-
-// Delivery statuses as stored (TEXT, readable in the sqlite3 CLI).
-namespace delivery_status {
-inline constexpr const char* kPending = "pending";
-inline constexpr const char* kRetrying = "retrying";
-inline constexpr const char* kDelivered = "delivered";
-inline constexpr const char* kFailed = "failed";
-}  // namespace delivery_status
-
-// One attempt and the delivery state it leads to, written together.
-struct AttemptRecord {
-  std::string deliveryId;
-  int attempt = 1;
-  std::optional<int> statusCode;
-  std::string responseBody;  // the caller caps it (4 KiB)
-  std::string error;
-  int64_t durationMs = 0;
-  bool success = false;
-  std::string newStatus;  // delivery_status::kRetrying | kDelivered | kFailed
-  std::optional<TimePoint> nextAttemptAt;
-  std::optional<std::string> failureReason;
-};
-
-// A delivery that is not finished, as recovery and the sweep see it.
-struct UnfinishedDelivery {
-  std::string id;
-  std::string eventId;
-  std::string targetId;
-  std::string status;  // pending | retrying
-  int attempts = 0;
-  int seriesStart = 0;  // attempts made before the current series (a redrive)
-  std::optional<TimePoint> nextAttemptAt;
-  std::optional<TimePoint> lastAttemptAt;  // when its latest result was written (retrying only)
-};
-
-// --- History and redrive: types --------------------------------------------
-
-// Where a page of history ends: the sort key (a stored time, an id) of its
-// last row. Pages run newest first by (time, id), so a key stays valid
-// whatever arrives later.
-struct PageKey {
-  std::string time;
-  std::string id;
-};
-
-// Which deliveries (or events with such a delivery) to show or replay.
-// Times are in the stored format and select by the event's received_at:
-// since <= received_at < until.
-struct HistoryFilter {
-  std::vector<std::string> statuses;  // empty: any
-  std::optional<std::string> targetId;
-  std::optional<std::string> since;
-  std::optional<std::string> until;
-};
-
-// One delivery_results row.
-struct AttemptRow {
-  int attempt = 0;
-  std::optional<int> statusCode;
-  std::string responseBody;  // capped at 4 KiB when written
-  std::optional<std::string> error;
-  int64_t durationMs = 0;
-  bool success = false;
-  std::string createdAt;
-};
-
-// A deliveries row with its latest attempt.
-struct DeliveryRecord {
-  std::string id;
-  std::string eventId;
-  std::string targetId;
-  std::string status;
-  int attempts = 0;
-  int seriesStart = 0;
-  std::optional<std::string> nextAttemptAt;
-  std::optional<int> lastStatusCode;
-  std::optional<std::string> failureReason;
-  std::string createdAt;
-  std::string updatedAt;
-  std::string eventReceivedAt;
-  std::optional<std::string> lastAttemptAt;
-  std::optional<std::string> lastError;
-  std::vector<AttemptRow> attemptRows;  // every attempt, oldest first; only in showEvent()
-};
-
-// An events row. Headers and body are read only by showEvent().
-struct EventRecord {
-  std::string id;
-  std::string entrypointId;
-  std::string method;
-  std::string path;
-  std::string query;
-  std::string contentType;
-  int64_t bodySize = 0;
-  std::string remoteAddr;
-  std::optional<std::string> idempotencyKey;
-  std::string receivedAt;
-  HeaderList headers;
-  std::string body;
-  std::vector<DeliveryRecord> deliveries;  // oldest first
-};
-
-template <typename T>
-struct HistoryPage {
-  std::vector<T> items;
-  std::optional<PageKey> next;  // set when more rows follow
-};
-
-// What a replay acts on: deliveries in `filter`'s statuses (failed, or
-// failed and delivered) whose target is one of `targetIds` (the live ones).
-struct ReplayRequest {
-  HistoryFilter filter;
-  std::vector<std::string> targetIds;
-  bool dryRun = false;
-};
-
-struct ReplayOutcome {
-  int64_t count = 0;
-  std::vector<UnfinishedDelivery> reset;  // empty on a dry run
-};
-
-// --- Statistics: types ------------------------------------------------------
-
-struct DeliveryCounts {
-  int64_t pending = 0;
-  int64_t retrying = 0;
-  int64_t delivered = 0;
-  int64_t failed = 0;
-};
-
-// The latest failed attempt to a target.
-struct LastFailure {
-  std::string deliveryId;
-  std::string eventId;
-  std::string at;
-  std::optional<int> statusCode;
-  std::optional<std::string> error;
-};
-
-struct TargetActivity {
-  std::string targetId;
-  DeliveryCounts deliveries;
-  std::optional<LastFailure> lastFailure;
-};
-
-// One hour of the activity chart: events received in it, and deliveries that
-// are failed and failed in it (a redriven one leaves its hour).
-struct HourlyCount {
-  std::string hour;  // the hour's start, stored time format
-  int64_t received = 0;
-  int64_t failed = 0;
-};
-
-struct WebhookStats {
-  int64_t events = 0;
-  DeliveryCounts deliveries;
-  std::vector<TargetActivity> targets;  // every target id with deliveries, by id
-  std::vector<HourlyCount> hours;       // oldest first, the current hour last
-};
 
 class EventsDb {
  public:
@@ -269,7 +77,7 @@ class EventsDb {
   Result<EventPayload> loadPayload(const std::string& eventId);
   struct BacklogCount {
     std::string targetId;
-    std::string status;  // pending | retrying
+    DeliveryStatus status = DeliveryStatus::kPending;  // kPending or kRetrying
     int64_t count = 0;
   };
   // How many deliveries wait, per target and status (for the sampler).
@@ -357,16 +165,17 @@ class EventsDb {
   const Clock& clock_;
   const std::filesystem::path file_;
   const DbOptions options_;
-  std::mutex dbMutex_;  // guards db_ and statements_
-  std::unique_ptr<SQLite::Database> db_;
-  std::unique_ptr<storage::StatementCache> statements_;  // prepared on db_, dropped before it
+  Mutex dbMutex_;
+  const std::unique_ptr<SQLite::Database> db_ PT_GUARDED_BY(dbMutex_);
+  // Prepared on db_, dropped before it.
+  const std::unique_ptr<storage::StatementCache> statements_ PT_GUARDED_BY(dbMutex_);
   std::unique_ptr<storage::GroupCommit> writes_;         // groups the frequent small writes
   // Payload reads go through a second connection, opened on first use, so
   // a delivery worker loading a body does not wait for a commit's flush.
-  std::mutex readMutex_;  // guards reader_ and readStatements_
-  std::unique_ptr<SQLite::Database> reader_;
+  Mutex readMutex_;
+  std::unique_ptr<SQLite::Database> reader_ GUARDED_BY(readMutex_);
   // Prepared on reader_, dropped before it.
-  std::unique_ptr<storage::StatementCache> readStatements_;
+  std::unique_ptr<storage::StatementCache> readStatements_ GUARDED_BY(readMutex_);
 };
 
 }  // namespace webhooker

@@ -37,7 +37,7 @@ DeliveryRecord readDelivery(SQLite::Statement& q) {
   d.id = q.getColumn(0).getString();
   d.eventId = q.getColumn(1).getString();
   d.targetId = q.getColumn(2).getString();
-  d.status = q.getColumn(3).getString();
+  d.status = storage::statusColumn(q.getColumn(3));
   d.attempts = q.getColumn(4).getInt();
   d.seriesStart = q.getColumn(5).getInt();
   d.nextAttemptAt = optionalText(q.getColumn(6));
@@ -116,7 +116,7 @@ Result<HistoryPage<EventRecord>> EventsDb::listEvents(const HistoryFilter& filte
               match.params());
   if (after) where.addBefore(*after, "e.received_at", "e.id");
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(*db_, std::string(kEventSelect) + "WHERE " + where.joined() +
                                   " ORDER BY e.received_at DESC, e.id DESC LIMIT ?");
@@ -143,11 +143,11 @@ Result<EventRecord> EventsDb::showEvent(const std::string& eventId) {
   auto payload = loadPayload(eventId);
   if (!payload) return payload.error();
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(*db_, std::string(kEventSelect) + "WHERE e.id = ?");
     q.bind(1, eventId);
-    if (!q.executeStep()) return makeError("not_found", "event " + eventId + " is gone");
+    if (!q.executeStep()) return makeError(error_code::kNotFound, "event " + eventId + " is gone");
     EventRecord event = readEvent(q);
     event.headers = std::move(payload->headers);
     event.body = std::move(payload->body);
@@ -170,7 +170,7 @@ Result<HistoryPage<DeliveryRecord>> EventsDb::listDeliveries(const HistoryFilter
   where.addReceivedRange(filter);
   if (after) where.addBefore(*after, "d.created_at", "d.id");
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(*db_, std::string(kDeliverySelect) + "WHERE " + where.joined() +
                                   " ORDER BY d.created_at DESC, d.id DESC LIMIT ?");
@@ -184,11 +184,11 @@ Result<HistoryPage<DeliveryRecord>> EventsDb::listDeliveries(const HistoryFilter
 }
 
 Result<DeliveryRecord> EventsDb::getDelivery(const std::string& deliveryId) {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(*db_, std::string(kDeliverySelect) + "WHERE d.id = ?");
     q.bind(1, deliveryId);
-    if (!q.executeStep()) return makeError("not_found", "no delivery " + deliveryId);
+    if (!q.executeStep()) return makeError(error_code::kNotFound, "no delivery " + deliveryId);
     return readDelivery(q);
   } catch (const std::exception& e) {
     return storage::storageError("get delivery", e);

@@ -14,13 +14,13 @@ std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const 
 }
 
 Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId) {
-  std::lock_guard lock(poolMutex_);
+  MutexLock lock(poolMutex_);
   if (auto it = index_.find(webhookId); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
   }
   if (removed_.count(webhookId))
-    return makeError("not_found", "webhook " + webhookId + " was deleted with its events");
+    return makeError(error_code::kNotFound, "webhook " + webhookId + " was deleted with its events");
   auto db = EventsDb::open(pathFor(webhookId), options_, clock_);
   if (!db) return db.error();
   lru_.emplace_front(webhookId, db.value());
@@ -35,7 +35,7 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
 
 Result<void> EventsDbPool::remove(const std::string& webhookId) {
   {
-    std::lock_guard lock(poolMutex_);
+    MutexLock lock(poolMutex_);
     removed_.insert(webhookId);
     if (auto it = index_.find(webhookId); it != index_.end()) {
       lru_.erase(it->second);
@@ -49,14 +49,14 @@ Result<void> EventsDbPool::remove(const std::string& webhookId) {
     file += suffix;
     std::filesystem::remove(file, ec);
     if (ec)
-      return makeError("storage_error",
+      return makeError(error_code::kStorageError,
                        fmt::format("could not delete {}: {}", file.string(), ec.message()));
   }
   return {};
 }
 
 EventsDbPool::Peek EventsDbPool::peek(const std::string& webhookId) const {
-  std::lock_guard lock(poolMutex_);
+  MutexLock lock(poolMutex_);
   Peek out;
   if (auto it = index_.find(webhookId); it != index_.end()) out.open = it->second->second;
   if (auto it = closings_.find(webhookId); it != closings_.end()) out.closings = it->second;
@@ -64,7 +64,7 @@ EventsDbPool::Peek EventsDbPool::peek(const std::string& webhookId) const {
 }
 
 size_t EventsDbPool::openCount() const {
-  std::lock_guard lock(poolMutex_);
+  MutexLock lock(poolMutex_);
   return lru_.size();
 }
 

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "storage/db_options.h"
 #include "storage/events_db.h"
@@ -61,11 +61,13 @@ class EventsDbPool {
   const Clock& clock_;
   const size_t capacity_;
 
-  mutable std::mutex poolMutex_;  // guards lru_, index_, closings_ and removed_
-  Lru lru_;                       // front: most recently used
-  std::unordered_map<std::string, Lru::iterator> index_;
-  std::unordered_set<std::string> removed_;  // webhook ids whose files remove() deleted
-  std::unordered_map<std::string, uint64_t> closings_;  // evictions and removals per id
+  mutable Mutex poolMutex_;
+  Lru lru_ GUARDED_BY(poolMutex_);  // front: most recently used
+  std::unordered_map<std::string, Lru::iterator> index_ GUARDED_BY(poolMutex_);
+  // Webhook ids whose files remove() deleted.
+  std::unordered_set<std::string> removed_ GUARDED_BY(poolMutex_);
+  // Evictions and removals per id.
+  std::unordered_map<std::string, uint64_t> closings_ GUARDED_BY(poolMutex_);
 };
 
 }  // namespace webhooker

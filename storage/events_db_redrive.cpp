@@ -22,22 +22,23 @@ constexpr const char* kRestartSeries =
 
 Result<UnfinishedDelivery> EventsDb::retryDelivery(const std::string& deliveryId) {
   const std::string now = formatTime(clock_.now());
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement q(*db_, "SELECT event_id, target_id, status, attempts FROM deliveries "
                               "WHERE id = ?");
     q.bind(1, deliveryId);
-    if (!q.executeStep()) return makeError("not_found", "no delivery " + deliveryId);
-    const std::string status = q.getColumn(2).getString();
-    if (status != delivery_status::kFailed)
-      return makeError("conflict", "delivery " + deliveryId + " is " + status +
+    if (!q.executeStep()) return makeError(error_code::kNotFound, "no delivery " + deliveryId);
+    const DeliveryStatus status = storage::statusColumn(q.getColumn(2));
+    if (status != DeliveryStatus::kFailed)
+      return makeError(error_code::kConflict, "delivery " + deliveryId + " is " +
+                                                  storage::statusText(status) +
                                        "; only failed deliveries can be retried");
     UnfinishedDelivery d;
     d.id = deliveryId;
     d.eventId = q.getColumn(0).getString();
     d.targetId = q.getColumn(1).getString();
-    d.status = delivery_status::kPending;
+    d.status = DeliveryStatus::kPending;
     d.attempts = q.getColumn(3).getInt();
     d.seriesStart = d.attempts;
     SQLite::Statement update(*db_, kRestartSeries);
@@ -54,12 +55,12 @@ Result<UnfinishedDelivery> EventsDb::retryDelivery(const std::string& deliveryId
 Result<std::vector<UnfinishedDelivery>> EventsDb::redeliverEvent(
     const std::string& eventId, const std::vector<std::string>& targetIds) {
   const std::string now = formatTime(clock_.now());
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement exists(*db_, "SELECT 1 FROM events WHERE id = ?");
     exists.bind(1, eventId);
-    if (!exists.executeStep()) return makeError("not_found", "no event " + eventId);
+    if (!exists.executeStep()) return makeError(error_code::kNotFound, "no event " + eventId);
     SQLite::Statement insert(*db_,
                              "INSERT INTO deliveries (id, event_id, target_id, status, attempts, "
                              "created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?)");
@@ -69,7 +70,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::redeliverEvent(
       d.id = newUuid();
       d.eventId = eventId;
       d.targetId = targetId;
-      d.status = delivery_status::kPending;
+      d.status = DeliveryStatus::kPending;
       insert.bind(1, d.id);
       insert.bind(2, eventId);
       insert.bind(3, targetId);
@@ -97,7 +98,7 @@ Result<ReplayOutcome> EventsDb::replay(const ReplayRequest& request) {
                            where.joined();
   const std::string now = formatTime(clock_.now());
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     ReplayOutcome out;
     if (request.dryRun) {
@@ -117,7 +118,7 @@ Result<ReplayOutcome> EventsDb::replay(const ReplayRequest& request) {
       d.id = select.getColumn(0).getString();
       d.eventId = select.getColumn(1).getString();
       d.targetId = select.getColumn(2).getString();
-      d.status = delivery_status::kPending;
+      d.status = DeliveryStatus::kPending;
       d.attempts = select.getColumn(3).getInt();
       d.seriesStart = d.attempts;
       out.reset.push_back(std::move(d));

@@ -94,7 +94,7 @@ Result<EventsDb::PruneCount> EventsDb::pruneEvents(int retentionDays, int64_t ma
     // The lock is taken per batch so ingest and deliveries get in between.
     ScanPosition expired;
     for (bool more = true; more;) {
-      std::lock_guard lock(dbMutex_);
+      MutexLock lock(dbMutex_);
       const BatchResult batch =
           deleteFinishedBatch(*db_, cutoff, std::numeric_limits<int64_t>::max(), expired);
       count.expired += batch.deleted;
@@ -103,12 +103,12 @@ Result<EventsDb::PruneCount> EventsDb::pruneEvents(int retentionDays, int64_t ma
 
     int64_t excess = 0;
     {
-      std::lock_guard lock(dbMutex_);
+      MutexLock lock(dbMutex_);
       excess = db_->execAndGet("SELECT COUNT(*) FROM events").getInt64() - maxEvents;
     }
     ScanPosition oldest;
     while (excess > 0) {
-      std::lock_guard lock(dbMutex_);
+      MutexLock lock(dbMutex_);
       const BatchResult batch = deleteFinishedBatch(*db_, std::nullopt, excess, oldest);
       count.overCap += batch.deleted;
       excess -= batch.deleted;
@@ -124,7 +124,7 @@ Result<EventsDb::MaskCount> EventsDb::maskFinishedEvents(const std::vector<std::
   std::vector<JsonPointer> parsed;
   for (const std::string& text : pointers) {
     auto p = parseJsonPointer(text);
-    if (!p) return makeError("invalid_config", fmt::format("\"{}\" is not a JSON pointer", text));
+    if (!p) return makeError(error_code::kInvalidConfig, fmt::format("\"{}\" is not a JSON pointer", text));
     parsed.push_back(std::move(*p));
   }
   MaskCount count;
@@ -132,11 +132,11 @@ Result<EventsDb::MaskCount> EventsDb::maskFinishedEvents(const std::vector<std::
     int64_t after = 0;  // rowid: events left unmasked in this pass are not looked at again
     int64_t last = 0;   // events arriving during the pass wait for the next one
     {
-      std::lock_guard lock(dbMutex_);
+      MutexLock lock(dbMutex_);
       last = db_->execAndGet("SELECT COALESCE(MAX(rowid), 0) FROM events").getInt64();
     }
     for (bool more = true; more;) {
-      std::lock_guard lock(dbMutex_);
+      MutexLock lock(dbMutex_);
       SQLite::Transaction txn(*db_, SQLite::TransactionBehavior::IMMEDIATE);
       SQLite::Statement scan(*db_, fmt::format("SELECT e.rowid, e.body FROM events e "
                                                "WHERE e.masked IS NULL AND e.rowid > ? "
@@ -192,7 +192,7 @@ Result<EventsDb::MaskCount> EventsDb::maskFinishedEvents(const std::vector<std::
 }
 
 Result<void> EventsDb::resetMasking() {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     db_->exec("UPDATE events SET masked = NULL WHERE masked = 1");
     return {};
@@ -202,7 +202,7 @@ Result<void> EventsDb::resetMasking() {
 }
 
 Result<bool> EventsDb::reclaimSpace() {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     db_->exec("PRAGMA incremental_vacuum");
     SQLite::Statement checkpoint(*db_, "PRAGMA wal_checkpoint(TRUNCATE)");

@@ -14,11 +14,13 @@ namespace {
 // "2026-11-29T17" of a stored time: the hour it falls in.
 constexpr size_t kHourPrefix = 13;
 
-void addCount(DeliveryCounts& counts, const std::string& status, int64_t n) {
-  if (status == delivery_status::kPending) counts.pending += n;
-  else if (status == delivery_status::kRetrying) counts.retrying += n;
-  else if (status == delivery_status::kDelivered) counts.delivered += n;
-  else if (status == delivery_status::kFailed) counts.failed += n;
+void addCount(DeliveryCounts& counts, DeliveryStatus status, int64_t n) {
+  switch (status) {
+    case DeliveryStatus::kPending: counts.pending += n; break;
+    case DeliveryStatus::kRetrying: counts.retrying += n; break;
+    case DeliveryStatus::kDelivered: counts.delivered += n; break;
+    case DeliveryStatus::kFailed: counts.failed += n; break;
+  }
 }
 
 // Counts per hour prefix, for the rows of `sql` (hour prefix, count) at or
@@ -39,7 +41,7 @@ Result<WebhookStats> EventsDb::stats(int hours) {
   const TimePoint firstHour = currentHour - std::chrono::hours(std::max(hours, 1) - 1);
   const std::string since = formatTime(firstHour);
 
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     WebhookStats stats;
     stats.events = db_->execAndGet("SELECT COUNT(*) FROM events").getInt64();
@@ -51,7 +53,7 @@ Result<WebhookStats> EventsDb::stats(int hours) {
       const std::string targetId = counts.getColumn(0).getString();
       if (stats.targets.empty() || stats.targets.back().targetId != targetId)
         stats.targets.push_back(TargetActivity{targetId, {}, std::nullopt});
-      const std::string status = counts.getColumn(1).getString();
+      const DeliveryStatus status = storage::statusColumn(counts.getColumn(1));
       const int64_t n = counts.getColumn(2).getInt64();
       addCount(stats.targets.back().deliveries, status, n);
       addCount(stats.deliveries, status, n);

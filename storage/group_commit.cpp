@@ -9,12 +9,12 @@
 
 namespace webhooker::storage {
 
-GroupCommit::GroupCommit(SQLite::Database& db, std::mutex& dbMutex, StatementCache& statements)
+GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements)
     : db_(db), dbMutex_(dbMutex), statements_(statements) {}
 
 GroupCommit::~GroupCommit() {
   {
-    std::lock_guard lock(queueMutex_);
+    MutexLock lock(queueMutex_);
     stopping_ = true;
   }
   flushWanted_.notify_one();
@@ -23,11 +23,13 @@ GroupCommit::~GroupCommit() {
 
 Result<void> GroupCommit::run(const char* operation, const Work& work, size_t bytes) {
   Writer self{operation, &work, bytes, {}, {}, std::nullopt, false, {}};
-  std::unique_lock lock(queueMutex_);
+  MutexLock lock(queueMutex_);
   queue_.push_back(&self);
-  self.wake.wait(lock, [&] { return self.finished || (!leading_ && queue_.front() == &self); });
+  self.wake.wait(lock, [&]() REQUIRES(queueMutex_) {
+    return self.finished || (!leading_ && queue_.front() == &self);
+  });
   if (self.finished) return std::move(*self.result);
-  auto submitted = leadLocked(lock);
+  auto submitted = leadLocked();
   if (!submitted.empty()) {
     // Their callbacks are the flusher's: this caller (an ingest, say) is
     // answered now, not after someone else's bookkeeping.
@@ -44,19 +46,18 @@ void GroupCommit::submit(const char* operation, Work work, Done done, size_t byt
   writer->work = &writer->owned;
   writer->bytes = bytes;
   writer->done = std::move(done);
-  std::lock_guard lock(queueMutex_);
+  MutexLock lock(queueMutex_);
   if (!flusher_.joinable()) flusher_ = std::thread([this] { flush(); });
   queue_.push_back(writer.release());
   if (!leading_ && queue_.size() == 1) flushWanted_.notify_one();
 }
 
 size_t GroupCommit::waiting() const {
-  std::lock_guard lock(queueMutex_);
+  MutexLock lock(queueMutex_);
   return queue_.size();
 }
 
-std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked(
-    std::unique_lock<std::mutex>& lock) {
+std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked() {
   leading_ = true;
   std::vector<Writer*> group;
   size_t groupBytes = 0;
@@ -67,9 +68,9 @@ std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked(
     group.push_back(w);
     groupBytes += w->bytes;
   }
-  lock.unlock();
+  queueMutex_.unlock();
   commit(group);
-  lock.lock();
+  queueMutex_.lock();
   leading_ = false;
   std::vector<std::unique_ptr<Writer>> submitted;
   for (Writer* w : group) {
@@ -89,15 +90,18 @@ void GroupCommit::handOffLocked() {
 }
 
 void GroupCommit::flush() {
-  std::unique_lock lock(queueMutex_);
-  const auto mine = [&] { return !leading_ && !queue_.empty() && queue_.front()->done; };
+  MutexLock lock(queueMutex_);
+  const auto mine = [&]() REQUIRES(queueMutex_) {
+    return !leading_ && !queue_.empty() && queue_.front()->done;
+  };
   while (true) {
-    flushWanted_.wait(
-        lock, [&] { return mine() || !unreported_.empty() || (stopping_ && queue_.empty()); });
+    flushWanted_.wait(lock, [&]() REQUIRES(queueMutex_) {
+      return mine() || !unreported_.empty() || (stopping_ && queue_.empty());
+    });
     std::vector<std::unique_ptr<Writer>> committed = std::move(unreported_);
     unreported_.clear();
     if (mine()) {
-      for (auto& w : leadLocked(lock)) committed.push_back(std::move(w));
+      for (auto& w : leadLocked()) committed.push_back(std::move(w));
     } else if (committed.empty()) {
       return;  // stopping, and everything is committed and reported
     }
@@ -112,7 +116,7 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
   const auto failAll = [&](const char* operation, const std::exception& e) {
     for (Writer* w : group) w->result = storageError(operation, e);
   };
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   try {
     // IMMEDIATE: the write lock comes first, so a read inside a work (an
     // idempotency check) cannot be overtaken by another connection's write.
@@ -144,7 +148,7 @@ bool GroupCommit::runInSavepoint(Writer& writer) {
   }
   if (sqlite3_get_autocommit(db_.getHandle())) {
     if (writer.result->ok())
-      writer.result = makeError("storage_error", std::string("storage ") + writer.operation +
+      writer.result = makeError(error_code::kStorageError, std::string("storage ") + writer.operation +
                                                      " failed: the transaction was rolled back");
     return false;
   }

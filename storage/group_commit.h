@@ -35,12 +35,12 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "storage/statement_cache.h"
 
@@ -59,7 +59,7 @@ class GroupCommit {
   // failed). Must not throw.
   using Done = std::function<void(Result<void>)>;
 
-  GroupCommit(SQLite::Database& db, std::mutex& dbMutex, StatementCache& statements);
+  GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements);
   ~GroupCommit();
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
@@ -86,37 +86,41 @@ class GroupCommit {
     Done done;  // set for a submitted write
     std::optional<Result<void>> result;
     bool finished = false;
-    std::condition_variable wake;  // run(): finished, or heading a leaderless queue
+    std::condition_variable_any wake;  // run(): finished, or heading a leaderless queue
   };
 
   // Commits one group from the head of the queue. Called and returns with
-  // `lock` held; the group's writers are finished and the lead handed on.
+  // queueMutex_ held, which it releases while committing; the group's
+  // writers are finished and the lead handed on.
   // Returns the group's submitted writers, whose Done is still to run.
-  std::vector<std::unique_ptr<Writer>> leadLocked(std::unique_lock<std::mutex>& lock);
+  std::vector<std::unique_ptr<Writer>> leadLocked() REQUIRES(queueMutex_);
   // Wakes whoever must lead the queue's head now that nobody leads.
-  void handOffLocked();
+  void handOffLocked() REQUIRES(queueMutex_);
   // The flusher thread: leads while a submitted write heads the queue, and
   // runs the Done of every committed submitted write.
   void flush();
   // The leader's part: one transaction for `group`; sets every result.
-  void commit(const std::vector<Writer*>& group);
+  void commit(const std::vector<Writer*>& group) EXCLUDES(queueMutex_);
   // One writer's work inside its savepoint. False if the transaction itself
   // is gone (SQLite rolled it back), which fails the whole group.
   bool runInSavepoint(Writer& writer);
 
   SQLite::Database& db_;
-  std::mutex& dbMutex_;
+  Mutex& dbMutex_;
   StatementCache& statements_;
 
   // Guards the four below and every queued Writer's result and finished.
-  mutable std::mutex queueMutex_;
-  std::deque<Writer*> queue_;  // front: the leader's group; submitted writers owned here
-  bool leading_ = false;       // a group is being committed
+  mutable Mutex queueMutex_;
+  // front: the leader's group; submitted writers owned here
+  std::deque<Writer*> queue_ GUARDED_BY(queueMutex_);
+  bool leading_ GUARDED_BY(queueMutex_) = false;  // a group is being committed
   // Submitted writes a run() caller committed; the flusher runs their Done.
-  std::vector<std::unique_ptr<Writer>> unreported_;
-  bool stopping_ = false;      // the destructor runs: the flusher ends once all is reported
-  std::condition_variable flushWanted_;
-  std::thread flusher_;  // started by the first submit(); joined by the destructor
+  std::vector<std::unique_ptr<Writer>> unreported_ GUARDED_BY(queueMutex_);
+  // The destructor runs: the flusher ends once all is reported.
+  bool stopping_ GUARDED_BY(queueMutex_) = false;
+  std::condition_variable_any flushWanted_;
+  // Started by the first submit(); joined by the destructor.
+  std::thread flusher_ GUARDED_BY(queueMutex_);
 };
 
 }  // namespace webhooker::storage

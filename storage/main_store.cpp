@@ -76,10 +76,33 @@ TargetRecord readTarget(SQLite::Statement& q) {
 }
 
 Error notFound(const char* what, const std::string& id) {
-  return makeError("not_found", std::string(what) + " " + id + " does not exist");
+  return makeError(error_code::kNotFound, std::string(what) + " " + id + " does not exist");
+}
+
+// body(db), with a thrown SQLite error as storageError(operation).
+template <typename Body>
+auto storageCall(const char* operation, const Body& body, SQLite::Database& db)
+    -> decltype(body(db)) {
+  try {
+    return body(db);
+  } catch (const std::exception& e) {
+    return storage::storageError(operation, e);
+  }
 }
 
 }  // namespace
+
+template <typename Body>
+auto MainStore::read(const char* operation, const Body& body) {
+  MutexLock lock(dbMutex_);
+  return storageCall(operation, body, *db_);
+}
+
+template <typename Body>
+auto MainStore::write(const char* operation, const Body& body) {
+  WriteLock lock(*this);
+  return storageCall(operation, body, *db_);
+}
 
 MainStore::MainStore(std::unique_ptr<SQLite::Database> db, const Clock& clock)
     : clock_(clock), db_(std::move(db)) {}
@@ -94,18 +117,15 @@ Result<std::unique_ptr<MainStore>> MainStore::open(const std::filesystem::path& 
 }
 
 int MainStore::schemaVersion() {
-  std::lock_guard lock(dbMutex_);
+  MutexLock lock(dbMutex_);
   return storage::schemaVersion(*db_);
 }
 
 Result<void> MainStore::ping() {
-  std::lock_guard lock(dbMutex_);
-  try {
-    db_->execAndGet("SELECT 1");
+  return read("ping", [&](SQLite::Database& db) -> Result<void> {
+    db.execAndGet("SELECT 1");
     return {};
-  } catch (const std::exception& e) {
-    return storage::storageError("ping", e);
-  }
+  });
 }
 
 Result<Webhook> MainStore::createWebhook(const std::string& name, const std::string& description,
@@ -121,10 +141,9 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
   w.maskPointers = maskPointers;
   w.createdAt = now;
   w.updatedAt = now;
-  WriteLock lock(*this);
-  try {
-    SQLite::Transaction txn(*db_);
-    SQLite::Statement insert(*db_, std::string("INSERT INTO webhooks (") + kWebhookColumns +
+  return write("create webhook", [&](SQLite::Database& db) -> Result<Webhook> {
+    SQLite::Transaction txn(db);
+    SQLite::Statement insert(db, std::string("INSERT INTO webhooks (") + kWebhookColumns +
                                        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     insert.bind(1, w.id);
     insert.bind(2, w.name);
@@ -135,7 +154,7 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
     insert.bind(7, now);
     insert.bind(8, now);
     insert.exec();
-    SQLite::Statement entry(*db_,
+    SQLite::Statement entry(db,
                             "INSERT INTO entrypoints (id, webhook_id, active, created_at, "
                             "updated_at) VALUES (?, ?, 1, ?, ?)");
     entry.bind(1, newUuid());
@@ -145,73 +164,59 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
     entry.exec();
     txn.commit();
     return w;
-  } catch (const std::exception& e) {
-    return storage::storageError("create webhook", e);
-  }
+  });
 }
 
 Result<Webhook> MainStore::getWebhook(const std::string& id) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_, std::string("SELECT ") + kWebhookColumns +
+  return read("get webhook", [&](SQLite::Database& db) -> Result<Webhook> {
+    SQLite::Statement q(db, std::string("SELECT ") + kWebhookColumns +
                                   " FROM webhooks WHERE id = ?");
     q.bind(1, id);
     if (!q.executeStep()) return notFound("webhook", id);
     return readWebhook(q);
-  } catch (const std::exception& e) {
-    return storage::storageError("get webhook", e);
-  }
+  });
 }
 
 Result<std::vector<Webhook>> MainStore::listWebhooks() {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_, std::string("SELECT ") + kWebhookColumns +
+  return read("list webhooks", [&](SQLite::Database& db) -> Result<std::vector<Webhook>> {
+    SQLite::Statement q(db, std::string("SELECT ") + kWebhookColumns +
                                   " FROM webhooks ORDER BY created_at, id");
     std::vector<Webhook> out;
     while (q.executeStep()) out.push_back(readWebhook(q));
     return out;
-  } catch (const std::exception& e) {
-    return storage::storageError("list webhooks", e);
-  }
+  });
 }
 
 Result<Webhook> MainStore::updateWebhook(const std::string& id, const WebhookPatch& patch) {
-  {
-    WriteLock lock(*this);
-    try {
-      SQLite::Statement q(*db_,
-                          "UPDATE webhooks SET name = COALESCE(?, name), "
-                          "description = COALESCE(?, description), "
-                          "retention_days = COALESCE(?, retention_days), "
-                          "max_events = COALESCE(?, max_events), "
-                          "mask_pointers = COALESCE(?, mask_pointers), updated_at = ? "
-                          "WHERE id = ?");
-      if (patch.name) q.bind(1, *patch.name);
-      if (patch.description) q.bind(2, *patch.description);
-      if (patch.retentionDays) q.bind(3, *patch.retentionDays);
-      if (patch.maxEvents) q.bind(4, *patch.maxEvents);
-      if (patch.maskPointers) q.bind(5, pointerListText(*patch.maskPointers));
-      q.bind(6, formatTime(clock_.now()));
-      q.bind(7, id);
-      if (q.exec() == 0) return notFound("webhook", id);
-    } catch (const std::exception& e) {
-      return storage::storageError("update webhook", e);
-    }
-  }
+  auto written = write("update webhook", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "UPDATE webhooks SET name = COALESCE(?, name), "
+                        "description = COALESCE(?, description), "
+                        "retention_days = COALESCE(?, retention_days), "
+                        "max_events = COALESCE(?, max_events), "
+                        "mask_pointers = COALESCE(?, mask_pointers), updated_at = ? "
+                        "WHERE id = ?");
+    if (patch.name) q.bind(1, *patch.name);
+    if (patch.description) q.bind(2, *patch.description);
+    if (patch.retentionDays) q.bind(3, *patch.retentionDays);
+    if (patch.maxEvents) q.bind(4, *patch.maxEvents);
+    if (patch.maskPointers) q.bind(5, pointerListText(*patch.maskPointers));
+    q.bind(6, formatTime(clock_.now()));
+    q.bind(7, id);
+    if (q.exec() == 0) return notFound("webhook", id);
+    return {};
+  });
+  if (!written) return written.error();
   return getWebhook(id);
 }
 
 Result<void> MainStore::deleteWebhook(const std::string& id) {
-  WriteLock lock(*this);
-  try {
-    SQLite::Statement q(*db_, "DELETE FROM webhooks WHERE id = ?");
+  return write("delete webhook", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db, "DELETE FROM webhooks WHERE id = ?");
     q.bind(1, id);
     if (q.exec() == 0) return notFound("webhook", id);
     return {};
-  } catch (const std::exception& e) {
-    return storage::storageError("delete webhook", e);
-  }
+  });
 }
 
 Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
@@ -219,12 +224,11 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
   const std::string now = formatTime(clock_.now());
   Entrypoint ep{newUuid(), webhookId, settings.active, now, now, settings.verification,
                 settings.verificationSecret};
-  WriteLock lock(*this);
-  try {
-    SQLite::Statement exists(*db_, "SELECT 1 FROM webhooks WHERE id = ?");
+  return write("create entrypoint", [&](SQLite::Database& db) -> Result<Entrypoint> {
+    SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, webhookId);
     if (!exists.executeStep()) return notFound("webhook", webhookId);
-    SQLite::Statement q(*db_,
+    SQLite::Statement q(db,
                         "INSERT INTO entrypoints (id, webhook_id, active, created_at, updated_at, "
                         "verification, verification_secret) VALUES (?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, ep.id);
@@ -236,94 +240,77 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
     if (ep.verification != "none") q.bind(7, ep.verificationSecret);
     q.exec();
     return ep;
-  } catch (const std::exception& e) {
-    return storage::storageError("create entrypoint", e);
-  }
+  });
 }
 
 Result<Entrypoint> MainStore::getEntrypoint(const std::string& id) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_,
+  return read("get entrypoint", [&](SQLite::Database& db) -> Result<Entrypoint> {
+    SQLite::Statement q(db,
                         std::string("SELECT ") + kEntrypointColumns + " FROM entrypoints " +
                         "WHERE id = ?");
     q.bind(1, id);
     if (!q.executeStep()) return notFound("entrypoint", id);
     return readEntrypoint(q);
-  } catch (const std::exception& e) {
-    return storage::storageError("get entrypoint", e);
-  }
+  });
 }
 
 Result<std::vector<Entrypoint>> MainStore::listEntrypoints(const std::string& webhookId) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_,
+  return read("list entrypoints", [&](SQLite::Database& db) -> Result<std::vector<Entrypoint>> {
+    SQLite::Statement q(db,
                         std::string("SELECT ") + kEntrypointColumns + " FROM entrypoints " +
                         "WHERE webhook_id = ? ORDER BY created_at, id");
     q.bind(1, webhookId);
     std::vector<Entrypoint> out;
     while (q.executeStep()) out.push_back(readEntrypoint(q));
     return out;
-  } catch (const std::exception& e) {
-    return storage::storageError("list entrypoints", e);
-  }
+  });
 }
 
 Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webhookId,
                                                         const std::string& id,
                                                         const std::string& scheme,
                                                         const std::string& secret) {
-  {
-    WriteLock lock(*this);
-    try {
-      SQLite::Statement q(*db_,
-                          "UPDATE entrypoints SET verification = ?, verification_secret = ?, "
-                          "updated_at = ? WHERE id = ? AND webhook_id = ?");
-      q.bind(1, scheme);
-      if (scheme != "none") q.bind(2, secret);
-      q.bind(3, formatTime(clock_.now()));
-      q.bind(4, id);
-      q.bind(5, webhookId);
-      if (q.exec() == 0) return notFound("entrypoint", id);
-    } catch (const std::exception& e) {
-      return storage::storageError("update entrypoint", e);
-    }
-  }
+  auto written = write("update entrypoint", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "UPDATE entrypoints SET verification = ?, verification_secret = ?, "
+                        "updated_at = ? WHERE id = ? AND webhook_id = ?");
+    q.bind(1, scheme);
+    if (scheme != "none") q.bind(2, secret);
+    q.bind(3, formatTime(clock_.now()));
+    q.bind(4, id);
+    q.bind(5, webhookId);
+    if (q.exec() == 0) return notFound("entrypoint", id);
+    return {};
+  });
+  if (!written) return written.error();
   return getEntrypoint(id);
 }
 
 Result<Entrypoint> MainStore::setEntrypointActive(const std::string& webhookId,
                                                   const std::string& id, bool active) {
-  {
-    WriteLock lock(*this);
-    try {
-      SQLite::Statement q(*db_,
-                          "UPDATE entrypoints SET active = ?, updated_at = ? "
-                          "WHERE id = ? AND webhook_id = ?");
-      q.bind(1, active ? 1 : 0);
-      q.bind(2, formatTime(clock_.now()));
-      q.bind(3, id);
-      q.bind(4, webhookId);
-      if (q.exec() == 0) return notFound("entrypoint", id);
-    } catch (const std::exception& e) {
-      return storage::storageError("update entrypoint", e);
-    }
-  }
+  auto written = write("update entrypoint", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "UPDATE entrypoints SET active = ?, updated_at = ? "
+                        "WHERE id = ? AND webhook_id = ?");
+    q.bind(1, active ? 1 : 0);
+    q.bind(2, formatTime(clock_.now()));
+    q.bind(3, id);
+    q.bind(4, webhookId);
+    if (q.exec() == 0) return notFound("entrypoint", id);
+    return {};
+  });
+  if (!written) return written.error();
   return getEntrypoint(id);
 }
 
 Result<void> MainStore::deleteEntrypoint(const std::string& webhookId, const std::string& id) {
-  WriteLock lock(*this);
-  try {
-    SQLite::Statement q(*db_, "DELETE FROM entrypoints WHERE id = ? AND webhook_id = ?");
+  return write("delete entrypoint", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db, "DELETE FROM entrypoints WHERE id = ? AND webhook_id = ?");
     q.bind(1, id);
     q.bind(2, webhookId);
     if (q.exec() == 0) return notFound("entrypoint", id);
     return {};
-  } catch (const std::exception& e) {
-    return storage::storageError("delete entrypoint", e);
-  }
+  });
 }
 
 Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
@@ -332,12 +319,11 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
   t.createdAt = now;
   t.updatedAt = now;
   t.deletedAt.reset();
-  WriteLock lock(*this);
-  try {
-    SQLite::Statement exists(*db_, "SELECT 1 FROM webhooks WHERE id = ?");
+  return write("create target", [&](SQLite::Database& db) -> Result<TargetRecord> {
+    SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, t.webhookId);
     if (!exists.executeStep()) return notFound("webhook", t.webhookId);
-    SQLite::Statement q(*db_, std::string("INSERT INTO targets (") + kTargetColumns +
+    SQLite::Statement q(db, std::string("INSERT INTO targets (") + kTargetColumns +
                                   ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)");
     q.bind(1, t.id);
     q.bind(2, t.webhookId);
@@ -354,73 +340,61 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
     q.bind(13, now);
     q.exec();
     return t;
-  } catch (const std::exception& e) {
-    return storage::storageError("create target", e);
-  }
+  });
 }
 
 Result<TargetRecord> MainStore::getTarget(const std::string& webhookId, const std::string& id) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_, std::string("SELECT ") + kTargetColumns +
+  return read("get target", [&](SQLite::Database& db) -> Result<TargetRecord> {
+    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns +
                                   " FROM targets WHERE id = ? AND webhook_id = ?");
     q.bind(1, id);
     q.bind(2, webhookId);
     if (!q.executeStep()) return notFound("target", id);
     return readTarget(q);
-  } catch (const std::exception& e) {
-    return storage::storageError("get target", e);
-  }
+  });
 }
 
 Result<std::vector<TargetRecord>> MainStore::listTargets(const std::string& webhookId) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_, std::string("SELECT ") + kTargetColumns +
+  return read("list targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
+    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns +
                                   " FROM targets WHERE webhook_id = ? AND deleted_at IS NULL "
                                   "ORDER BY created_at, id");
     q.bind(1, webhookId);
     std::vector<TargetRecord> out;
     while (q.executeStep()) out.push_back(readTarget(q));
     return out;
-  } catch (const std::exception& e) {
-    return storage::storageError("list targets", e);
-  }
+  });
 }
 
 Result<TargetRecord> MainStore::updateTarget(const TargetRecord& t) {
-  {
-    WriteLock lock(*this);
-    try {
-      SQLite::Statement q(*db_,
-                          "UPDATE targets SET name = ?, active = ?, max_concurrency = ?, "
-                          "config = ?, max_retries = ?, base_delay_ms = ?, max_delay_ms = ?, "
-                          "jitter = ?, updated_at = ? "
-                          "WHERE id = ? AND webhook_id = ? AND deleted_at IS NULL");
-      q.bind(1, t.name);
-      q.bind(2, t.active ? 1 : 0);
-      q.bind(3, t.maxConcurrency);
-      q.bind(4, t.configJson);
-      q.bind(5, t.retry.maxRetries);
-      q.bind(6, t.retry.baseDelayMs);
-      q.bind(7, t.retry.maxDelayMs);
-      q.bind(8, t.retry.jitter);
-      q.bind(9, formatTime(clock_.now()));
-      q.bind(10, t.id);
-      q.bind(11, t.webhookId);
-      if (q.exec() == 0) return notFound("target", t.id);
-    } catch (const std::exception& e) {
-      return storage::storageError("update target", e);
-    }
-  }
+  auto written = write("update target", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "UPDATE targets SET name = ?, active = ?, max_concurrency = ?, "
+                        "config = ?, max_retries = ?, base_delay_ms = ?, max_delay_ms = ?, "
+                        "jitter = ?, updated_at = ? "
+                        "WHERE id = ? AND webhook_id = ? AND deleted_at IS NULL");
+    q.bind(1, t.name);
+    q.bind(2, t.active ? 1 : 0);
+    q.bind(3, t.maxConcurrency);
+    q.bind(4, t.configJson);
+    q.bind(5, t.retry.maxRetries);
+    q.bind(6, t.retry.baseDelayMs);
+    q.bind(7, t.retry.maxDelayMs);
+    q.bind(8, t.retry.jitter);
+    q.bind(9, formatTime(clock_.now()));
+    q.bind(10, t.id);
+    q.bind(11, t.webhookId);
+    if (q.exec() == 0) return notFound("target", t.id);
+    return {};
+  });
+  if (!written) return written.error();
   return getTarget(t.webhookId, t.id);
 }
 
 Result<void> MainStore::deleteTarget(const std::string& webhookId, const std::string& id) {
-  WriteLock lock(*this);
-  try {
+  return write("delete target", [&](SQLite::Database& db) -> Result<void> {
     const std::string now = formatTime(clock_.now());
-    SQLite::Statement q(*db_,
+    SQLite::Statement q(db,
                         "UPDATE targets SET deleted_at = ?, updated_at = ?, active = 0 "
                         "WHERE id = ? AND webhook_id = ? AND deleted_at IS NULL");
     q.bind(1, now);
@@ -429,39 +403,31 @@ Result<void> MainStore::deleteTarget(const std::string& webhookId, const std::st
     q.bind(4, webhookId);
     if (q.exec() == 0) return notFound("target", id);
     return {};
-  } catch (const std::exception& e) {
-    return storage::storageError("delete target", e);
-  }
+  });
 }
 
 Result<std::unordered_map<std::string, std::string>> MainStore::liveTargetTypes() {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_, "SELECT id, type FROM targets WHERE deleted_at IS NULL");
-    std::unordered_map<std::string, std::string> out;
+  using Types = std::unordered_map<std::string, std::string>;
+  return read("list target types", [&](SQLite::Database& db) -> Result<Types> {
+    SQLite::Statement q(db, "SELECT id, type FROM targets WHERE deleted_at IS NULL");
+    Types out;
     while (q.executeStep()) out.emplace(q.getColumn(0).getString(), q.getColumn(1).getString());
     return out;
-  } catch (const std::exception& e) {
-    return storage::storageError("list target types", e);
-  }
+  });
 }
 
 Result<std::optional<std::string>> MainStore::getSetting(const std::string& key) {
-  std::lock_guard lock(dbMutex_);
-  try {
-    SQLite::Statement q(*db_, "SELECT value FROM settings WHERE key = ?");
+  return read("get setting", [&](SQLite::Database& db) -> Result<std::optional<std::string>> {
+    SQLite::Statement q(db, "SELECT value FROM settings WHERE key = ?");
     q.bind(1, key);
     if (!q.executeStep()) return std::optional<std::string>();
     return std::optional<std::string>(q.getColumn(0).getString());
-  } catch (const std::exception& e) {
-    return storage::storageError("get setting", e);
-  }
+  });
 }
 
 Result<void> MainStore::setSetting(const std::string& key, const std::string& value) {
-  WriteLock lock(*this);
-  try {
-    SQLite::Statement q(*db_,
+  return write("set setting", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
                         "INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) "
                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
                         "updated_at = excluded.updated_at");
@@ -470,9 +436,7 @@ Result<void> MainStore::setSetting(const std::string& key, const std::string& va
     q.bind(3, formatTime(clock_.now()));
     q.exec();
     return {};
-  } catch (const std::exception& e) {
-    return storage::storageError("set setting", e);
-  }
+  });
 }
 
 }  // namespace webhooker

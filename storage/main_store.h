@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "storage/db_options.h"
 #include "storage/records.h"
@@ -93,23 +93,32 @@ class MainStore {
  private:
   // dbMutex_ for a method that writes: generation_ moves when it is
   // released, after the method's transaction has ended.
-  class WriteLock {
+  class SCOPED_CAPABILITY WriteLock {
    public:
-    explicit WriteLock(MainStore& store) : store_(store), lock_(store.dbMutex_) {}
-    ~WriteLock() { store_.generation_.fetch_add(1, std::memory_order_release); }
+    explicit WriteLock(MainStore& store) ACQUIRE(store.dbMutex_)
+        : store_(store), lock_(store.dbMutex_) {}
+    ~WriteLock() RELEASE() { store_.generation_.fetch_add(1, std::memory_order_release); }
     WriteLock(const WriteLock&) = delete;
     WriteLock& operator=(const WriteLock&) = delete;
 
    private:
     MainStore& store_;
-    std::lock_guard<std::mutex> lock_;
+    MutexLock lock_;
   };
+
+  // Runs body(db) on db_ with dbMutex_ held, for a method that only reads;
+  // a thrown SQLite error comes back as storageError(operation).
+  template <typename Body>
+  auto read(const char* operation, const Body& body) EXCLUDES(dbMutex_);
+  // The same for a method that writes, under a WriteLock.
+  template <typename Body>
+  auto write(const char* operation, const Body& body) EXCLUDES(dbMutex_);
 
   MainStore(std::unique_ptr<SQLite::Database> db, const Clock& clock);
 
   const Clock& clock_;
-  std::mutex dbMutex_;  // guards db_: one statement sequence at a time
-  std::unique_ptr<SQLite::Database> db_;
+  Mutex dbMutex_;  // one statement sequence at a time
+  const std::unique_ptr<SQLite::Database> db_ PT_GUARDED_BY(dbMutex_);
   std::atomic<uint64_t> generation_{0};
 };
 

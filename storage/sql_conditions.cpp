@@ -10,8 +10,11 @@ void SqlConditions::add(std::string clause, std::vector<std::string> params) {
 }
 
 void SqlConditions::addDeliveryMatch(const HistoryFilter& filter) {
-  if (!filter.statuses.empty())
-    add("d.status IN (" + placeholders(filter.statuses.size()) + ")", filter.statuses);
+  if (!filter.statuses.empty()) {
+    std::vector<std::string> texts;
+    for (DeliveryStatus s : filter.statuses) texts.push_back(statusText(s));
+    add("d.status IN (" + placeholders(filter.statuses.size()) + ")", std::move(texts));
+  }
   if (filter.targetId) add("d.target_id = ?", {*filter.targetId});
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/events_db.h"
+#include "storage/history_records.h"
 
 namespace SQLite { class Statement; }
 

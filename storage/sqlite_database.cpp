@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <stdexcept>
+
 #include "base/clock.h"
 #include "base/time_format.h"
 
@@ -18,7 +20,7 @@ Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations)
     const int current = schemaVersion(db);
     const int known = migrations.empty() ? 0 : migrations.back().version;
     if (current > known) {
-      return makeError("schema_too_new",
+      return makeError(error_code::kSchemaTooNew,
                        fmt::format("{} has schema version {}, but this webhooker knows only up to "
                                    "{}; upgrade webhooker or restore a matching backup",
                                    db.getFilename(), current, known));
@@ -61,7 +63,7 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     // even after the cause is gone, and a pool would keep it: refuse it, so
     // the next open tries again.
     if (sqlite3_db_readonly(db->getHandle(), "main") == 1)
-      return makeError("storage_readonly",
+      return makeError(error_code::kStorageReadonly,
                        fmt::format("{} cannot be opened for writing", file.string()));
     // auto_vacuum only takes effect before the first table exists, so it is
     // set on a new file only: on an existing one it would be a write, and a
@@ -95,11 +97,17 @@ Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path
   }
 }
 
+DeliveryStatus statusColumn(const SQLite::Column& column) {
+  const std::string text = column.getString();
+  if (auto status = parseDeliveryStatus(text)) return *status;
+  throw std::runtime_error("unknown delivery status '" + text + "'");
+}
+
 Error storageError(const char* operation, const std::exception& e) {
   const auto* sqlite = dynamic_cast<const SQLite::Exception*>(&e);
   const bool busy = sqlite && (sqlite->getErrorCode() == SQLITE_BUSY ||
                                sqlite->getErrorCode() == SQLITE_LOCKED);
-  return makeError(busy ? "storage_busy" : "storage_error",
+  return makeError(busy ? error_code::kStorageBusy : error_code::kStorageError,
                    fmt::format("storage {} failed: {}", operation, e.what()));
 }
 

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "base/result.h"
 #include "storage/db_options.h"
+#include "storage/delivery_status.h"
 #include "storage/migration.h"
 
 namespace webhooker::storage {
@@ -40,5 +42,12 @@ int schemaVersion(SQLite::Database& db);
 // Converts a SQLite exception into our error model ("storage_busy" for a
 // locked database, "storage_error" otherwise), keeping the operation name.
 Error storageError(const char* operation, const std::exception& e);
+
+// A deliveries.status column as the enum. The schema's CHECK admits only the
+// four words, so anything else is a damaged file: it throws, and the
+// caller's catch turns that into "storage_error".
+DeliveryStatus statusColumn(const SQLite::Column& column);
+// The text to bind for a status.
+inline std::string statusText(DeliveryStatus status) { return std::string(statusWord(status)); }
 
 }  // namespace webhooker::storage

@@ -10,7 +10,7 @@ AttemptWatchdog::~AttemptWatchdog() {
 }
 
 uint64_t AttemptWatchdog::watch(httplib::Client& client, Deadline deadline) {
-  std::lock_guard lock(watchedMutex_);
+  MutexLock lock(watchedMutex_);
   const uint64_t ticket = nextTicket_++;
   watched_.emplace(ticket, Watched{&client, deadline});
   changed_.notify_all();
@@ -18,12 +18,12 @@ uint64_t AttemptWatchdog::watch(httplib::Client& client, Deadline deadline) {
 }
 
 void AttemptWatchdog::unwatch(uint64_t ticket) {
-  std::lock_guard lock(watchedMutex_);
+  MutexLock lock(watchedMutex_);
   watched_.erase(ticket);
 }
 
 void AttemptWatchdog::run(std::stop_token stop) {
-  std::unique_lock lock(watchedMutex_);
+  MutexLock lock(watchedMutex_);
   while (!stop.stop_requested()) {
     Deadline earliest = Deadline::max();
     const auto now = std::chrono::steady_clock::now();
@@ -39,7 +39,7 @@ void AttemptWatchdog::run(std::stop_token stop) {
       earliest = std::min(earliest, watched.deadline);
     }
     if (earliest == Deadline::max())
-      changed_.wait(lock, stop, [&] { return !watched_.empty(); });
+      changed_.wait(lock, stop, [&]() REQUIRES(watchedMutex_) { return !watched_.empty(); });
     else
       changed_.wait_until(lock, stop, earliest, [] { return false; });
   }

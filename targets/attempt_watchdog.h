@@ -19,8 +19,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <thread>
+
+#include "base/mutex.h"
 
 namespace webhooker {
 
@@ -45,10 +46,10 @@ class AttemptWatchdog {
   };
   void run(std::stop_token stop);
 
-  std::mutex watchedMutex_;  // guards watched_ and nextTicket_; held while stopping a client
+  Mutex watchedMutex_;  // held while stopping a client
   std::condition_variable_any changed_;
-  std::map<uint64_t, Watched> watched_;
-  uint64_t nextTicket_ = 1;
+  std::map<uint64_t, Watched> watched_ GUARDED_BY(watchedMutex_);
+  uint64_t nextTicket_ GUARDED_BY(watchedMutex_) = 1;
   std::jthread watchThread_;
 };
 

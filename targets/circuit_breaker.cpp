@@ -23,7 +23,7 @@ int CircuitBreakers::openCountLocked() const {
 }
 
 std::map<std::string, int> CircuitBreakers::openCountByType() const {
-  std::lock_guard lock(breakersMutex_);
+  MutexLock lock(breakersMutex_);
   std::map<std::string, int> out;
   for (const auto& [id, b] : breakers_)
     if (b.state != State::kClosed) ++out[b.type];
@@ -31,33 +31,33 @@ std::map<std::string, int> CircuitBreakers::openCountByType() const {
 }
 
 CircuitBreakers::Status CircuitBreakers::status(const std::string& targetId) const {
-  std::lock_guard lock(breakersMutex_);
+  MutexLock lock(breakersMutex_);
   auto it = breakers_.find(targetId);
   if (it == breakers_.end()) return {};
   const Breaker& b = it->second;
   switch (b.state) {
     case State::kClosed:
-      return {"closed", b.failures, std::chrono::milliseconds(0)};
+      return {State::kClosed, b.failures, std::chrono::milliseconds(0)};
     case State::kOpen: {
       const auto elapsed =
           std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - b.openedAt);
       // Past the cooldown the next attempt is the probe: half-open in effect.
-      if (elapsed >= cooldown_) return {"half_open", b.failures, std::chrono::milliseconds(0)};
-      return {"open", b.failures, cooldown_ - elapsed};
+      if (elapsed >= cooldown_) return {State::kHalfOpen, b.failures, std::chrono::milliseconds(0)};
+      return {State::kOpen, b.failures, cooldown_ - elapsed};
     }
     case State::kHalfOpen:
-      return {"half_open", b.failures, std::chrono::milliseconds(0)};
+      return {State::kHalfOpen, b.failures, std::chrono::milliseconds(0)};
   }
   return {};
 }
 
 int CircuitBreakers::openCount() const {
-  std::lock_guard lock(breakersMutex_);
+  MutexLock lock(breakersMutex_);
   return openCountLocked();
 }
 
 CircuitBreakers::Decision CircuitBreakers::allow(const std::string& targetId) {
-  std::lock_guard lock(breakersMutex_);
+  MutexLock lock(breakersMutex_);
   auto it = breakers_.find(targetId);
   if (it == breakers_.end()) return {};
   Breaker& b = it->second;
@@ -86,7 +86,7 @@ CircuitBreakers::Decision CircuitBreakers::allow(const std::string& targetId) {
 void CircuitBreakers::recordSuccess(const std::string& targetId) {
   std::optional<int> changed;
   {
-    std::lock_guard lock(breakersMutex_);
+    MutexLock lock(breakersMutex_);
     auto it = breakers_.find(targetId);
     if (it == breakers_.end()) return;
     const bool wasOpen = it->second.state != State::kClosed;
@@ -99,7 +99,7 @@ void CircuitBreakers::recordSuccess(const std::string& targetId) {
 void CircuitBreakers::recordFailure(const std::string& targetId, std::string_view targetType) {
   std::optional<int> changed;
   {
-    std::lock_guard lock(breakersMutex_);
+    MutexLock lock(breakersMutex_);
     Breaker& b = breakers_[targetId];
     b.type = targetType;
     if (b.state == State::kHalfOpen) {
@@ -116,7 +116,7 @@ void CircuitBreakers::recordFailure(const std::string& targetId, std::string_vie
 }
 
 void CircuitBreakers::releaseProbe(const std::string& targetId) {
-  std::lock_guard lock(breakersMutex_);
+  MutexLock lock(breakersMutex_);
   auto it = breakers_.find(targetId);
   if (it != breakers_.end() && it->second.state == State::kHalfOpen)
     it->second.probeInFlight = false;
@@ -125,7 +125,7 @@ void CircuitBreakers::releaseProbe(const std::string& targetId) {
 void CircuitBreakers::reset(const std::string& targetId) {
   std::optional<int> changed;
   {
-    std::lock_guard lock(breakersMutex_);
+    MutexLock lock(breakersMutex_);
     auto it = breakers_.find(targetId);
     if (it == breakers_.end()) return;
     const bool wasOpen = it->second.state != State::kClosed;

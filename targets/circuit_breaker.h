@@ -13,13 +13,25 @@
 #include <functional>
 #include <map>
 #include <string_view>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace webhooker {
+
+// A breaker's state; stateWord() gives the admin API's word for it.
+enum class BreakerState { kClosed, kOpen, kHalfOpen };
+
+constexpr std::string_view stateWord(BreakerState state) {
+  switch (state) {
+    case BreakerState::kClosed: return "closed";
+    case BreakerState::kOpen: return "open";
+    case BreakerState::kHalfOpen: return "half_open";
+  }
+  return "closed";  // not reached: the switch names every state
+}
 
 class CircuitBreakers {
  public:
@@ -51,7 +63,7 @@ class CircuitBreakers {
 
   // What the admin API shows of one target's breaker.
   struct Status {
-    std::string_view state = "closed";  // "closed", "open" or "half_open"
+    BreakerState state = BreakerState::kClosed;
     int consecutiveFailures = 0;         // retryable failures counted while closed
     std::chrono::milliseconds retryIn{0};  // open: until a probe is let through
   };
@@ -64,7 +76,7 @@ class CircuitBreakers {
   void onStateChange(std::function<void(int openCount)> listener);
 
  private:
-  enum class State { kClosed, kOpen, kHalfOpen };
+  using State = BreakerState;
   struct Breaker {
     State state = State::kClosed;
     int failures = 0;
@@ -72,7 +84,7 @@ class CircuitBreakers {
     bool probeInFlight = false;
     std::string type;
   };
-  int openCountLocked() const;
+  int openCountLocked() const REQUIRES(breakersMutex_);
   void notify(int openCount) const;
 
   const Clock& clock_;
@@ -80,8 +92,8 @@ class CircuitBreakers {
   const std::chrono::milliseconds cooldown_;
   std::function<void(int)> listener_;
 
-  mutable std::mutex breakersMutex_;  // guards breakers_
-  std::unordered_map<std::string, Breaker> breakers_;
+  mutable Mutex breakersMutex_;
+  std::unordered_map<std::string, Breaker> breakers_ GUARDED_BY(breakersMutex_);
 };
 
 }  // namespace webhooker

@@ -78,7 +78,7 @@ HttpClient::HttpClient(const SsrfGuard& guard, const Clock& clock) : guard_(guar
 HttpClient::Connection HttpClient::borrow(const std::string& key, const Url& url,
                                           const std::string& pinnedAddress) {
   {
-    std::lock_guard lock(poolMutex_);
+    MutexLock lock(poolMutex_);
     auto& idle = idle_[key];
     if (!idle.empty()) {
       Connection c = std::move(idle.back());
@@ -98,7 +98,7 @@ HttpClient::Connection HttpClient::borrow(const std::string& key, const Url& url
 }
 
 void HttpClient::giveBack(const std::string& key, Connection connection) {
-  std::lock_guard lock(poolMutex_);
+  MutexLock lock(poolMutex_);
   auto& idle = idle_[key];
   if (idle.size() < kMaxIdlePerDestination) idle.push_back(std::move(connection));
 }
@@ -113,7 +113,7 @@ OutboundResponse HttpClient::send(OutboundRequest request) {
 
   auto vetted = guard_.vet(request.url);
   if (!vetted) {
-    out.failure = vetted.error().code == "blocked_destination" ? F::kBlocked : F::kDns;
+    out.failure = vetted.error().isBlockedDestination() ? F::kBlocked : F::kDns;
     out.error = vetted.error().message;
     out.duration = elapsed();
     return out;

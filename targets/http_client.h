@@ -12,15 +12,15 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/url.h"
-#include "storage/events_db.h"
+#include "storage/event_payload.h"
 #include "targets/attempt_watchdog.h"
 #include "targets/ssrf_guard.h"
 
@@ -68,8 +68,8 @@ class HttpClient {
   const SsrfGuard& guard_;
   const Clock& clock_;
   AttemptWatchdog watchdog_;
-  std::mutex poolMutex_;  // guards idle_
-  std::unordered_map<std::string, std::vector<Connection>> idle_;
+  Mutex poolMutex_;
+  std::unordered_map<std::string, std::vector<Connection>> idle_ GUARDED_BY(poolMutex_);
 };
 
 // Parses a Retry-After value: delay-seconds or an HTTP-date (relative to now).

@@ -51,9 +51,9 @@ HeaderList forwardableHeaders(const HeaderList& headers) {
 Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, const Task& task) {
   const auto config = nlohmann::json::parse(ctx.target.configJson, nullptr, false);
   if (!config.is_object() || !config.contains("url") || !config["url"].is_string())
-    return makeError("invalid_config", "the target has no valid url");
+    return makeError(error_code::kInvalidConfig, "the target has no valid url");
   auto url = parseHttpUrl(config["url"].get<std::string>());
-  if (!url) return makeError("invalid_config", "the target url is not a valid http(s) URL");
+  if (!url) return makeError(error_code::kInvalidConfig, "the target url is not a valid http(s) URL");
 
   OutboundRequest request;
   request.url = std::move(*url);
@@ -73,7 +73,7 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
   if (const auto secrets = activeSigningSecrets(config, now); !secrets.empty()) {
     for (const std::string& secret : secrets)
       if (!signingKey(secret))
-        return makeError("invalid_config", "the target's signing secret is malformed");
+        return makeError(error_code::kInvalidConfig, "the target's signing secret is malformed");
     // Ours win over anything the sender or the config put there: a receiver
     // must never verify a signature we did not make.
     std::erase_if(request.headers, [](const auto& h) {
@@ -90,7 +90,7 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
     request.headers.emplace_back(
         "webhook-signature", standardWebhookSignatureHeader(secrets, msgId, timestamp, request.body));
   } else if (config.contains("signing_secret")) {
-    return makeError("invalid_config", "the target's signing secret is malformed");
+    return makeError(error_code::kInvalidConfig, "the target's signing secret is malformed");
   }
   return request;
 }

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "storage/events_db.h"
+
 namespace webhooker {
 
 namespace {
@@ -19,7 +21,7 @@ void recordDone(const DeliveryContext& ctx, const Task& task, Stopwatch::time_po
   record.attempt = task.attempt;
   record.durationMs = duration.count();
   record.success = true;
-  record.newStatus = delivery_status::kDelivered;
+  record.newStatus = DeliveryStatus::kDelivered;
   // Written in the background like the http targets' results (the hold
   // keeps the delivery ours until it is).
   ctx.db.recordAttemptAsync(
@@ -31,7 +33,7 @@ void recordDone(const DeliveryContext& ctx, const Task& task, Stopwatch::time_po
                         deliveryId, attempt, r.error().message);
           return;
         }
-        observer.outcome(type, delivery_status::kDelivered, "");
+        observer.outcome(type, DeliveryStatus::kDelivered, "");
       });
 }
 

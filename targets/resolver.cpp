@@ -47,7 +47,7 @@ Result<std::vector<IpAddress>> SystemResolver::resolve(const std::string& host) 
   if (rc != 0) {
     // gai_strerror returns static text; EAI_SYSTEM's errno detail is not
     // worth a thread-unsafe strerror call here.
-    return makeError("dns_failure", "cannot resolve " + host + ": " + gai_strerror(rc));
+    return makeError(error_code::kDnsFailure, "cannot resolve " + host + ": " + gai_strerror(rc));
   }
   std::vector<IpAddress> addresses;
   for (const addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
@@ -55,7 +55,7 @@ Result<std::vector<IpAddress>> SystemResolver::resolve(const std::string& host) 
     if (address && std::find(addresses.begin(), addresses.end(), *address) == addresses.end())
       addresses.push_back(*address);
   }
-  if (addresses.empty()) return makeError("dns_failure", "cannot resolve " + host + ": no addresses");
+  if (addresses.empty()) return makeError(error_code::kDnsFailure, "cannot resolve " + host + ": no addresses");
   return addresses;
 }
 

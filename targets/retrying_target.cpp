@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "storage/events_db.h"
 #include "targets/backoff.h"
 
 namespace webhooker {
@@ -39,12 +40,12 @@ void finishAttempt(const Result<void>& written, const AttemptRecord& record, mil
     return;
   }
   observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));
-  if (record.newStatus == delivery_status::kRetrying)
+  if (record.newStatus == DeliveryStatus::kRetrying)
     spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
                  "status_code={} error=\"{}\" retry_in_ms={}",
                  task.webhookId, task.deliveryId, task.targetId, task.attempt,
                  record.statusCode.value_or(0), record.error, delay.count());
-  else if (record.newStatus == delivery_status::kFailed)
+  else if (record.newStatus == DeliveryStatus::kFailed)
     spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
                  "reason={} status_code={} error=\"{}\"",
                  task.webhookId, task.deliveryId, task.targetId, task.attempt,
@@ -54,7 +55,7 @@ void finishAttempt(const Result<void>& written, const AttemptRecord& record, mil
                  "status_code={} duration_ms={}",
                  task.webhookId, task.deliveryId, task.targetId, task.attempt,
                  record.statusCode.value_or(0), record.durationMs);
-  if (record.newStatus == delivery_status::kRetrying) {
+  if (record.newStatus == DeliveryStatus::kRetrying) {
     ++task.attempt;
     scheduler.scheduleRetry(std::move(task), delay);
   }
@@ -115,17 +116,17 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
   milliseconds delay{0};
   if (verdict.verdict == Verdict::kSuccess) {
     record.success = true;
-    record.newStatus = delivery_status::kDelivered;
+    record.newStatus = DeliveryStatus::kDelivered;
   } else if (verdict.verdict == Verdict::kTerminal) {
-    record.newStatus = delivery_status::kFailed;
+    record.newStatus = DeliveryStatus::kFailed;
     record.failureReason = verdict.reason;
   } else if (task.attemptInSeries() > policy.maxRetries) {
-    record.newStatus = delivery_status::kFailed;
+    record.newStatus = DeliveryStatus::kFailed;
     record.failureReason = "max_attempts";
   } else {
     delay = applyRetryAfter(retryDelay(policy, task.attemptInSeries(), random_), retryAfter,
                             policy);
-    record.newStatus = delivery_status::kRetrying;
+    record.newStatus = DeliveryStatus::kRetrying;
     record.nextAttemptAt = clock_.now() + delay;
   }
 

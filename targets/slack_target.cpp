@@ -48,9 +48,9 @@ std::string slackMessageText(const EventPayload& p) {
 Result<OutboundRequest> SlackTarget::buildRequest(const DeliveryContext& ctx, const Task&) {
   const auto config = nlohmann::json::parse(ctx.target.configJson, nullptr, false);
   if (!config.is_object() || !config.contains("webhook_url") || !config["webhook_url"].is_string())
-    return makeError("invalid_config", "the slack target has no valid webhook_url");
+    return makeError(error_code::kInvalidConfig, "the slack target has no valid webhook_url");
   auto url = parseHttpUrl(config["webhook_url"].get<std::string>());
-  if (!url) return makeError("invalid_config", "the slack webhook_url is not a valid URL");
+  if (!url) return makeError(error_code::kInvalidConfig, "the slack webhook_url is not a valid URL");
   OutboundRequest request;
   request.url = std::move(*url);
   request.headers = {{"Content-Type", "application/json"}};

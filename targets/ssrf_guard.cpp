@@ -85,7 +85,7 @@ std::vector<IpAddress> loopbackAnswer(std::string_view name) {
   return {};
 }
 
-Error blocked(std::string message) { return makeError("blocked_destination", std::move(message)); }
+Error blocked(std::string message) { return makeError(error_code::kBlockedDestination, std::move(message)); }
 
 // The host of a URL, classified before anything is resolved.
 struct Host {
@@ -153,7 +153,7 @@ Result<std::vector<Cidr>> SsrfGuard::parseAllowList(std::string_view commaSepara
     if (entry.empty()) continue;
     const auto cidr = Cidr::parse(entry);
     if (!cidr) {
-      return makeError("invalid_config", "allow-list entry '" + std::string(entry) +
+      return makeError(error_code::kInvalidConfig, "allow-list entry '" + std::string(entry) +
                                              "' is not a network such as 10.0.0.0/8 or ::1/128");
     }
     networks.push_back(*cidr);
@@ -194,7 +194,7 @@ Result<IpAddress> SsrfGuard::vet(const Url& url) const {
     if (!resolved) return resolved.error();
     addresses = std::move(*resolved);
     if (addresses.empty())
-      return makeError("dns_failure", "cannot resolve " + host->display + ": no addresses");
+      return makeError(error_code::kDnsFailure, "cannot resolve " + host->display + ": no addresses");
   }
   // Every address, not just the one we will use: a caller's retry or a
   // library's fallback must never reach one we did not check.

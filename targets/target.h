@@ -13,11 +13,15 @@
 #include <optional>
 #include <string>
 
-#include "storage/events_db.h"
+#include "base/clock.h"
+#include "storage/delivery_status.h"
+#include "storage/event_payload.h"
 #include "storage/records.h"
 #include "targets/task.h"
 
 namespace webhooker {
+
+class EventsDb;
 
 // Re-enqueues a task for a later attempt. Implemented by the engine.
 // Threading: any thread. The task is queued even when the engine is busy;
@@ -36,7 +40,7 @@ class AttemptObserver {
   virtual ~AttemptObserver() = default;
   virtual void attempted(const std::string& targetType, std::chrono::milliseconds duration) = 0;
   // After the status row is written: delivered, retrying or failed.
-  virtual void outcome(const std::string& targetType, const std::string& status,
+  virtual void outcome(const std::string& targetType, DeliveryStatus status,
                        const std::string& failureReason) = 0;
 };
 

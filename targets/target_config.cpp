@@ -20,7 +20,7 @@ using nlohmann::json;
 constexpr const char* kRedacted = "[redacted]";
 constexpr size_t kMaxUrlLength = 2048;
 
-Error invalid(std::string message) { return makeError("invalid_config", std::move(message)); }
+Error invalid(std::string message) { return makeError(error_code::kInvalidConfig, std::move(message)); }
 
 std::string lower(std::string_view s) {
   std::string out(s);

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "storage/events_db.h"
+#include "storage/event_payload.h"
 
 namespace webhooker {
 

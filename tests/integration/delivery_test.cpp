@@ -343,12 +343,12 @@ TEST_CASE("the circuit breaker opens after 5 failures, refuses without rows, the
 
   // Open until exactly 1000 ms on the breaker's clock, then one probe.
   clock.advance(999ms);
-  CHECK(h.breakers().status(target.id).state == "open");
+  CHECK(h.breakers().status(target.id).state == BreakerState::kOpen);
   CHECK(h.breakers().status(target.id).retryIn == 1ms);
   CHECK(r.requestCount() == 5);
   const SteadyTime firstCooldownOver = std::chrono::steady_clock::now();
   clock.advance(1ms);
-  CHECK(h.breakers().status(target.id).state == "half_open");
+  CHECK(h.breakers().status(target.id).state == BreakerState::kHalfOpen);
 
   // The probe fails and reopens the breaker for another full cooldown.
   REQUIRE(r.waitForRequests(6, 5s));
@@ -357,7 +357,7 @@ TEST_CASE("the circuit breaker opens after 5 failures, refuses without rows, the
   CHECK(sixth >= firstCooldownOver);
   CHECK(msBetween(fifth, sixth) >= 990);
   REQUIRE(deferredByCooldown());
-  CHECK(h.breakers().status(target.id).state == "open");
+  CHECK(h.breakers().status(target.id).state == BreakerState::kOpen);
   CHECK(h.breakers().status(target.id).retryIn == 1000ms);
   CHECK(r.requestCount() == 6);
 

@@ -61,7 +61,7 @@ void recordFirstAttempt(const EngineHarness& h, const DeliveryRef& d, int status
   a.attempt = 1;
   a.statusCode = statusCode;
   a.durationMs = 4;
-  a.newStatus = delivery_status::kRetrying;
+  a.newStatus = DeliveryStatus::kRetrying;
   a.nextAttemptAt = nextAttemptAt;
   REQUIRE(db.value()->recordAttempt(a));
 }

@@ -520,7 +520,7 @@ TEST_CASE("recovery after a restart keeps a redriven delivery's attempt series")
     a.deliveryId = deliveryId;
     a.attempt = i;
     a.statusCode = 503;
-    a.newStatus = i == 3 ? delivery_status::kFailed : delivery_status::kRetrying;
+    a.newStatus = i == 3 ? DeliveryStatus::kFailed : DeliveryStatus::kRetrying;
     if (i == 3) a.failureReason = "max_attempts";
     if (i == 4) a.nextAttemptAt = h.clock().now() + 30ms;
     REQUIRE(db->recordAttempt(a));

@@ -53,7 +53,7 @@ TEST_CASE("stats count events and deliveries by status, in all and per target") 
   AttemptRecord retrying;
   retrying.deliveryId = f.deliveryOf(events[3], f.auditId);
   retrying.error = "connection refused";
-  retrying.newStatus = delivery_status::kRetrying;
+  retrying.newStatus = DeliveryStatus::kRetrying;
   retrying.nextAttemptAt = f.clock.now() + 2s;
   REQUIRE(f.db->recordAttempt(retrying));
 

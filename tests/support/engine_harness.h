@@ -86,11 +86,11 @@ class RecordingObserver final : public AttemptObserver {
     std::lock_guard lock(mutex_);
     ++attempts_[targetType];
   }
-  void outcome(const std::string& targetType, const std::string& status,
+  void outcome(const std::string& targetType, webhooker::DeliveryStatus status,
                const std::string& failureReason) override {
     {
       std::lock_guard lock(mutex_);
-      ++outcomes_[key(targetType, status, failureReason)];
+      ++outcomes_[key(targetType, std::string(statusWord(status)), failureReason)];
       ++totalOutcomes_;
     }
     outcomeReported_.notify_all();

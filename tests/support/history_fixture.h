@@ -100,7 +100,7 @@ class HistoryFixture {
       a.responseBody = "busy " + std::to_string(i);
       a.error = "HTTP 503";
       a.durationMs = 10 + i;
-      a.newStatus = i < attempts ? delivery_status::kRetrying : delivery_status::kFailed;
+      a.newStatus = i < attempts ? DeliveryStatus::kRetrying : DeliveryStatus::kFailed;
       if (i == attempts) a.failureReason = "max_attempts";
       REQUIRE(db->recordAttempt(a));
     }
@@ -113,7 +113,7 @@ class HistoryFixture {
     a.responseBody = "ok";
     a.durationMs = 7;
     a.success = true;
-    a.newStatus = delivery_status::kDelivered;
+    a.newStatus = DeliveryStatus::kDelivered;
     REQUIRE(db->recordAttempt(a));
   }
 

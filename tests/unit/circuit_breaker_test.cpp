@@ -18,6 +18,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
+using webhooker::BreakerState;
 using webhooker::CircuitBreakers;
 using webhooker::testing::FakeClock;
 
@@ -235,29 +236,29 @@ TEST_CASE_FIXTURE(Fixture, "releasing a probe changes nothing when closed or ope
 
 TEST_CASE_FIXTURE(Fixture, "status() shows closed with its failure count, open with the time left, then half-open") {
   auto s = breakers.status(kTarget);
-  CHECK(s.state == "closed");
+  CHECK(s.state == BreakerState::kClosed);
   CHECK(s.consecutiveFailures == 0);
   fail(3);
   s = breakers.status(kTarget);
-  CHECK(s.state == "closed");
+  CHECK(s.state == BreakerState::kClosed);
   CHECK(s.consecutiveFailures == 3);
   CHECK(breakers.status(kOther).consecutiveFailures == 0);
 
   fail(2);
   clock.advance(12s);
   s = breakers.status(kTarget);
-  CHECK(s.state == "open");
+  CHECK(s.state == BreakerState::kOpen);
   CHECK(s.consecutiveFailures == 5);
   CHECK(s.retryIn == 18s);
   // Past the cooldown the next attempt is the probe, whether or not it started.
   clock.advance(18s);
-  CHECK(breakers.status(kTarget).state == "half_open");
+  CHECK(breakers.status(kTarget).state == BreakerState::kHalfOpen);
   CHECK(breakers.allow(kTarget).allowed);
   s = breakers.status(kTarget);
-  CHECK(s.state == "half_open");
+  CHECK(s.state == BreakerState::kHalfOpen);
   CHECK(s.retryIn == 0ms);
 
   breakers.recordSuccess(kTarget);
-  CHECK(breakers.status(kTarget).state == "closed");
+  CHECK(breakers.status(kTarget).state == BreakerState::kClosed);
   CHECK(breakers.status(kTarget).consecutiveFailures == 0);
 }

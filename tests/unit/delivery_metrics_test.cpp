@@ -101,17 +101,17 @@ DeliveryState stateOf(const std::filesystem::path& file, const std::string& deli
 }
 
 // Marks a delivery as an attempt would, through the storage API.
-void recordOutcome(EventsDb& db, const std::string& deliveryId, const std::string& status) {
+void recordOutcome(EventsDb& db, const std::string& deliveryId, DeliveryStatus status) {
   AttemptRecord r;
   r.deliveryId = deliveryId;
   const auto current = db.getDelivery(deliveryId);  // the next attempt follows the recorded ones
   REQUIRE(current);
   r.attempt = current->attempts + 1;
-  r.statusCode = status == delivery_status::kDelivered ? 200 : 500;
-  r.success = status == delivery_status::kDelivered;
+  r.statusCode = status == DeliveryStatus::kDelivered ? 200 : 500;
+  r.success = status == DeliveryStatus::kDelivered;
   r.newStatus = status;
-  if (status == delivery_status::kRetrying) r.nextAttemptAt = SystemClock().now() + 1h;
-  if (status == delivery_status::kFailed) r.failureReason = "max_attempts";
+  if (status == DeliveryStatus::kRetrying) r.nextAttemptAt = SystemClock().now() + 1h;
+  if (status == DeliveryStatus::kFailed) r.failureReason = "max_attempts";
   REQUIRE(db.recordAttempt(r));
 }
 
@@ -197,11 +197,11 @@ TEST_CASE("attempted and outcome move exactly their own series") {
   metrics.attempted("http", 250ms);
   metrics.attempted("http", 750ms);
   metrics.attempted("ftp", 10ms);  // not a type: unknown
-  metrics.outcome("http", delivery_status::kDelivered, "");
-  metrics.outcome("http", delivery_status::kRetrying, "");
-  metrics.outcome("log", delivery_status::kFailed, "http_404");
-  metrics.outcome("", delivery_status::kFailed, "http_999");
-  metrics.outcome("http", delivery_status::kPending, "");  // not an outcome: nothing moves
+  metrics.outcome("http", DeliveryStatus::kDelivered, "");
+  metrics.outcome("http", DeliveryStatus::kRetrying, "");
+  metrics.outcome("log", DeliveryStatus::kFailed, "http_404");
+  metrics.outcome("", DeliveryStatus::kFailed, "http_999");
+  metrics.outcome("http", DeliveryStatus::kPending, "");  // not an outcome: nothing moves
 
   const std::string text = exposition(registry);
   CHECK(valueIn(text, "webhooker_delivery_attempts_total", typeIs("http")) == 2.0);
@@ -353,8 +353,8 @@ TEST_CASE_FIXTURE(SamplerFixture,
       if (d.targetId == targetId) return d.id;
     throw std::runtime_error("no delivery");
   };
-  recordOutcome(*dbA.value(), firstOf(httpA), delivery_status::kRetrying);
-  recordOutcome(*dbA.value(), firstOf(doomed), delivery_status::kRetrying);
+  recordOutcome(*dbA.value(), firstOf(httpA), DeliveryStatus::kRetrying);
+  recordOutcome(*dbA.value(), firstOf(doomed), DeliveryStatus::kRetrying);
   REQUIRE(store.deleteTarget(hookA->id, doomed));
 
   REQUIRE(sampler.sampleOnce());
@@ -376,8 +376,8 @@ TEST_CASE_FIXTURE(SamplerFixture,
 
   // Drained: every row ends, and the next pass reads 0 everywhere.
   for (const StoredDelivery& d : all)
-    recordOutcome(*dbA.value(), d.id, delivery_status::kDelivered);
-  recordOutcome(*dbB.value(), storedB->deliveries.at(0).id, delivery_status::kFailed);
+    recordOutcome(*dbA.value(), d.id, DeliveryStatus::kDelivered);
+  recordOutcome(*dbB.value(), storedB->deliveries.at(0).id, DeliveryStatus::kFailed);
   REQUIRE(sampler.sampleOnce());
   for (const char* type : kTypes) {
     CAPTURE(type);

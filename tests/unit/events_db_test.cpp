@@ -385,7 +385,7 @@ TEST_CASE_FIXTURE(Fixture, "an attempt is recorded only after the one before it"
   first.deliveryId = out.deliveries[0].id;
   first.attempt = 1;
   first.statusCode = 503;
-  first.newStatus = "retrying";
+  first.newStatus = webhooker::DeliveryStatus::kRetrying;
   REQUIRE(db->recordAttempt(first));
 
   // A second copy of attempt 1, and an attempt 3 that skips 2: refused,
@@ -393,7 +393,7 @@ TEST_CASE_FIXTURE(Fixture, "an attempt is recorded only after the one before it"
   webhooker::AttemptRecord again = first;
   again.statusCode = 200;
   again.success = true;
-  again.newStatus = "delivered";
+  again.newStatus = webhooker::DeliveryStatus::kDelivered;
   for (int number : {1, 3}) {
     CAPTURE(number);
     again.attempt = number;

@@ -48,7 +48,7 @@ struct Fixture {
   TempDir dir;
   std::string file = (dir / "group.db").string();
   std::unique_ptr<SQLite::Database> db;
-  std::mutex dbMutex;
+  webhooker::Mutex dbMutex;
   std::unique_ptr<StatementCache> statements;
   std::unique_ptr<GroupCommit> group;
   std::atomic<int> commits{0};

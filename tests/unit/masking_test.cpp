@@ -39,7 +39,7 @@ using webhooker::RetentionPruner;
 using webhooker::Webhook;
 using webhooker::testing::FakeClock;
 using webhooker::testing::TempDir;
-namespace status = webhooker::delivery_status;
+using Status = webhooker::DeliveryStatus;
 
 struct Fixture {
   TempDir dir;
@@ -98,20 +98,20 @@ Stored ingest(EventsDb& db, const std::string& body, int targets = 1,
   return s;
 }
 
-void finish(EventsDb& db, const std::string& deliveryId, const std::string& newStatus) {
+void finish(EventsDb& db, const std::string& deliveryId, Status newStatus) {
   AttemptRecord a;
   a.deliveryId = deliveryId;
   const auto current = db.getDelivery(deliveryId);  // the next attempt follows the recorded ones
   REQUIRE(current);
   a.attempt = current->attempts + 1;
-  a.statusCode = newStatus == status::kDelivered ? 200 : 500;
-  a.success = newStatus == status::kDelivered;
+  a.statusCode = newStatus == Status::kDelivered ? 200 : 500;
+  a.success = newStatus == Status::kDelivered;
   a.newStatus = newStatus;
   REQUIRE(db.recordAttempt(a).ok());
 }
 
 void finishAll(EventsDb& db, const Stored& s) {
-  for (const std::string& d : s.deliveryIds) finish(db, d, status::kDelivered);
+  for (const std::string& d : s.deliveryIds) finish(db, d, Status::kDelivered);
 }
 
 struct Row {
@@ -252,10 +252,10 @@ TEST_CASE("a body nested 100,000 levels deep is left as it is, and the pass surv
 TEST_CASE("nothing is masked while any delivery is pending or retrying") {
   Fixture f({"/secret"});
   const Stored pending = ingest(*f.db, R"({"secret": "p"})", 2);
-  finish(*f.db, pending.deliveryIds[0], status::kDelivered);  // the other stays pending
+  finish(*f.db, pending.deliveryIds[0], Status::kDelivered);  // the other stays pending
   const Stored retrying = ingest(*f.db, R"({"secret": "r"})", 2);
-  finish(*f.db, retrying.deliveryIds[0], status::kFailed);
-  finish(*f.db, retrying.deliveryIds[1], status::kRetrying);
+  finish(*f.db, retrying.deliveryIds[0], Status::kFailed);
+  finish(*f.db, retrying.deliveryIds[1], Status::kRetrying);
 
   CHECK(f.pass().masked == 0);
   CHECK(row(f.file(), pending.eventId).masked == std::nullopt);
@@ -264,8 +264,8 @@ TEST_CASE("nothing is masked while any delivery is pending or retrying") {
   CHECK(row(f.file(), retrying.eventId).body == R"({"secret": "r"})");
 
   // Failed counts as final as much as delivered does.
-  finish(*f.db, pending.deliveryIds[1], status::kFailed);
-  finish(*f.db, retrying.deliveryIds[1], status::kDelivered);
+  finish(*f.db, pending.deliveryIds[1], Status::kFailed);
+  finish(*f.db, retrying.deliveryIds[1], Status::kDelivered);
   CHECK(f.pass().masked == 2);
   CHECK(row(f.file(), pending.eventId).body == R"({"secret":"[masked]"})");
   CHECK(row(f.file(), retrying.eventId).body == R"({"secret":"[masked]"})");

@@ -34,7 +34,7 @@ using webhooker::RetentionPruner;
 using webhooker::Webhook;
 using webhooker::testing::FakeClock;
 using webhooker::testing::TempDir;
-namespace status = webhooker::delivery_status;
+using Status = webhooker::DeliveryStatus;
 
 constexpr auto kDay = std::chrono::hours(24);
 
@@ -97,16 +97,16 @@ Stored ingest(EventsDb& db, int targets, const std::string& body = "{}") {
 }
 
 // One attempt that leaves the delivery in `newStatus`.
-void attempt(EventsDb& db, const std::string& deliveryId, const std::string& newStatus) {
+void attempt(EventsDb& db, const std::string& deliveryId, Status newStatus) {
   AttemptRecord a;
   a.deliveryId = deliveryId;
   const auto current = db.getDelivery(deliveryId);  // the next attempt follows the recorded ones
   REQUIRE(current);
   a.attempt = current->attempts + 1;
-  a.statusCode = newStatus == status::kDelivered ? 200 : 503;
-  a.success = newStatus == status::kDelivered;
+  a.statusCode = newStatus == Status::kDelivered ? 200 : 503;
+  a.success = newStatus == Status::kDelivered;
   a.newStatus = newStatus;
-  if (newStatus == status::kFailed) a.failureReason = "max_attempts";
+  if (newStatus == Status::kFailed) a.failureReason = "max_attempts";
   REQUIRE(db.recordAttempt(a).ok());
 }
 
@@ -128,20 +128,20 @@ TEST_CASE("old finished events go with their deliveries and results; unfinished 
   const auto file = f.pool.pathFor(id);
 
   const Stored delivered = ingest(*db, 1);
-  attempt(*db, delivered.deliveryIds[0], status::kDelivered);
+  attempt(*db, delivered.deliveryIds[0], Status::kDelivered);
   const Stored failed = ingest(*db, 2);
-  attempt(*db, failed.deliveryIds[0], status::kFailed);
-  attempt(*db, failed.deliveryIds[1], status::kDelivered);
+  attempt(*db, failed.deliveryIds[0], Status::kFailed);
+  attempt(*db, failed.deliveryIds[1], Status::kDelivered);
   const Stored noTargets = ingest(*db, 0);  // nothing to wait for: finished
   const Stored pending = ingest(*db, 1);
   const Stored retrying = ingest(*db, 1);
-  attempt(*db, retrying.deliveryIds[0], status::kRetrying);
+  attempt(*db, retrying.deliveryIds[0], Status::kRetrying);
   const Stored halfDone = ingest(*db, 2);  // one final, one still pending
-  attempt(*db, halfDone.deliveryIds[0], status::kDelivered);
+  attempt(*db, halfDone.deliveryIds[0], Status::kDelivered);
 
   f.clock.advance(2 * kDay);
   const Stored recent = ingest(*db, 1);
-  attempt(*db, recent.deliveryIds[0], status::kDelivered);
+  attempt(*db, recent.deliveryIds[0], Status::kDelivered);
 
   // 29 days after the first batch: nothing is old enough yet.
   f.clock.advance(27 * kDay);
@@ -175,11 +175,11 @@ TEST_CASE("old finished events go with their deliveries and results; unfinished 
   CHECK(hasEvent(file, pending.eventId));
   CHECK(hasEvent(file, retrying.eventId));
   CHECK(hasEvent(file, halfDone.eventId));
-  attempt(*db, pending.deliveryIds[0], status::kDelivered);
-  attempt(*db, retrying.deliveryIds[0], status::kFailed);
+  attempt(*db, pending.deliveryIds[0], Status::kDelivered);
+  attempt(*db, retrying.deliveryIds[0], Status::kFailed);
   CHECK(f.pass().expired == 2);
   CHECK(hasEvent(file, halfDone.eventId));
-  attempt(*db, halfDone.deliveryIds[1], status::kFailed);
+  attempt(*db, halfDone.deliveryIds[1], Status::kFailed);
   CHECK(f.pass().expired == 1);
   CHECK(count(file, "SELECT COUNT(*) FROM events") == 0);
   CHECK(count(file, "SELECT COUNT(*) FROM deliveries") == 0);
@@ -216,9 +216,9 @@ TEST_CASE("max_events removes the oldest finished events first") {
     f.clock.advance(1min);
   }
   // The two oldest are unfinished: they are stepped over, not counted out.
-  attempt(*db, events[1].deliveryIds[0], status::kRetrying);
+  attempt(*db, events[1].deliveryIds[0], Status::kRetrying);
   for (size_t i = 2; i < events.size(); ++i)
-    attempt(*db, events[i].deliveryIds[0], i % 2 ? status::kDelivered : status::kFailed);
+    attempt(*db, events[i].deliveryIds[0], i % 2 ? Status::kDelivered : Status::kFailed);
 
   auto stats = f.pass();
   CHECK(stats.expired == 0);
@@ -265,7 +265,7 @@ TEST_CASE("pruning gives the space back: the file shrinks") {
   for (int i = 0; i < 300; ++i) {
     const Stored s =
         ingest(*db, 1, "{\"n\": " + std::to_string(i) + ", \"pad\": \"" + body + "\"}");
-    attempt(*db, s.deliveryIds[0], status::kDelivered);
+    attempt(*db, s.deliveryIds[0], Status::kDelivered);
   }
   f.clock.advance(1min);
   const Stored kept = ingest(*db, 1, "{\"kept\": true}");

@@ -229,8 +229,8 @@ class RecordingScheduler final : public webhooker::Scheduler {
 class CountingObserver final : public webhooker::AttemptObserver {
  public:
   void attempted(const std::string&, std::chrono::milliseconds) override { ++attempts; }
-  void outcome(const std::string&, const std::string& status, const std::string&) override {
-    outcomes.push_back(status);
+  void outcome(const std::string&, webhooker::DeliveryStatus status, const std::string&) override {
+    outcomes.emplace_back(statusWord(status));
   }
   int attempts = 0;
   std::vector<std::string> outcomes;
