@@ -154,6 +154,7 @@ void IngestHandler::finish(const IngestRoute& route, Result<IngestOutcome> store
 
   std::vector<Task> tasks;
   tasks.reserve(stored->deliveries.size());
+  const bool inlined = event.body.size() <= Task::kInlineBodyLimit;
   for (const StoredDelivery& d : stored->deliveries) {
     Task task;
     task.deliveryId = d.id;
@@ -162,7 +163,13 @@ void IngestHandler::finish(const IngestRoute& route, Result<IngestOutcome> store
     task.targetId = d.targetId;
     for (const IngestRoute::ActiveTarget& t : route.targets)
       if (t.id == d.targetId) task.targetType = t.type;
-    if (event.body.size() <= Task::kInlineBodyLimit)
+    // The last task takes the stored event's body and headers: no copy for
+    // the common single target.
+    if (inlined && &d == &stored->deliveries.back())
+      task.payload = EventPayload{std::move(event.method), std::move(event.headers),
+                                  std::move(event.contentType), std::move(event.body),
+                                  stored->receivedAt};
+    else if (inlined)
       task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
                                   stored->receivedAt};
     tasks.push_back(std::move(task));
