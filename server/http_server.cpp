@@ -303,6 +303,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                       std::to_string(limit) + " bytes"));
     parser_->body_limit(limit);
     bodyStarted_ = Clock::now();
+    // A client that asked (curl does for bodies over 1 KiB) sends its body
+    // only after this, or after waiting a second for it.
+    if (!parser_->is_done() &&
+        beast::iequals(req_.get_header_value("Expect"), std::string_view("100-continue"))) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      arm(bodyStarted_ + options().bodyGrace);
+      return asio::async_write(socket_, asio::buffer(kContinue),
+                               [self = shared_from_this()](const beast::error_code& ec, size_t) {
+                                 if (ec) return self->close();
+                                 self->readBody();
+                               });
+    }
     readBody();
   }
 

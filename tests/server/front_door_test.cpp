@@ -176,6 +176,23 @@ TEST_CASE("a declared length over the limit is refused at once, without the body
   CHECK(door.events() == 0);
 }
 
+TEST_CASE("Expect: 100-continue gets its interim answer before the body is sent") {
+  FrontDoor door;
+  RawConnection c(door.server.port());
+  const std::string body = R"({"n":1})";
+  REQUIRE(c.send("POST /hooks/" + door.entrypoint +
+                 " HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n"));
+  const auto interim = c.read(5s);  // curl waits a second for it, then sends anyway
+  REQUIRE(interim);
+  CHECK(interim->status == 100);
+  REQUIRE(c.send(body));
+  const auto answer = c.read();
+  REQUIRE(answer);
+  CHECK(answer->status == 200);
+  CHECK(door.events() == 1);
+}
+
 TEST_CASE("pipelined requests are answered in order, each as itself") {
   FrontDoor door;
   RawConnection c(door.server.port());
