@@ -208,11 +208,11 @@ void oneRequest(Fixture& f, FuzzedDataProvider& in, std::map<std::string, std::s
   // Answered at once or from the events DB's flusher after the commit.
   req.body = body;
   std::promise<webhooker::server::HttpResponse> answered;
-  auto answer = answered.get_future();
+  auto pending = answered.get_future();
   f.handler->handle(req, [&answered](webhooker::server::HttpResponse r) {
     answered.set_value(std::move(r));
   });
-  const webhooker::server::HttpResponse res = answer.get();
+  const webhooker::server::HttpResponse res = pending.get();
 
   const json answer = json::parse(res.body, nullptr, false);
   FUZZ_CHECK(answer.is_object());
