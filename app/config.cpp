@@ -52,7 +52,9 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("PORT")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  cmd.add_option("--http-threads", c.httpThreads, "HTTP worker threads")
+  cmd.add_option("--http-threads", c.httpThreads,
+                 "threads that run admin API, console and /metrics requests (connections "
+                 "and ingest are served by one event-loop thread)")
       ->envname("WEBHOOKER_HTTP_THREADS")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
@@ -60,6 +62,31 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_BODY_LIMIT")
       ->check(CLI::Range(size_t{1}, size_t{64} * 1024 * 1024))
       ->capture_default_str();
+  cmd.add_option("--header-timeout-ms", c.headerTimeoutMs,
+                 "a request line and its headers must arrive whole within this (else 408); "
+                 "a body then gets as long again, and must keep coming at 1 KB/s")
+      ->envname("WEBHOOKER_HEADER_TIMEOUT_MS")
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}))
+      ->capture_default_str();
+  cmd.add_option("--idle-timeout-ms", c.idleTimeoutMs,
+                 "a keep-alive connection without a request is closed after this")
+      ->envname("WEBHOOKER_IDLE_TIMEOUT_MS")
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}))
+      ->capture_default_str();
+  cmd.add_option("--max-connections", c.maxConnections,
+                 "open connections at most; more are answered 503 and closed at once")
+      ->envname("WEBHOOKER_MAX_CONNECTIONS")
+      ->check(CLI::Range(size_t{1}, size_t{1'000'000}))
+      ->capture_default_str();
+  cmd.add_option("--max-connections-per-address", c.maxConnectionsPerAddress,
+                 "open connections from one address at most (trusted proxies are exempt)")
+      ->envname("WEBHOOKER_MAX_CONNECTIONS_PER_ADDRESS")
+      ->check(CLI::Range(size_t{1}, size_t{1'000'000}))
+      ->capture_default_str();
+  cmd.add_option("--trusted-proxies", c.trustedProxies,
+                 "comma-separated CIDRs of reverse proxies: from them only, an event's remote "
+                 "address is the right-most untrusted hop of X-Forwarded-For")
+      ->envname("WEBHOOKER_TRUSTED_PROXIES");
   cmd.add_option("--max-open-events-dbs", c.maxOpenEventsDbs,
                  "events databases kept open at once (least recently used are closed)")
       ->envname("WEBHOOKER_MAX_OPEN_EVENTS_DBS")

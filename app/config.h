@@ -23,8 +23,13 @@ struct Config {
 
   std::string listenAddress;        // "" → dev: 127.0.0.1, prod: 0.0.0.0
   int port = 8080;
-  int httpThreads = 8;
+  int httpThreads = 8;              // worker pool of the admin API, console, /metrics
   size_t bodyLimit = 1024 * 1024;
+  int64_t headerTimeoutMs = 10'000;  // request line and headers, whole
+  int64_t idleTimeoutMs = 10'000;    // keep-alive connection without a request
+  size_t maxConnections = 10'000;
+  size_t maxConnectionsPerAddress = 256;
+  std::string trustedProxies;       // CIDRs whose X-Forwarded-For is believed
 
   int workers = 8;
   std::string allowNetworks;        // CIDRs the SSRF guard lets through

@@ -2,6 +2,7 @@
 // turns SIGTERM/SIGINT into an orderly stop.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -42,6 +43,16 @@ sigset_t blockStopSignals() {
   return set;
 }
 
+// Every open connection is a descriptor, and the default soft limit (1,024)
+// is far below --max-connections: raise it to the hard limit.
+void raiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+    spdlog::warn("daemon.rlimit_failed resource=nofile");
+}
+
 }  // namespace
 
 int runServe(const Config& config) {
@@ -69,11 +80,18 @@ int runServe(const Config& config) {
     return 1;
   }
 
-  auto allowNetworks = SsrfGuard::parseAllowList(config.allowNetworks);
+  auto allowNetworks = Cidr::parseList(config.allowNetworks);
   if (!allowNetworks) {
     spdlog::critical("daemon.invalid_config error=\"{}\"", allowNetworks.error().message);
     return 1;
   }
+  auto trustedProxies = Cidr::parseList(config.trustedProxies);
+  if (!trustedProxies) {
+    spdlog::critical("daemon.invalid_config option=trusted-proxies error=\"{}\"",
+                     trustedProxies.error().message);
+    return 1;
+  }
+  raiseDescriptorLimit();
   SystemResolver resolver;
   SsrfGuard guard(resolver, allowNetworks.value());
   HttpClient httpClient(guard, clock);
@@ -104,6 +122,12 @@ int runServe(const Config& config) {
   options.ingest.bodyLimit = config.bodyLimit;
   options.metricsUsername = config.metricsUsername;
   options.metricsPassword = config.metricsPassword;
+  options.headerTimeout = std::chrono::milliseconds(config.headerTimeoutMs);
+  options.bodyGrace = options.headerTimeout;
+  options.idleTimeout = std::chrono::milliseconds(config.idleTimeoutMs);
+  options.maxConnections = config.maxConnections;
+  options.maxConnectionsPerAddress = config.maxConnectionsPerAddress;
+  options.trustedProxies = std::move(trustedProxies.value());
   server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, breakers, registry});
   BacklogSampler sampler(*store.value(), eventsDbs, metrics,
                          std::chrono::milliseconds(config.samplerIntervalMs));

@@ -12,6 +12,9 @@ BareServer::BareServer(int threads) {
     res.set_content(R"({"event_id":"00000000-0000-4000-8000-000000000000","deliveries":1})",
                     "application/json");
   });
+  server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
   port_ = server_.bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("bare server: cannot bind 127.0.0.1");
   thread_ = std::thread([this] { server_.listen_after_bind(); });

@@ -23,6 +23,10 @@ BenchConfig BenchConfig::smokeSized() {
   BenchConfig c;
   c.smoke = true;
   c.ingestEvents = 200;
+  c.ingestConnections = {8};
+  c.floodConnections = 4;  // fewer than the bare server's threads: seconds, not a stall
+  c.floodRate = 100;
+  c.floodSeconds = 1;
   c.deliverBacklog = 200;
   c.endToEndRate = 200;
   c.endToEndSeconds = 1;

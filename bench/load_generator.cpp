@@ -49,13 +49,17 @@ LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies)
       httplib::Client client(spec.baseUrl);
       client.set_keep_alive(true);
       client.set_tcp_nodelay(true);
-      client.set_read_timeout(30, 0);
+      client.set_read_timeout(spec.readTimeout);
+      client.set_connection_timeout(spec.readTimeout);
       for (size_t i = next++; i < spec.requests; i = next++) {
         RequestOutcome& r = result.requests[i];
         r.seq = spec.firstSeq + static_cast<int64_t>(i);
         if (spec.rate > 0) {
           r.due = dueAt(i);
           std::this_thread::sleep_until(r.due);
+          // Hopelessly late (a stalled server): failed without being sent, so
+          // a stall cannot stretch the run far past its planned length.
+          if (std::chrono::steady_clock::now() > r.due + spec.readTimeout) continue;
         } else {
           r.due = std::chrono::steady_clock::now();
         }

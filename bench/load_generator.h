@@ -26,6 +26,9 @@ struct LoadSpec {
   size_t requests = 0;  // how many to send in all
   double rate = 0;      // requests per second in all; 0 = closed loop
   int64_t firstSeq = 0;
+  // A request without an answer by then failed; at a fixed rate, so does one
+  // that could not be sent by then.
+  std::chrono::seconds readTimeout{30};
 };
 
 struct RequestOutcome {

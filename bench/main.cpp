@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   app.add_flag("--large", large, "10,000 webhooks in the scale scenario");
   app.add_flag("--smoke", smoke, "tiny sizes, seconds: checks the harness and correctness only");
   app.add_option("--only", only, "run only these scenarios")
-      ->check(CLI::IsMember({"ingest", "deliver", "end-to-end", "isolation", "scale", "memory"}));
+      ->check(CLI::IsMember({"ingest", "slow-clients", "deliver", "end-to-end", "isolation",
+                             "scale", "memory"}));
   app.add_option("--runs", runs, "run everything this many times; report the medians")
       ->check(CLI::Range(1, 9));
   app.add_option("--sync-mode", syncMode, "the daemon's sync mode (full is what the goals mean)")
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
   config.smallBodies = generateBodies(16, 7, {.min = 200, .median = 400, .max = 800});
 
   const std::vector<std::pair<std::string, std::function<void(const BenchConfig&, Report&)>>> scenarios = {
-      {"ingest", runIngest},       {"deliver", runDeliver}, {"end-to-end", runEndToEnd},
+      {"ingest", runIngest},       {"slow-clients", runSlowClients},
+      {"deliver", runDeliver},     {"end-to-end", runEndToEnd},
       {"isolation", runIsolation}, {"scale", runScale},     {"memory", runMemory}};
   const auto start = std::chrono::steady_clock::now();
   std::vector<Report> reports;

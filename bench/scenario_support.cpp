@@ -34,15 +34,16 @@ Drain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataD
 }
 
 LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver& receiver,
-                             const std::string& scenario, Report& report) {
+                             const std::string& scenario, Report& report,
+                             std::vector<std::string> extraArgs, const LoadRunner& runner) {
   testing::TempDir data;
-  BenchDaemon daemon(data.path(), config.daemonSettings());
+  BenchDaemon daemon(data.path(), config.daemonSettings(std::move(extraArgs)));
   const CreatedWebhook webhook = daemon.createWebhook(scenario);
   const std::string target = daemon.createHttpTarget(webhook.id, receiver.url(), config.workers);
   spec.baseUrl = daemon.url();
   spec.path = webhook.hookPath;
   spec.firstSeq = reserveSeqs(spec.requests);
-  LoadResult result = runLoad(spec, config.bodies);
+  LoadResult result = runner ? runner(daemon, spec) : runLoad(spec, config.bodies);
   const bool drained = receiver.waitForCount(result.ok(), config.drainCap);
   daemon.stop();
 

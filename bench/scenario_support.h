@@ -3,11 +3,13 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/correctness.h"
+#include "bench/daemon.h"
 #include "bench/load_generator.h"
 #include "bench/receiver.h"
 #include "bench/scenarios.h"
@@ -34,10 +36,15 @@ struct Drain {
 Drain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
                    const BenchReceiver& receiver, size_t n);
 
-// Posts `spec`'s load through a fresh daemon to a webhook whose one http
-// target is `receiver`, waits for the deliveries (up to the cap) and adds the
-// correctness check as `scenario`.
+// How a scenario posts its load once the daemon is up (by default: runLoad).
+using LoadRunner = std::function<LoadResult(BenchDaemon& daemon, const LoadSpec& spec)>;
+
+// Posts `spec`'s load through a fresh daemon (started with `extraArgs`) to a
+// webhook whose one http target is `receiver`, waits for the deliveries (up
+// to the cap) and adds the correctness check as `scenario`.
 LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver& receiver,
-                             const std::string& scenario, Report& report);
+                             const std::string& scenario, Report& report,
+                             std::vector<std::string> extraArgs = {},
+                             const LoadRunner& runner = nullptr);
 
 }  // namespace webhooker::bench

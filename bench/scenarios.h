@@ -23,7 +23,14 @@ struct BenchConfig {
   // is measured on what arrived by then, and its correctness check then
   // skips "everything was delivered" (never "what was delivered arrived").
   std::chrono::seconds drainCap{60};
-  size_t ingestEvents = 10'000;
+  size_t ingestEvents = 10'000;          // at each of ingestConnections
+  std::vector<int> ingestConnections = {8, 64, 256};
+  // slow-client flood: attacker connections held open (half trickling a
+  // head at one byte per 5 s, half idle keep-alive) while a good client
+  // posts at floodRate for floodSeconds.
+  int floodConnections = 2'000;
+  double floodRate = 500;
+  double floodSeconds = 20;
   size_t deliverBacklog = 50'000;
   double endToEndRate = 1'000;
   double endToEndSeconds = 10;
@@ -51,5 +58,6 @@ void runEndToEnd(const BenchConfig& config, Report& report);
 void runIsolation(const BenchConfig& config, Report& report);
 void runScale(const BenchConfig& config, Report& report);
 void runMemory(const BenchConfig& config, Report& report);
+void runSlowClients(const BenchConfig& config, Report& report);
 
 }  // namespace webhooker::bench

@@ -13,7 +13,7 @@ AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispat
       guard_(guard),
       breakers_(breakers) {}
 
-std::optional<std::string> pathId(const httplib::Request& req, httplib::Response& res,
+std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what) {
   const std::string raw = req.matches[index];
   if (!isUuid(raw)) {
@@ -23,36 +23,36 @@ std::optional<std::string> pathId(const httplib::Request& req, httplib::Response
   return normalizeUuid(raw);
 }
 
-void AdminApi::registerRoutes(httplib::Server& http) {
-  auto bind = [this](void (AdminApi::*handler)(const httplib::Request&, httplib::Response&)) {
-    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+void AdminApi::registerRoutes(Router& router) {
+  auto bind = [this](void (AdminApi::*handler)(const HttpRequest&, HttpResponse&)) {
+    return [this, handler](const HttpRequest& req, HttpResponse& res) {
       (this->*handler)(req, res);
     };
   };
   const std::string webhooks = "/api/v1/webhooks";
-  const std::string webhook = webhooks + "/([^/]+)";
-  http.Get(webhooks, bind(&AdminApi::listWebhooks));
-  http.Post(webhooks, bind(&AdminApi::createWebhook));
-  http.Get(webhook, bind(&AdminApi::getWebhook));
-  http.Patch(webhook, bind(&AdminApi::updateWebhook));
-  http.Delete(webhook, bind(&AdminApi::deleteWebhook));
-  http.Get(webhook + "/entrypoints", bind(&AdminApi::listEntrypoints));
-  http.Post(webhook + "/entrypoints", bind(&AdminApi::createEntrypoint));
-  http.Patch(webhook + "/entrypoints/([^/]+)", bind(&AdminApi::updateEntrypoint));
-  http.Delete(webhook + "/entrypoints/([^/]+)", bind(&AdminApi::deleteEntrypoint));
-  http.Get(webhook + "/targets", bind(&AdminApi::listTargets));
-  http.Post(webhook + "/targets", bind(&AdminApi::createTarget));
-  http.Get(webhook + "/targets/([^/]+)", bind(&AdminApi::getTarget));
-  http.Patch(webhook + "/targets/([^/]+)", bind(&AdminApi::updateTarget));
-  http.Delete(webhook + "/targets/([^/]+)", bind(&AdminApi::deleteTarget));
+  const std::string webhook = webhooks + "/{id}";
+  router.add("GET", webhooks, bind(&AdminApi::listWebhooks));
+  router.add("POST", webhooks, bind(&AdminApi::createWebhook));
+  router.add("GET", webhook, bind(&AdminApi::getWebhook));
+  router.add("PATCH", webhook, bind(&AdminApi::updateWebhook));
+  router.add("DELETE", webhook, bind(&AdminApi::deleteWebhook));
+  router.add("GET", webhook + "/entrypoints", bind(&AdminApi::listEntrypoints));
+  router.add("POST", webhook + "/entrypoints", bind(&AdminApi::createEntrypoint));
+  router.add("PATCH", webhook + "/entrypoints/{id}", bind(&AdminApi::updateEntrypoint));
+  router.add("DELETE", webhook + "/entrypoints/{id}", bind(&AdminApi::deleteEntrypoint));
+  router.add("GET", webhook + "/targets", bind(&AdminApi::listTargets));
+  router.add("POST", webhook + "/targets", bind(&AdminApi::createTarget));
+  router.add("GET", webhook + "/targets/{id}", bind(&AdminApi::getTarget));
+  router.add("PATCH", webhook + "/targets/{id}", bind(&AdminApi::updateTarget));
+  router.add("DELETE", webhook + "/targets/{id}", bind(&AdminApi::deleteTarget));
   // History and redrive.
-  http.Get(webhook + "/events", bind(&AdminApi::listEvents));
-  http.Get(webhook + "/events/([^/]+)", bind(&AdminApi::getEvent));
-  http.Post(webhook + "/events/([^/]+)/redeliver", bind(&AdminApi::redeliverEvent));
-  http.Get(webhook + "/deliveries", bind(&AdminApi::listDeliveries));
-  http.Post(webhook + "/deliveries/([^/]+)/retry", bind(&AdminApi::retryDelivery));
-  http.Post(webhook + "/replay", bind(&AdminApi::replay));
-  http.Get(webhook + "/stats", bind(&AdminApi::webhookStats));
+  router.add("GET", webhook + "/events", bind(&AdminApi::listEvents));
+  router.add("GET", webhook + "/events/{id}", bind(&AdminApi::getEvent));
+  router.add("POST", webhook + "/events/{id}/redeliver", bind(&AdminApi::redeliverEvent));
+  router.add("GET", webhook + "/deliveries", bind(&AdminApi::listDeliveries));
+  router.add("POST", webhook + "/deliveries/{id}/retry", bind(&AdminApi::retryDelivery));
+  router.add("POST", webhook + "/replay", bind(&AdminApi::replay));
+  router.add("GET", webhook + "/stats", bind(&AdminApi::webhookStats));
 }
 
 }  // namespace webhooker::server

@@ -5,10 +5,11 @@
 // authorised caller. Every handler validates the whole request before it
 // writes anything, answers errors as {"error": {"code", "message"}} and
 // never shows a target secret (configs come back redacted).
-// Threading: handlers run concurrently on the HTTP worker threads.
+// Threading: handlers run concurrently on the HTTP server's worker pool.
 #pragma once
 
-#include <httplib.h>
+#include "server/http_message.h"
+#include "server/router.h"
 #include <nlohmann/json.hpp>
 
 #include "engine/dispatcher.h"
@@ -23,42 +24,42 @@ class AdminApi {
  public:
   AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
            const SsrfGuard& guard, const CircuitBreakers& breakers);
-  void registerRoutes(httplib::Server& http);
+  void registerRoutes(Router& router);
 
  private:
   // admin_webhooks.cpp
-  void listWebhooks(const httplib::Request& req, httplib::Response& res);
-  void createWebhook(const httplib::Request& req, httplib::Response& res);
-  void getWebhook(const httplib::Request& req, httplib::Response& res);
-  void updateWebhook(const httplib::Request& req, httplib::Response& res);
-  void deleteWebhook(const httplib::Request& req, httplib::Response& res);
-  void listEntrypoints(const httplib::Request& req, httplib::Response& res);
-  void createEntrypoint(const httplib::Request& req, httplib::Response& res);
-  void updateEntrypoint(const httplib::Request& req, httplib::Response& res);
-  void deleteEntrypoint(const httplib::Request& req, httplib::Response& res);
+  void listWebhooks(const HttpRequest& req, HttpResponse& res);
+  void createWebhook(const HttpRequest& req, HttpResponse& res);
+  void getWebhook(const HttpRequest& req, HttpResponse& res);
+  void updateWebhook(const HttpRequest& req, HttpResponse& res);
+  void deleteWebhook(const HttpRequest& req, HttpResponse& res);
+  void listEntrypoints(const HttpRequest& req, HttpResponse& res);
+  void createEntrypoint(const HttpRequest& req, HttpResponse& res);
+  void updateEntrypoint(const HttpRequest& req, HttpResponse& res);
+  void deleteEntrypoint(const HttpRequest& req, HttpResponse& res);
   // The webhook with its entrypoints, as every webhook response shows it.
   Result<nlohmann::json> webhookView(const Webhook& webhook);
 
   // admin_targets.cpp
-  void listTargets(const httplib::Request& req, httplib::Response& res);
-  void createTarget(const httplib::Request& req, httplib::Response& res);
-  void getTarget(const httplib::Request& req, httplib::Response& res);
-  void updateTarget(const httplib::Request& req, httplib::Response& res);
-  void deleteTarget(const httplib::Request& req, httplib::Response& res);
+  void listTargets(const HttpRequest& req, HttpResponse& res);
+  void createTarget(const HttpRequest& req, HttpResponse& res);
+  void getTarget(const HttpRequest& req, HttpResponse& res);
+  void updateTarget(const HttpRequest& req, HttpResponse& res);
+  void deleteTarget(const HttpRequest& req, HttpResponse& res);
 
   // --- History (admin_history.cpp): read-only, newest first, paged ---
-  void listEvents(const httplib::Request& req, httplib::Response& res);
-  void getEvent(const httplib::Request& req, httplib::Response& res);
-  void listDeliveries(const httplib::Request& req, httplib::Response& res);
+  void listEvents(const HttpRequest& req, HttpResponse& res);
+  void getEvent(const HttpRequest& req, HttpResponse& res);
+  void listDeliveries(const HttpRequest& req, HttpResponse& res);
 
   // --- Redrive (admin_redrive.cpp): one transaction per request, then the
   // reset or new deliveries go to the engine's lanes like fresh ones ---
-  void retryDelivery(const httplib::Request& req, httplib::Response& res);
-  void redeliverEvent(const httplib::Request& req, httplib::Response& res);
-  void replay(const httplib::Request& req, httplib::Response& res);
+  void retryDelivery(const HttpRequest& req, HttpResponse& res);
+  void redeliverEvent(const HttpRequest& req, HttpResponse& res);
+  void replay(const HttpRequest& req, HttpResponse& res);
 
   // --- Statistics (admin_stats.cpp): counts, breakers, the last 24 hours ---
-  void webhookStats(const httplib::Request& req, httplib::Response& res);
+  void webhookStats(const HttpRequest& req, HttpResponse& res);
 
   MainStore& store_;
   EventsDbPool& eventsDbs_;
@@ -69,7 +70,7 @@ class AdminApi {
 
 // The id captured by the route at `index`, if it is a uuid; otherwise a 404
 // is sent and nullopt returned.
-std::optional<std::string> pathId(const httplib::Request& req, httplib::Response& res,
+std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what);
 
 }  // namespace webhooker::server

@@ -34,7 +34,7 @@ std::optional<std::string> param(const std::map<std::string, std::string>& param
 }
 
 // ?status=&target_id=&since=&until=&limit=&cursor=, as both listings take them.
-Result<ListQuery> readListQuery(const httplib::Request& req, MainStore& store,
+Result<ListQuery> readListQuery(const HttpRequest& req, MainStore& store,
                                 const std::string& webhookId, const char* cursorKind) {
   auto params = queryParams(req, {"status", "target_id", "since", "until", "limit", "cursor"});
   if (!params) return params.error();
@@ -74,7 +74,7 @@ json nextCursor(const char* kind, const std::optional<PageKey>& next) {
 
 }  // namespace
 
-void AdminApi::listEvents(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::listEvents(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto db = webhookEventsDb(store_, eventsDbs_, *id);
@@ -90,7 +90,7 @@ void AdminApi::listEvents(const httplib::Request& req, httplib::Response& res) {
                       {"next_cursor", nextCursor(kEventsCursor, page->next)}});
 }
 
-void AdminApi::getEvent(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::getEvent(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto eventId = pathId(req, res, 2, "event");
@@ -106,7 +106,7 @@ void AdminApi::getEvent(const httplib::Request& req, httplib::Response& res) {
   sendJson(res, 200, eventDetailJson(event.value(), labels));
 }
 
-void AdminApi::listDeliveries(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::listDeliveries(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto db = webhookEventsDb(store_, eventsDbs_, *id);

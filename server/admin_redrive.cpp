@@ -47,18 +47,18 @@ void submitDeliveries(Dispatcher& dispatcher, const std::string& webhookId,
 }
 
 // A body that may be left out altogether: empty is {}.
-std::optional<json> optionalJsonObject(const httplib::Request& req, httplib::Response& res) {
+std::optional<json> optionalJsonObject(const HttpRequest& req, HttpResponse& res) {
   if (req.body.empty()) return json::object();
   return parseJsonObject(req, res);
 }
 
-void sendTargetDeleted(httplib::Response& res, const std::string& targetId, const char* advice) {
+void sendTargetDeleted(HttpResponse& res, const std::string& targetId, const char* advice) {
   sendError(res, 409, "target_deleted", "target " + targetId + " was deleted; " + advice);
 }
 
 }  // namespace
 
-void AdminApi::retryDelivery(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::retryDelivery(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto deliveryId = pathId(req, res, 2, "delivery");
@@ -87,7 +87,7 @@ void AdminApi::retryDelivery(const httplib::Request& req, httplib::Response& res
   sendJson(res, 200, deliveryJson(shown.value(), labels));
 }
 
-void AdminApi::redeliverEvent(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto eventId = pathId(req, res, 2, "event");
@@ -151,7 +151,7 @@ void AdminApi::redeliverEvent(const httplib::Request& req, httplib::Response& re
   sendJson(res, 201, {{"event_id", *eventId}, {"deliveries", std::move(deliveries)}});
 }
 
-void AdminApi::replay(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto db = webhookEventsDb(store_, eventsDbs_, *id);

@@ -40,7 +40,7 @@ json breakerJson(const CircuitBreakers& breakers, const TargetRecord& t) {
 
 }  // namespace
 
-void AdminApi::webhookStats(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::webhookStats(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto db = webhookEventsDb(store_, eventsDbs_, *id);

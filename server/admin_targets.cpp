@@ -94,7 +94,7 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
 
 }  // namespace
 
-void AdminApi::listTargets(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::listTargets(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   if (auto w = store_.getWebhook(*id); !w) return sendError(res, w.error());
@@ -105,7 +105,7 @@ void AdminApi::listTargets(const httplib::Request& req, httplib::Response& res) 
   sendJson(res, 200, {{"targets", out}});
 }
 
-void AdminApi::createTarget(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto body = parseJsonObject(req, res);
@@ -136,7 +136,7 @@ void AdminApi::createTarget(const httplib::Request& req, httplib::Response& res)
   sendJson(res, 201, view);
 }
 
-void AdminApi::getTarget(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::getTarget(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto tid = pathId(req, res, 2, "target");
@@ -147,7 +147,7 @@ void AdminApi::getTarget(const httplib::Request& req, httplib::Response& res) {
   sendJson(res, 200, targetJson(target.value()));
 }
 
-void AdminApi::updateTarget(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto tid = pathId(req, res, 2, "target");
@@ -176,7 +176,7 @@ void AdminApi::updateTarget(const httplib::Request& req, httplib::Response& res)
   sendJson(res, 200, view);
 }
 
-void AdminApi::deleteTarget(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::deleteTarget(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto tid = pathId(req, res, 2, "target");

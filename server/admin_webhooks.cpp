@@ -144,7 +144,7 @@ Result<json> AdminApi::webhookView(const Webhook& w) {
               {"entrypoints", eps}};
 }
 
-void AdminApi::listWebhooks(const httplib::Request&, httplib::Response& res) {
+void AdminApi::listWebhooks(const HttpRequest&, HttpResponse& res) {
   auto all = store_.listWebhooks();
   if (!all) return sendError(res, all.error());
   json out = json::array();
@@ -156,7 +156,7 @@ void AdminApi::listWebhooks(const httplib::Request&, httplib::Response& res) {
   sendJson(res, 200, {{"webhooks", out}});
 }
 
-void AdminApi::createWebhook(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::createWebhook(const HttpRequest& req, HttpResponse& res) {
   auto body = parseJsonObject(req, res);
   if (!body) return;
   auto fields = webhookFields(*body);
@@ -180,7 +180,7 @@ void AdminApi::createWebhook(const httplib::Request& req, httplib::Response& res
   sendJson(res, 201, view.value());
 }
 
-void AdminApi::getWebhook(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::getWebhook(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto w = store_.getWebhook(*id);
@@ -190,7 +190,7 @@ void AdminApi::getWebhook(const httplib::Request& req, httplib::Response& res) {
   sendJson(res, 200, view.value());
 }
 
-void AdminApi::updateWebhook(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::updateWebhook(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto body = parseJsonObject(req, res);
@@ -207,7 +207,7 @@ void AdminApi::updateWebhook(const httplib::Request& req, httplib::Response& res
   sendJson(res, 200, view.value());
 }
 
-void AdminApi::deleteWebhook(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::deleteWebhook(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   if (auto r = store_.deleteWebhook(*id); !r) return sendError(res, r.error());
@@ -220,7 +220,7 @@ void AdminApi::deleteWebhook(const httplib::Request& req, httplib::Response& res
   res.status = 204;
 }
 
-void AdminApi::listEntrypoints(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::listEntrypoints(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   if (auto w = store_.getWebhook(*id); !w) return sendError(res, w.error());
@@ -231,7 +231,7 @@ void AdminApi::listEntrypoints(const httplib::Request& req, httplib::Response& r
   sendJson(res, 200, {{"entrypoints", out}});
 }
 
-void AdminApi::createEntrypoint(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   // An empty body is fine; a body, if sent, must be a JSON object with
@@ -254,7 +254,7 @@ void AdminApi::createEntrypoint(const httplib::Request& req, httplib::Response& 
   sendJson(res, 201, entrypointJson(created.value()));
 }
 
-void AdminApi::updateEntrypoint(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::updateEntrypoint(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto eid = pathId(req, res, 2, "entrypoint");
@@ -279,7 +279,7 @@ void AdminApi::updateEntrypoint(const httplib::Request& req, httplib::Response& 
   sendJson(res, 200, entrypointJson(updated.value()));
 }
 
-void AdminApi::deleteEntrypoint(const httplib::Request& req, httplib::Response& res) {
+void AdminApi::deleteEntrypoint(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   auto eid = pathId(req, res, 2, "entrypoint");

@@ -26,18 +26,8 @@ std::string_view contentTypeFor(std::string_view path) {
   return "application/octet-stream";
 }
 
-// A route pattern (cpp-httplib matches regexes) that matches `path` only.
-std::string exactPattern(std::string_view path) {
-  std::string out;
-  for (const char c : path) {
-    if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-void serveFile(const EmbeddedFile& file, const std::string& etag, const httplib::Request& req,
-               httplib::Response& res) {
+void serveFile(const EmbeddedFile& file, const std::string& etag, const HttpRequest& req,
+               HttpResponse& res) {
   res.set_header("Content-Security-Policy", kContentSecurityPolicy);
   res.set_header("X-Frame-Options", "DENY");
   res.set_header("Referrer-Policy", "no-referrer");
@@ -55,11 +45,11 @@ void serveFile(const EmbeddedFile& file, const std::string& etag, const httplib:
 
 }  // namespace
 
-void registerConsole(httplib::Server& http) {
+void registerConsole(Router& router) {
   for (const EmbeddedFile& file : consoleFiles()) {
-    const std::string route = file.path == "index.html" ? "/" : "/" + exactPattern(file.path);
+    std::string route = file.path == "index.html" ? "/" : "/" + std::string(file.path);
     const std::string etag = "\"" + sha256Hex(file.content).substr(0, 16) + "\"";
-    http.Get(route, [&file, etag](const httplib::Request& req, httplib::Response& res) {
+    router.add("GET", std::move(route), [&file, etag](const HttpRequest& req, HttpResponse& res) {
       serveFile(file, etag, req, res);
     });
   }

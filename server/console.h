@@ -8,7 +8,8 @@
 // only read constant data.
 #pragma once
 
-#include <httplib.h>
+#include "server/http_message.h"
+#include "server/router.h"
 
 #include <span>
 
@@ -21,6 +22,6 @@ std::span<const EmbeddedFile> consoleFiles();
 
 // GET (and HEAD) "/" answers web/index.html; every other file is at
 // "/<its path>" ("/assets/app.js").
-void registerConsole(httplib::Server& http);
+void registerConsole(Router& router);
 
 }  // namespace webhooker::server

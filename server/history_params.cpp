@@ -27,7 +27,7 @@ Result<std::optional<std::string>> timeBound(const std::optional<std::string>& t
 }  // namespace
 
 Result<std::map<std::string, std::string>> queryParams(
-    const httplib::Request& req, std::initializer_list<std::string_view> allowed) {
+    const HttpRequest& req, std::initializer_list<std::string_view> allowed) {
   std::map<std::string, std::string> out;
   for (const auto& [name, value] : req.params) {
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())

@@ -4,7 +4,7 @@
 // written, so a refused request changes nothing.
 #pragma once
 
-#include <httplib.h>
+#include "server/http_message.h"
 
 #include <initializer_list>
 #include <map>
@@ -23,7 +23,7 @@ namespace webhooker::server {
 // The query parameters by name: "unknown_parameter" for a name not in
 // `allowed`, "invalid_parameter" for one given twice.
 Result<std::map<std::string, std::string>> queryParams(
-    const httplib::Request& req, std::initializer_list<std::string_view> allowed);
+    const HttpRequest& req, std::initializer_list<std::string_view> allowed);
 
 // Sets filter.since/until (stored time format) from what the caller typed:
 // "invalid_field" for a time parseTime() refuses, "invalid_time_range" when

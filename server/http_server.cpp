@@ -1,39 +1,67 @@
+// The only file that includes Asio and Beast: they are header-only and slow
+// to compile, so nothing else sees them (docs/decisions.md, *Front door*).
 #include "server/http_server.h"
 
 #include <fmt/format.h>
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/status.hpp>
+#include <boost/beast/http/string_body.hpp>
+
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cctype>
-#include <chrono>
-#include <thread>
+#include <map>
+#include <mutex>
+#include <optional>
 
 #include "base/secret.h"
+#include "server/admin_api.h"
+#include "server/admin_token.h"
+#include "server/client_address.h"
 #include "server/console.h"
 #include "server/json_io.h"
+#include "server/router.h"
+#include "server/server_metrics.h"
 
 namespace webhooker::server {
 
 namespace {
 
-// The body of an error cpp-httplib answered by itself (no route, a body over
-// the payload limit, a malformed request), in our error shape.
-void describeBuiltInError(httplib::Response& res) {
-  switch (res.status) {
-    case 400: return sendError(res, 400, "bad_request", "the request could not be parsed");
-    case 404: return sendError(res, 404, "not_found", "no such route");
-    case 405: return sendError(res, 405, "method_not_allowed", "method not allowed");
-    case 413: return sendError(res, 413, "body_too_large", "the body is larger than the limit");
-    case 414: return sendError(res, 414, "uri_too_long", "the request URI is too long");
-    default: return sendError(res, res.status, "error", "the request failed");
-  }
-}
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
 
-// When the current request started: set before routing, read by the
-// logger once the response is written. cpp-httplib handles a request on one
-// thread from start to end.
-thread_local std::chrono::steady_clock::time_point requestStart;
+// cpp-httplib's limits, which the hostile input table was written against:
+// a request line or header line of 8 KiB, 256 headers of 64 KiB in all (ingest
+// stores every header).
+constexpr size_t kMaxLineBytes = 8 * 1024;
+constexpr size_t kMaxHeaderCount = 256;
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+// What the parser may buffer for the head: the headers, the request line and
+// the separators.
+constexpr uint32_t kHeadLimit = kMaxHeaderBytes + kMaxLineBytes + 2 * kMaxHeaderCount * 4;
+// How long a closing connection still reads (and drops) what the client
+// sends, so that an answer given before its body was read is not lost to a
+// reset.
+constexpr auto kLinger = std::chrono::seconds(2);
+
+// The methods a route can have; anything else is a bad request, as it was.
+constexpr std::array<std::string_view, 7> kMethods = {"GET",    "HEAD",    "POST", "PUT",
+                                                      "DELETE", "OPTIONS", "PATCH"};
 
 // Basic auth for /metrics: both parts compared as hashes, in constant time.
 bool basicAuthMatches(const std::string& header, const std::string& user,
@@ -50,175 +78,458 @@ bool basicAuthMatches(const std::string& header, const std::string& user,
   return userOk && passwordOk;
 }
 
-// Refuses, before any body is read, what cpp-httplib would let through or misread:
-//  - more than 256 headers or 64 KiB of them (431): it limits each line to
-//    8 KiB but not their number, and ingest stores every header;
-//  - a transfer coding other than chunked (501, RFC 9112 §6.1): it would
-//    read no body at all;
-//  - a Content-Length that is not one number, or one sent with
-//    Transfer-Encoding (400): it reads a bad one as 0 and the body as the
-//    next request; both framings at once is how requests are smuggled.
-// True when it answered.
-constexpr size_t kMaxHeaderCount = 256;
-constexpr size_t kMaxHeaderBytes = 64 * 1024;
+HttpResponse errorResponse(int status, std::string_view code, std::string_view message) {
+  HttpResponse res;
+  sendError(res, status, code, message);
+  return res;
+}
 
-bool refusedFraming(const httplib::Request& req, httplib::Response& res) {
+const char* const kBadLength =
+    "Content-Length must be one valid length, and not sent with Transfer-Encoding";
+
+// Refuses, once the head is read and before any body, what we do not read:
+//  - a target or header line over 8 KiB (414, 400), more than 256 headers or
+//    64 KiB of them (431);
+//  - a transfer coding other than chunked (501, RFC 9112 §6.1).
+// The parser has already refused a Content-Length that is not one number or
+// comes with Transfer-Encoding (400): both framings at once is how requests
+// are smuggled.
+std::optional<HttpResponse> refusedHead(const HttpRequest& req) {
+  if (req.target.size() > kMaxLineBytes)
+    return errorResponse(414, "uri_too_long", "the request URI is too long");
   size_t headerBytes = 0;
-  for (const auto& [name, value] : req.headers) headerBytes += name.size() + value.size();
-  if (req.headers.size() > kMaxHeaderCount || headerBytes > kMaxHeaderBytes) {
-    sendError(res, 431, "headers_too_large",
-              fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount,
-                          kMaxHeaderBytes));
-    return true;
+  for (const auto& [name, value] : req.headers) {
+    if (name.size() + value.size() + 2 > kMaxLineBytes)
+      return errorResponse(400, "bad_request", "a header line is longer than 8 KiB");
+    headerBytes += name.size() + value.size();
   }
+  if (req.headers.size() > kMaxHeaderCount || headerBytes > kMaxHeaderBytes)
+    return errorResponse(431, "headers_too_large",
+                         fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount,
+                                     kMaxHeaderBytes));
   const size_t codings = req.get_header_value_count("Transfer-Encoding");
   std::string coding = req.get_header_value("Transfer-Encoding");
   std::transform(coding.begin(), coding.end(), coding.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (codings > 1 || (codings == 1 && coding != "chunked")) {
-    sendError(res, 501, "not_implemented", "the only transfer coding understood is chunked");
-    return true;
-  }
-  const size_t lengths = req.get_header_value_count("Content-Length");
-  const std::string length = req.get_header_value("Content-Length");
-  bool lengthValid = lengths == 0 || (codings == 0 && !length.empty() && length.size() <= 18 &&
-                                      length.find_first_not_of("0123456789") == std::string::npos);
-  for (size_t i = 1; i < lengths; ++i)
-    lengthValid = lengthValid && req.get_header_value("Content-Length", i) == length;
-  if (!lengthValid) {
-    sendError(res, 400, "bad_request",
-              "Content-Length must be one valid length, and not sent with Transfer-Encoding");
-    return true;
-  }
-  return false;
+  if (codings > 1 || (codings == 1 && coding != "chunked"))
+    return errorResponse(501, "not_implemented", "the only transfer coding understood is chunked");
+  return std::nullopt;
 }
+
+// The answer to a head or body the parser refused.
+HttpResponse parseFailure(const beast::error_code& ec) {
+  if (ec == http::error::header_limit)
+    return errorResponse(431, "headers_too_large",
+                         fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount,
+                                     kMaxHeaderBytes));
+  if (ec == http::error::body_limit)
+    return errorResponse(413, "body_too_large", "the body is larger than the limit");
+  if (ec == http::error::bad_content_length || ec == http::error::multiple_content_length ||
+      ec == http::error::bad_transfer_encoding)
+    return errorResponse(400, "bad_request", kBadLength);
+  return errorResponse(400, "bad_request", "the request could not be parsed");
+}
+
+// The peer's address as the SSRF vocabulary spells it; an IPv4-mapped IPv6
+// peer (a dual-stack listener) is its IPv4 address.
+IpAddress peerAddress(const tcp::endpoint& endpoint) {
+  const asio::ip::address a = endpoint.address();
+  if (a.is_v4()) return IpAddress::fromV4Bytes(a.to_v4().to_bytes());
+  const asio::ip::address_v6 v6 = a.to_v6();
+  if (v6.is_v4_mapped())
+    return IpAddress::fromV4Bytes(asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_bytes());
+  return IpAddress::fromV6Bytes(v6.to_bytes());
+}
+
+class Connection;
 
 }  // namespace
 
-HttpServer::HttpServer(ServerOptions options, ServerParts parts)
+class HttpServer::Impl {
+ public:
+  Impl(ServerOptions options, ServerParts parts);
+
+  Result<int> bind();
+  void run();
+  void stop();
+
+  // --- Used by connections, on the loop thread unless said otherwise. ---
+
+  // The checks between a complete head and its body: framing, who may call,
+  // which route. An answer when the request ends here.
+  std::optional<HttpResponse> admit(HttpRequest& req, const Router::Route*& route);
+  // Runs the route's handler (on the loop or the worker pool); the answer
+  // comes back to `respond`.
+  void handle(const Router::Route& route, HttpRequest& req, Respond respond);
+  void counted(std::string_view route, int status, Clock::duration took) {
+    metrics_.request(route, status, took);
+  }
+  // Releases a connection's place in the caps; any thread.
+  void released(const std::string& address, bool capped);
+
+  void setAccepting(bool accepting) { ingest_.setAccepting(accepting); }
+
+  const ServerOptions options_;
+
+ private:
+  void registerRoutes();
+  void readyz(HttpResponse& res);
+  void metrics(const HttpRequest& req, HttpResponse& res);
+  void accept();
+  // False (and nothing counted) when `address` is over a cap.
+  bool reserved(const std::string& address, bool capped);
+
+  ServerMetrics metrics_;
+  MainStore& store_;
+  prometheus::Registry& registry_;
+  const AdminAuth auth_;
+  AdminApi admin_;
+  Router router_;
+
+  std::mutex countsMutex_;  // guards open_ and openFrom_
+  size_t open_ = 0;
+  std::map<std::string, size_t> openFrom_;
+
+  // Declared after everything its queued handlers use: destroying it
+  // destroys them (and the connections they hold).
+  asio::io_context io_{1};
+  std::optional<tcp::acceptor> acceptor_;
+  asio::steady_timer acceptPause_{io_};
+  // Joined (and what it still holds destroyed) before the rest goes.
+  asio::thread_pool workers_;
+  std::atomic<bool> stopRequested_{false};
+  // Last, so destroyed first: it waits for the requests parked on their
+  // commit, whose answers still go through io_.
+  IngestHandler ingest_;
+};
+
+namespace {
+
+// One client connection: reads a request whole, within its deadlines, hands
+// it to the server, writes the answer, and reads the next one (pipelined or
+// keep-alive) only after that, so answers go out in order. Lives as long as
+// an operation or a handler holds it; every member is used on the loop
+// thread only.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(HttpServer::Impl& server, tcp::socket socket, IpAddress peer, bool capped)
+      : server_(server),
+        socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        peer_(peer),
+        peerText_(peer.toString()),
+        capped_(capped) {}
+  ~Connection() { server_.released(peerText_, capped_); }
+
+  void start() { readHead(); }
+
+ private:
+  enum class Phase { kIdle, kHead, kBody, kHandling, kWriting, kClosing };
+
+  const ServerOptions& options() const { return server_.options_; }
+
+  // The deadline of the phase in progress: when it passes, the socket's
+  // operations are cancelled and their handler sees timedOut_.
+  void arm(Clock::time_point deadline) {
+    timer_.expires_at(deadline);
+    timer_.async_wait([weak = weak_from_this(), generation = ++timerGeneration_](
+                          const beast::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || generation != self->timerGeneration_) return;
+      self->timedOut_ = true;
+      beast::error_code ignored;
+      self->socket_.cancel(ignored);
+    });
+  }
+
+  // Between requests: wait for a byte without holding a buffer.
+  void waitIdle() {
+    if (buffer_.size() > 0) return readHead();  // a pipelined request is here
+    phase_ = Phase::kIdle;
+    buffer_.shrink_to_fit();
+    arm(Clock::now() + options().idleTimeout);
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this()](const beast::error_code& ec) {
+                         if (ec) return self->close();
+                         self->readHead();
+                       });
+  }
+
+  void readHead() {
+    phase_ = Phase::kHead;
+    started_ = Clock::now();
+    parser_.emplace();
+    parser_->header_limit(kHeadLimit);
+    parser_->body_limit(boost::none);  // checked after the head, for a 413 before any body
+    arm(started_ + options().headerTimeout);
+    http::async_read_header(socket_, buffer_, *parser_,
+                            [self = shared_from_this()](const beast::error_code& ec, size_t) {
+                              if (ec) return self->failed(ec);
+                              self->headDone();
+                            });
+  }
+
+  void headDone() {
+    const auto& head = parser_->get();
+    req_ = HttpRequest{};
+    req_.method = std::string(head.method_string());
+    req_.target = std::string(head.target());
+    std::vector<std::string> forwardedFor;
+    for (const auto& field : head) {
+      req_.headers.emplace(std::string(field.name_string()), std::string(field.value()));
+      if (beast::iequals(field.name_string(), "X-Forwarded-For"))
+        forwardedFor.emplace_back(field.value());
+    }
+    const std::string_view target = req_.target;
+    const size_t mark = target.find('?');
+    req_.path = decodeUrl(target.substr(0, mark), false);
+    if (mark != std::string_view::npos) req_.params = parseQuery(target.substr(mark + 1));
+    req_.remote_addr = clientAddress(peer_, forwardedFor, options().trustedProxies);
+    keepAlive_ = parser_->keep_alive();
+
+    if (auto refused = server_.admit(req_, route_)) return answer(std::move(*refused));
+    // RFC 9112 §6.3: without Content-Length or chunked there is no body. An
+    // event must say how long it is: 411, and the connection is closed.
+    if (route_->asyncHandler && req_.method == "POST" && !parser_->content_length() &&
+        !parser_->chunked()) {
+      keepAlive_ = false;
+      return answer(errorResponse(411, "length_required",
+                                  "an event needs a Content-Length (or a chunked body)"));
+    }
+    const size_t limit = options().ingest.bodyLimit;
+    if (parser_->content_length() && *parser_->content_length() > limit)
+      return answer(errorResponse(413, "body_too_large",
+                                  "the body is larger than the limit of " +
+                                      std::to_string(limit) + " bytes"));
+    parser_->body_limit(limit);
+    bodyStarted_ = Clock::now();
+    // A client that asked (curl does for bodies over 1 KiB) sends its body
+    // only after this, or after waiting a second for it.
+    if (!parser_->is_done() &&
+        beast::iequals(req_.get_header_value("Expect"), std::string_view("100-continue"))) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      arm(bodyStarted_ + options().bodyGrace);
+      return asio::async_write(socket_, asio::buffer(kContinue),
+                               [self = shared_from_this()](const beast::error_code& ec, size_t) {
+                                 if (ec) return self->close();
+                                 self->readBody();
+                               });
+    }
+    readBody();
+  }
+
+  void readBody() {
+    if (parser_->is_done()) return dispatch();
+    phase_ = Phase::kBody;
+    // bodyGrace, then at least minBodyRate on average.
+    const auto received = parser_->get().body().size();
+    arm(bodyStarted_ + options().bodyGrace +
+        std::chrono::milliseconds(received * 1000 / std::max<size_t>(options().minBodyRate, 1)));
+    http::async_read_some(socket_, buffer_, *parser_,
+                          [self = shared_from_this()](const beast::error_code& ec, size_t) {
+                            if (ec) return self->failed(ec);
+                            self->readBody();
+                          });
+  }
+
+  void dispatch() {
+    phase_ = Phase::kHandling;
+    timer_.cancel();
+    req_.body = std::move(parser_->get().body());
+    server_.handle(*route_, req_, [self = shared_from_this()](HttpResponse res) {
+      const auto executor = self->socket_.get_executor();
+      asio::post(executor, [self = std::move(self), res = std::move(res)]() mutable {
+        self->answer(std::move(res));
+      });
+    });
+  }
+
+  // A read failed: the client left, a deadline passed, or the parser refused.
+  void failed(const beast::error_code& ec) {
+    if (timedOut_) {
+      if (phase_ == Phase::kHead && parser_->got_some() == false && buffer_.size() == 0)
+        return close();  // nothing was sent: nothing to answer
+      keepAlive_ = false;
+      return answer(phase_ == Phase::kBody
+                        ? errorResponse(408, "request_timeout",
+                                        fmt::format("the body came slower than {} bytes a second",
+                                                    options().minBodyRate))
+                        : errorResponse(408, "request_timeout",
+                                        fmt::format("the request head did not arrive within {} ms",
+                                                    options().headerTimeout.count())));
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == http::error::partial_message || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted)
+      return close();
+    keepAlive_ = false;
+    answer(parseFailure(ec));
+  }
+
+  void answer(HttpResponse res) {
+    phase_ = Phase::kWriting;
+    // A request whose body is still unread cannot be followed by another.
+    if (!parser_ || !parser_->is_done()) keepAlive_ = false;
+    const bool head = req_.method == "HEAD";
+    const bool bodyless = res.status == 204 || res.status == 304 || res.status < 200;
+    head_ = fmt::format("HTTP/1.1 {} {}\r\n", res.status,
+                        std::string_view(http::obsolete_reason(http::int_to_status(
+                            static_cast<unsigned>(res.status)))));
+    for (const auto& [name, value] : res.headers) head_ += fmt::format("{}: {}\r\n", name, value);
+    head_ += "X-Content-Type-Options: nosniff\r\n";
+    if (!bodyless) head_ += fmt::format("Content-Length: {}\r\n", res.body.size());
+    head_ += keepAlive_ ? "\r\n" : "Connection: close\r\n\r\n";
+    res_ = std::move(res);
+    server_.counted(route_ ? std::string_view(route_->pattern) : Router::kUnmatched, res_.status,
+                    Clock::now() - started_);
+    const std::array<asio::const_buffer, 2> out = {
+        asio::buffer(head_), head || bodyless ? asio::const_buffer() : asio::buffer(res_.body)};
+    arm(Clock::now() + options().bodyGrace +
+        std::chrono::milliseconds(res_.body.size() * 1000 /
+                                  std::max<size_t>(options().minBodyRate, 1)));
+    asio::async_write(socket_, out,
+                      [self = shared_from_this()](const beast::error_code& ec, size_t) {
+                        if (ec || !self->keepAlive_) return self->close();
+                        self->next();
+                      });
+  }
+
+  void next() {
+    req_ = HttpRequest{};
+    res_ = HttpResponse{};
+    route_ = nullptr;
+    parser_.reset();
+    timedOut_ = false;
+    waitIdle();
+  }
+
+  // Sends FIN, then reads and drops what still comes for kLinger, so the
+  // client reads our answer before a reset could overtake it.
+  void close() {
+    if (phase_ == Phase::kClosing) return;
+    phase_ = Phase::kClosing;
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    if (timedOut_) {  // a deadline passed: no more time for it
+      socket_.close(ignored);
+      return;
+    }
+    arm(Clock::now() + kLinger);
+    drain();
+  }
+
+  void drain() {
+    buffer_.consume(buffer_.size());
+    socket_.async_read_some(buffer_.prepare(16 * 1024),
+                            [self = shared_from_this()](const beast::error_code& ec, size_t) {
+                              beast::error_code ignored;
+                              if (!ec) return self->drain();
+                              self->socket_.close(ignored);
+                            });
+  }
+
+  HttpServer::Impl& server_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  uint64_t timerGeneration_ = 0;
+  bool timedOut_ = false;
+  const IpAddress peer_;
+  const std::string peerText_;
+  const bool capped_;  // counted against the per-address cap
+
+  Phase phase_ = Phase::kHead;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Clock::time_point started_;
+  Clock::time_point bodyStarted_;
+  HttpRequest req_;
+  const Router::Route* route_ = nullptr;
+  bool keepAlive_ = true;
+  std::string head_;
+  HttpResponse res_;
+};
+
+}  // namespace
+
+HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
     : options_(std::move(options)),
+      metrics_(parts.registry),
       store_(parts.store),
       registry_(parts.registry),
-      metrics_(parts.registry),
       auth_(parts.store),
-      ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest),
-      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers) {
-  const int threads = options_.threads > 0 ? options_.threads : 8;
-  http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  // Without TCP_NODELAY small responses wait on Nagle's algorithm: ~300 req/s
-  // instead of ~23,000 on loopback.
-  http_.set_tcp_nodelay(true);
-  // Every answer, API and console alike: a browser must never guess a type
-  // for a stored payload or an error body.
-  http_.set_default_headers({{"X-Content-Type-Options", "nosniff"}});
-  http_.set_payload_max_length(options_.ingest.bodyLimit);
-  http_.set_read_timeout(std::chrono::seconds(30));
-  http_.set_write_timeout(std::chrono::seconds(30));
+      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers),
+      workers_(static_cast<size_t>(std::max(options_.threads, 1))),
+      ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest) {
   registerRoutes();
 }
 
-HttpServer::~HttpServer() { stop(); }
-
-void HttpServer::registerRoutes() {
-  http_.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request&, httplib::Response& res) {
-        if (res.body.empty()) describeBuiltInError(res);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http_.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        spdlog::error("http.handler_failed method={} path={} error=\"{}\"", req.method, req.path, what);
-        sendError(res, 500, "internal_error", "internal error");
-      });
-
-  http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    metrics_.request(req.path, res.status, std::chrono::steady_clock::now() - requestStart);
+void HttpServer::Impl::registerRoutes() {
+  router_.addAsync("POST", "/hooks/{id}", [this](HttpRequest& req, Respond respond) {
+    ingest_.handle(req, std::move(respond));
   });
-
-  // Runs before any body is read. Authenticates every admin request, so an
-  // unknown route says nothing to a caller without the token, and refuses
-  // bodies sent anywhere but ingest and the API, so nobody can make us read
-  // a large chunked body for nothing.
-  http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    requestStart = std::chrono::steady_clock::now();
-    if (refusedFraming(req, res)) return httplib::Server::HandlerResponse::Handled;
-    const bool ingest = req.path.rfind("/hooks/", 0) == 0;
-    const bool api = req.path.rfind("/api/", 0) == 0;
-    if (!ingest && !api && req.method != "GET" && req.method != "HEAD") {
-      sendError(res, 404, "not_found", "no such route");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!api) return httplib::Server::HandlerResponse::Unhandled;
-    if (auth_.allows(req.get_header_value("Authorization")))
-      return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("WWW-Authenticate", "Bearer");
-    sendError(res, 401, "unauthorized", "a valid admin token is required (Authorization: Bearer)");
-    return httplib::Server::HandlerResponse::Handled;
-  });
-
-  const std::string hook = R"(/hooks/([^/]+))";
-  // Read the body ourselves: stop at the limit whatever the framing
-  // (Content-Length or chunked), instead of buffering it all first.
-  http_.Post(hook, [this](const httplib::Request& req, httplib::Response& res,
-                          const httplib::ContentReader& reader) {
-    std::string body;
-    bool tooLarge = false;
-    const bool complete = reader([&](const char* data, size_t length) {
-      if (body.size() + length > options_.ingest.bodyLimit) {
-        tooLarge = true;
-        return false;
-      }
-      body.append(data, length);
-      return true;
-    });
-    // cpp-httplib refuses a Content-Length over the limit without calling
-    // the receiver at all: that, too, is a body too large.
-    if (tooLarge || res.status == 413)
-      return sendError(res, 413, "body_too_large",
-                       "the body is larger than the limit of " +
-                           std::to_string(options_.ingest.bodyLimit) + " bytes");
-    if (!complete)
-      return sendError(res, 400, "incomplete_body", "the request body could not be read whole");
-    ingest_.handle(req, std::move(body), res);
-  });
-  auto notAllowed = [](const httplib::Request&, httplib::Response& res) {
+  const auto notAllowed = [](const HttpRequest&, HttpResponse& res) {
     res.set_header("Allow", "POST");
     sendError(res, 405, "method_not_allowed", "entrypoints accept POST only");
   };
-  http_.Get(hook, notAllowed);
-  http_.Put(hook, notAllowed);
-  http_.Patch(hook, notAllowed);
-  http_.Delete(hook, notAllowed);
-  http_.Options(hook, notAllowed);
+  for (const char* method : {"GET", "PUT", "PATCH", "DELETE", "OPTIONS"})
+    router_.add(method, "/hooks/{id}", notAllowed);
 
-  http_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  router_.add("GET", "/healthz", [](const HttpRequest&, HttpResponse& res) {
     sendJson(res, 200, {{"status", "ok"}});
   });
-  http_.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) { readyz(res); });
-  http_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    metrics(req, res);
-  });
-
-  admin_.registerRoutes(http_);
-  registerConsole(http_);
+  router_.add("GET", "/readyz", [this](const HttpRequest&, HttpResponse& res) { readyz(res); });
+  router_.add("GET", "/metrics",
+              [this](const HttpRequest& req, HttpResponse& res) { metrics(req, res); });
+  admin_.registerRoutes(router_);
+  registerConsole(router_);
 }
 
-void HttpServer::readyz(httplib::Response& res) {
-  if (!ingest_.accepting())
-    return sendJson(res, 503, {{"status", "shutting_down"}});
+std::optional<HttpResponse> HttpServer::Impl::admit(HttpRequest& req,
+                                                    const Router::Route*& route) {
+  route = router_.match(req.method, req.path, req.matches);
+  if (std::find(kMethods.begin(), kMethods.end(), req.method) == kMethods.end())
+    return errorResponse(400, "bad_request", "unknown method");
+  if (auto refused = refusedHead(req)) return refused;
+  // Authenticates every admin request before its body is read, so an
+  // unknown route says nothing to a caller without the token; refuses bodies
+  // sent anywhere but ingest and the API.
+  const bool ingest = req.path.rfind("/hooks/", 0) == 0;
+  const bool api = req.path.rfind("/api/", 0) == 0;
+  if (!ingest && !api && req.method != "GET" && req.method != "HEAD")
+    return errorResponse(404, "not_found", "no such route");
+  if (api && !auth_.allows(req.get_header_value("Authorization"))) {
+    HttpResponse res = errorResponse(401, "unauthorized",
+                                     "a valid admin token is required (Authorization: Bearer)");
+    res.set_header("WWW-Authenticate", "Bearer");
+    return res;
+  }
+  if (!route) return errorResponse(404, "not_found", "no such route");
+  return std::nullopt;
+}
+
+void HttpServer::Impl::handle(const Router::Route& route, HttpRequest& req, Respond respond) {
+  if (route.asyncHandler) return route.asyncHandler(req, std::move(respond));
+  asio::post(workers_, [&route, &req, respond = std::move(respond)] {
+    HttpResponse res;
+    try {
+      route.handler(req, res);
+    } catch (const std::exception& e) {
+      spdlog::error("http.handler_failed method={} path={} error=\"{}\"", req.method, req.path,
+                    e.what());
+      res = errorResponse(500, "internal_error", "internal error");
+    }
+    respond(std::move(res));
+  });
+}
+
+void HttpServer::Impl::readyz(HttpResponse& res) {
+  if (!ingest_.accepting()) return sendJson(res, 503, {{"status", "shutting_down"}});
   if (auto ping = store_.ping(); !ping)
     return sendJson(res, 503, {{"status", "storage_unavailable"}});
   sendJson(res, 200, {{"status", "ready"}});
 }
 
-void HttpServer::metrics(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::Impl::metrics(const HttpRequest& req, HttpResponse& res) {
   if (!options_.metricsUsername.empty() &&
       !basicAuthMatches(req.get_header_value("Authorization"), options_.metricsUsername,
                         options_.metricsPassword)) {
@@ -230,35 +541,109 @@ void HttpServer::metrics(const httplib::Request& req, httplib::Response& res) {
                   "text/plain; version=0.0.4; charset=utf-8");
 }
 
-Result<int> HttpServer::bind() {
-  int port = options_.port;
-  if (port == 0) {
-    port = http_.bind_to_any_port(options_.listenAddress);
-    if (port < 0) port = 0;
-  } else if (!http_.bind_to_port(options_.listenAddress, port)) {
-    port = 0;
+bool HttpServer::Impl::reserved(const std::string& address, bool capped) {
+  std::lock_guard lock(countsMutex_);
+  if (open_ >= options_.maxConnections) return false;
+  if (capped) {
+    size_t& from = openFrom_[address];
+    if (from >= options_.maxConnectionsPerAddress) {
+      if (from == 0) openFrom_.erase(address);
+      return false;
+    }
+    ++from;
   }
-  if (port <= 0)
+  ++open_;
+  return true;
+}
+
+void HttpServer::Impl::released(const std::string& address, bool capped) {
+  std::lock_guard lock(countsMutex_);
+  --open_;
+  if (!capped) return;
+  if (auto it = openFrom_.find(address); it != openFrom_.end() && --it->second == 0)
+    openFrom_.erase(it);
+}
+
+void HttpServer::Impl::accept() {
+  acceptor_->async_accept([this](const beast::error_code& ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+    if (ec) {
+      // Out of descriptors or the like: try again shortly instead of spinning.
+      spdlog::warn("http.accept_failed error=\"{}\"", ec.message());
+      acceptPause_.expires_after(std::chrono::milliseconds(50));
+      acceptPause_.async_wait([this](const beast::error_code& waited) {
+        if (!waited) accept();
+      });
+      return;
+    }
+    beast::error_code ignored;
+    const tcp::endpoint peer = socket.remote_endpoint(ignored);
+    const IpAddress address = peerAddress(peer);
+    const bool capped = !isTrustedProxy(address, options_.trustedProxies);
+    if (!reserved(address.toString(), capped)) {
+      // Refused at once, never queued: one non-blocking write, then close.
+      static const std::string kBusy = [] {
+        HttpResponse res = errorResponse(503, "too_many_connections",
+                                         "too many open connections; retry shortly");
+        return fmt::format(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            "X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\nContent-Length: {}\r\n"
+            "Connection: close\r\n\r\n{}",
+            res.body.size(), res.body);
+      }();
+      socket.non_blocking(true, ignored);
+      socket.send(asio::buffer(kBusy), 0, ignored);
+      socket.close(ignored);
+    } else {
+      // Without TCP_NODELAY small answers wait on Nagle's algorithm.
+      socket.set_option(tcp::no_delay(true), ignored);
+      std::make_shared<Connection>(*this, std::move(socket), address, capped)->start();
+    }
+    accept();
+  });
+}
+
+Result<int> HttpServer::Impl::bind() {
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(options_.listenAddress, ec);
+  const auto failed = [this](const beast::error_code& why) -> Result<int> {
     return makeError("bind_failed", "could not listen on " + options_.listenAddress + ":" +
-                                        std::to_string(options_.port));
-  return port;
+                                        std::to_string(options_.port) + ": " + why.message());
+  };
+  if (ec) return failed(ec);
+  const tcp::endpoint endpoint(address, static_cast<uint16_t>(options_.port));
+  acceptor_.emplace(io_);
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(endpoint, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    acceptor_.reset();
+    return failed(ec);
+  }
+  return static_cast<int>(acceptor_->local_endpoint().port());
 }
 
-void HttpServer::run() {
-  running_ = true;
-  if (!stopRequested_) http_.listen_after_bind();
-  running_ = false;
+void HttpServer::Impl::run() {
+  if (stopRequested_ || !acceptor_) return;
+  accept();
+  io_.run();
 }
 
-void HttpServer::stopAccepting() { ingest_.setAccepting(false); }
-
-void HttpServer::stop() {
-  stopAccepting();
+void HttpServer::Impl::stop() {
   stopRequested_ = true;
-  // If run() is between its check and listening, wait until the server
-  // listens so that stop() reaches it.
-  while (running_ && !http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  http_.stop();
+  setAccepting(false);
+  io_.stop();
 }
+
+HttpServer::HttpServer(ServerOptions options, ServerParts parts)
+    : impl_(std::make_unique<Impl>(std::move(options), parts)) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+Result<int> HttpServer::bind() { return impl_->bind(); }
+void HttpServer::run() { impl_->run(); }
+void HttpServer::stopAccepting() { impl_->setAccepting(false); }
+void HttpServer::stop() { impl_->stop(); }
 
 }  // namespace webhooker::server

@@ -1,26 +1,37 @@
 // HttpServer: the daemon's one listening socket — ingest (/hooks/...), the
 // admin API (/api/v1/...), /metrics, /healthz, /readyz and the web console (/).
 //
+// Event-driven (docs/decisions.md, *Front door*): one event-loop thread
+// reads and writes every connection, so an idle or slow connection costs a
+// buffer, not a thread. A request is read whole, within deadlines for the
+// whole request (ServerOptions), before any handler sees it. Ingest runs on
+// the loop and waits for its group commit without holding a thread; the
+// admin API, console, /metrics and /readyz run on a small worker pool, so a
+// slow SQLite call never stalls the loop. Every answer carries
+// X-Content-Type-Options: nosniff; every refusal that can be answered is
+// answered in the JSON error shape.
+//
 // Ownership: the parts it is given must outlive it. Threading: run() blocks
-// the calling thread and serves on cpp-httplib's worker pool; stop() and
-// stopAccepting() may be called from any thread (a signal watcher), also
-// before run() has started.
+// the calling thread (the event loop); stop() and stopAccepting() may be
+// called from any thread (a signal watcher), also before run() has started.
+// Errors: bind() reports a socket that cannot be bound; nothing else throws.
 #pragma once
 
-#include <httplib.h>
 #include <prometheus/registry.h>
 
-#include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "engine/dispatcher.h"
-#include "server/admin_api.h"
-#include "server/admin_token.h"
 #include "server/ingest_handler.h"
-#include "server/server_metrics.h"
+#include "storage/events_db_pool.h"
+#include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
+#include "targets/ip_address.h"
 #include "targets/ssrf_guard.h"
 
 namespace webhooker::server {
@@ -28,11 +39,29 @@ namespace webhooker::server {
 struct ServerOptions {
   std::string listenAddress = "127.0.0.1";
   int port = 8080;  // 0: any free port (tests)
-  int threads = 8;
-  IngestOptions ingest;
+  int threads = 8;  // worker pool of the admin API, console, /metrics and /readyz
+  IngestOptions ingest;  // its bodyLimit holds for every request
   // Basic auth on /metrics when both are set.
   std::string metricsUsername;
   std::string metricsPassword;
+
+  // Whole-request deadlines and connection caps (docs/security.md).
+  // Request line and headers, from the request's first byte (a new
+  // connection: from its accept).
+  std::chrono::milliseconds headerTimeout{10'000};
+  // A keep-alive connection with no request in progress is closed after this.
+  std::chrono::milliseconds idleTimeout{10'000};
+  // A body may take bodyGrace, and then must keep coming at minBodyRate
+  // (bytes a second) on average; an answer must be read as fast.
+  std::chrono::milliseconds bodyGrace{10'000};
+  size_t minBodyRate = 1024;
+  // Open connections in all and from one peer address; a connection over
+  // either is answered 503 and closed at once. Trusted proxies are exempt
+  // from the per-address cap: they carry many clients.
+  size_t maxConnections = 10'000;
+  size_t maxConnectionsPerAddress = 256;
+  // Peers whose X-Forwarded-For is believed (server/client_address.h).
+  std::vector<Cidr> trustedProxies;
 };
 
 // What the server works with; owned by the caller.
@@ -49,6 +78,8 @@ class HttpServer {
  public:
   HttpServer(ServerOptions options, ServerParts parts);
   ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds the socket; returns the port actually bound.
   Result<int> bind();
@@ -56,25 +87,14 @@ class HttpServer {
   void run();
   // Ingest answers 503 and /readyz reports not ready from now on.
   void stopAccepting();
+  // Closes the listener and every connection; run() returns. Requests in
+  // progress get no answer (an ingest parked on its commit is still stored).
   void stop();
 
- private:
-  void registerRoutes();
-  void readyz(httplib::Response& res);
-  void metrics(const httplib::Request& req, httplib::Response& res);
+  class Impl;  // http_server.cpp, the only file that includes Asio and Beast
 
-  const ServerOptions options_;
-  MainStore& store_;
-  prometheus::Registry& registry_;
-  ServerMetrics metrics_;
-  const AdminAuth auth_;
-  IngestHandler ingest_;
-  AdminApi admin_;
-  httplib::Server http_;
-  // cpp-httplib's stop() is lost if it comes before listening starts; these
-  // make an early stop() stick.
-  std::atomic<bool> stopRequested_{false};
-  std::atomic<bool> running_{false};
+ private:
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace webhooker::server

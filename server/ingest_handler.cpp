@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <unordered_map>
 
 #include "base/uuid.h"
 #include "server/inbound_verifier.h"
@@ -16,10 +15,9 @@ namespace {
 constexpr size_t kMaxIdempotencyKeyLength = 255;
 
 // Idempotency-Key is the general convention; webhook-id is what Standard
-// Webhooks senders put on every retry of the same message. Read from the
-// map, not with get_header_value, which cuts a value at a NUL byte: two
-// different keys would be taken for one and the second event dropped.
-std::optional<std::string> idempotencyKeyOf(const httplib::Request& req) {
+// Webhooks senders put on every retry of the same message. The first value
+// of the first of them that is present.
+std::optional<std::string> idempotencyKeyOf(const HttpRequest& req) {
   for (const char* name : {"Idempotency-Key", "webhook-id"})
     if (const auto it = req.headers.find(name); it != req.headers.end()) return it->second;
   return std::nullopt;
@@ -35,56 +33,71 @@ IngestHandler::IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatch
       metrics_(metrics),
       options_(options) {}
 
-void IngestHandler::handle(const httplib::Request& req, std::string body,
-                           httplib::Response& res) {
+IngestHandler::~IngestHandler() {
+  MutexLock lock(parkedMutex_);
+  parkedDone_.wait(lock, [this]() REQUIRES(parkedMutex_) { return parked_ == 0; });
+}
+
+void IngestHandler::handle(HttpRequest& req, Respond respond) {
+  const auto refuse = [&respond](int status, std::string_view code, std::string_view message) {
+    HttpResponse res;
+    sendError(res, status, code, message);
+    respond(std::move(res));
+  };
   if (!accepting_) {
+    HttpResponse res;
     res.set_header("Retry-After", "5");
-    return sendError(res, 503, "shutting_down", "webhooker is shutting down; retry shortly");
+    sendError(res, 503, "shutting_down", "webhooker is shutting down; retry shortly");
+    return respond(std::move(res));
   }
-  const std::string rawId = req.matches[1];
-  if (!isUuid(rawId)) return sendError(res, 404, "not_found", "no such entrypoint");
-  if (body.size() > options_.bodyLimit)
-    return sendError(res, 413, "body_too_large",
-                     "the body is larger than the limit of " + std::to_string(options_.bodyLimit) +
-                         " bytes");
+  const std::string& rawId = req.matches[1];
+  if (!isUuid(rawId)) return refuse(404, "not_found", "no such entrypoint");
+  if (req.body.size() > options_.bodyLimit)
+    return refuse(413, "body_too_large",
+                  "the body is larger than the limit of " + std::to_string(options_.bodyLimit) +
+                      " bytes");
 
   auto route = routes_.lookup(normalizeUuid(rawId));
   if (!route) {
-    if (route.error().isNotFound())
-      return sendError(res, 404, "not_found", "no such entrypoint");
+    if (route.error().isNotFound()) return refuse(404, "not_found", "no such entrypoint");
     spdlog::error("ingest.lookup_failed entrypoint_id={} error=\"{}\"", rawId,
                   route.error().message);
-    return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
+    return refuse(503, "storage_unavailable", "the event was not stored; retry later");
   }
-  const Entrypoint* entrypoint = &route.value()->entrypoint;
-  if (!entrypoint->active)
-    return sendError(res, 410, "entrypoint_inactive", "this entrypoint is not accepting events");
-  if (entrypoint->verification != "none") {
+  const Entrypoint& entrypoint = route.value()->entrypoint;
+  if (!entrypoint.active)
+    return refuse(410, "entrypoint_inactive", "this entrypoint is not accepting events");
+  if (entrypoint.verification != "none") {
     const auto header = [&req](const char* name) { return req.get_header_value(name); };
-    if (auto verified = verifyInbound(entrypoint->verification, entrypoint->verificationSecret,
-                                      header, body, std::chrono::system_clock::now());
+    if (auto verified = verifyInbound(entrypoint.verification, entrypoint.verificationSecret,
+                                      header, req.body, std::chrono::system_clock::now());
         !verified) {
       metrics_.verificationFailed(verified.error().code);
-      spdlog::info("ingest.verification_failed entrypoint_id={} reason={}", entrypoint->id,
+      spdlog::info("ingest.verification_failed entrypoint_id={} reason={}", entrypoint.id,
                    verified.error().code);
-      return sendError(res, 401, "signature_invalid", verified.error().message);
+      return refuse(401, "signature_invalid", verified.error().message);
     }
   }
 
   auto idempotencyKey = idempotencyKeyOf(req);
   if (idempotencyKey && (idempotencyKey->empty() || idempotencyKey->size() > kMaxIdempotencyKeyLength))
-    return sendError(res, 400, "invalid_idempotency_key",
-                     "the idempotency key must be 1 to 255 characters");
+    return refuse(400, "invalid_idempotency_key", "the idempotency key must be 1 to 255 characters");
 
-  std::vector<std::string> targetIds;
-  std::unordered_map<std::string, std::string> typeOf;
-  for (const IngestRoute::ActiveTarget& t : route.value()->targets) {
-    targetIds.push_back(t.id);
-    typeOf[t.id] = t.type;
+  auto db = eventsDbs_.get(entrypoint.webhookId);
+  if (!db && db.error().isNotFound())  // the webhook was deleted meanwhile
+    return refuse(404, "not_found", "no such entrypoint");
+  if (!db) {
+    spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint.webhookId,
+                  db.error().message);
+    return refuse(503, "storage_unavailable", "the event was not stored; retry later");
   }
 
+  std::vector<std::string> targetIds;
+  targetIds.reserve(route.value()->targets.size());
+  for (const IngestRoute::ActiveTarget& t : route.value()->targets) targetIds.push_back(t.id);
+
   InboundEvent event;
-  event.entrypointId = entrypoint->id;
+  event.entrypointId = entrypoint.id;
   event.method = req.method;
   event.path = req.path;
   if (const size_t q = req.target.find('?'); q != std::string::npos)
@@ -92,54 +105,77 @@ void IngestHandler::handle(const httplib::Request& req, std::string body,
   for (const auto& [name, value] : req.headers)
     if (isStoredHeader(name)) event.headers.emplace_back(name, value);
   event.contentType = req.get_header_value("Content-Type");
-  event.body = std::move(body);
+  event.body = std::move(req.body);
   event.remoteAddr = req.remote_addr;
   event.idempotencyKey = std::move(idempotencyKey);
 
-  auto db = eventsDbs_.get(entrypoint->webhookId);
-  if (!db && db.error().isNotFound())  // the webhook was deleted meanwhile
-    return sendError(res, 404, "not_found", "no such entrypoint");
-  if (!db) {
-    spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint->webhookId,
-                  db.error().message);
-    return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
+  {
+    MutexLock lock(parkedMutex_);
+    ++parked_;
   }
-  auto stored = db.value()->ingest(event, targetIds, options_.idempotencyWindow);
-  if (!stored) {
-    spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint->webhookId,
-                  stored.error().message);
-    return sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
-  }
+  db.value()->ingestAsync(
+      std::move(event), std::move(targetIds), options_.idempotencyWindow,
+      [this, route = std::move(route.value()), respond = std::move(respond)](
+          Result<IngestOutcome> stored, InboundEvent& committed) mutable {
+        // Nothing of the request (its connection) may outlive the count.
+        Respond answer = std::move(respond);
+        finish(*route, std::move(stored), committed, answer);
+        answer = nullptr;
+        MutexLock lock(parkedMutex_);
+        --parked_;
+        parkedDone_.notify_all();
+      });
+}
 
+void IngestHandler::finish(const IngestRoute& route, Result<IngestOutcome> stored,
+                           InboundEvent& event, const Respond& respond) {
+  const std::string& webhookId = route.entrypoint.webhookId;
+  HttpResponse res;
+  if (!stored) {
+    spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", webhookId,
+                  stored.error().message);
+    sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
+    return respond(std::move(res));
+  }
   // Committed: from here on the event is never lost, whatever happens next.
+  // The deliveries go to the engine before the answer goes out, so a sender
+  // that has its 200 finds them handed over.
   sendJson(res, 200,
            {{"event_id", stored->eventId},
             {"deliveries", stored->deliveries.size()},
             {"duplicate", stored->duplicate}});
   if (stored->duplicate) {
-    spdlog::info("ingest.duplicate webhook_id={} event_id={}", entrypoint->webhookId,
-                 stored->eventId);
-    return;
+    spdlog::info("ingest.duplicate webhook_id={} event_id={}", webhookId, stored->eventId);
+    return respond(std::move(res));
   }
   metrics_.eventReceived();
-  spdlog::debug("ingest.stored webhook_id={} event_id={} deliveries={}", entrypoint->webhookId,
+  spdlog::debug("ingest.stored webhook_id={} event_id={} deliveries={}", webhookId,
                 stored->eventId, stored->deliveries.size());
 
   std::vector<Task> tasks;
   tasks.reserve(stored->deliveries.size());
+  const bool inlined = event.body.size() <= Task::kInlineBodyLimit;
   for (const StoredDelivery& d : stored->deliveries) {
     Task task;
     task.deliveryId = d.id;
     task.eventId = stored->eventId;
-    task.webhookId = entrypoint->webhookId;
+    task.webhookId = webhookId;
     task.targetId = d.targetId;
-    task.targetType = typeOf[d.targetId];
-    if (event.body.size() <= Task::kInlineBodyLimit)
+    for (const IngestRoute::ActiveTarget& t : route.targets)
+      if (t.id == d.targetId) task.targetType = t.type;
+    // The last task takes the stored event's body and headers: no copy for
+    // the common single target.
+    if (inlined && &d == &stored->deliveries.back())
+      task.payload = EventPayload{std::move(event.method), std::move(event.headers),
+                                  std::move(event.contentType), std::move(event.body),
+                                  stored->receivedAt};
+    else if (inlined)
       task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
                                   stored->receivedAt};
     tasks.push_back(std::move(task));
   }
   dispatcher_.submit(std::move(tasks));
+  respond(std::move(res));
 }
 
 }  // namespace webhooker::server

@@ -5,18 +5,23 @@
 // only after that commit, then hands the deliveries to the Dispatcher.
 // Never answers 200 for an event that was not stored.
 //
-// Threading: handle() runs on the HTTP server's worker threads, many at
-// once; the stores it uses are thread-safe. setAccepting() from any thread.
+// Threading: handle() runs on the HTTP server's event loop and never waits
+// for a commit: the request is parked in the events DB's group commit and
+// answered from its flusher thread (EventsDb::ingestAsync). It reads the
+// main DB only when an entrypoint is not cached, and opens an events DB only
+// when the pool does not hold it open. setAccepting() from any thread.
 #pragma once
 
-#include <httplib.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 
+#include "base/mutex.h"
 #include "engine/dispatcher.h"
 #include "storage/events_db_pool.h"
+#include "server/http_message.h"
 #include "server/ingest_routes.h"
 #include "server/server_metrics.h"
 #include "storage/main_store.h"
@@ -32,22 +37,36 @@ class IngestHandler {
  public:
   IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
                 ServerMetrics& metrics, IngestOptions options);
+  // Waits until every parked request has had its answer: their commits
+  // finish on their own, within one group's time.
+  ~IngestHandler();
+  IngestHandler(const IngestHandler&) = delete;
+  IngestHandler& operator=(const IngestHandler&) = delete;
 
   // Expects req.matches[1] to be the entrypoint id from the route, and the
-  // body already read (and held to the limit) by the caller.
-  void handle(const httplib::Request& req, std::string body, httplib::Response& res);
+  // body already read (and held to the limit) by the caller; takes the body.
+  // Answers through `respond` once: at once for a refusal, after the commit
+  // otherwise.
+  void handle(HttpRequest& req, Respond respond);
 
   // While false, every ingest answers 503 (shutting down).
   void setAccepting(bool accepting) { accepting_ = accepting; }
   bool accepting() const { return accepting_; }
 
  private:
+  // On the flusher, after the commit: the answer, then the deliveries.
+  void finish(const IngestRoute& route, Result<IngestOutcome> stored, InboundEvent& event,
+              const Respond& respond);
+
   IngestRoutes routes_;
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;
   ServerMetrics& metrics_;
   const IngestOptions options_;
   std::atomic<bool> accepting_{true};
+  Mutex parkedMutex_;
+  std::condition_variable_any parkedDone_;
+  size_t parked_ GUARDED_BY(parkedMutex_) = 0;  // requests waiting for their commit
 };
 
 }  // namespace webhooker::server

@@ -4,13 +4,13 @@
 
 namespace webhooker::server {
 
-void sendJson(httplib::Response& res, int status, const nlohmann::json& body) {
+void sendJson(HttpResponse& res, int status, const nlohmann::json& body) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
                   "application/json");
 }
 
-void sendError(httplib::Response& res, int status, std::string_view code,
+void sendError(HttpResponse& res, int status, std::string_view code,
                std::string_view message) {
   sendJson(res, status, {{"error", {{"code", code}, {"message", message}}}});
 }
@@ -23,12 +23,12 @@ int statusFor(const Error& error) {
   return 400;  // invalid_json, invalid_config, invalid_retry, invalid_field, ...
 }
 
-void sendError(httplib::Response& res, const Error& error) {
+void sendError(HttpResponse& res, const Error& error) {
   sendError(res, statusFor(error), error.code, error.message);
 }
 
-std::optional<nlohmann::json> parseJsonObject(const httplib::Request& req,
-                                              httplib::Response& res) {
+std::optional<nlohmann::json> parseJsonObject(const HttpRequest& req,
+                                              HttpResponse& res) {
   if (!jsonDepthWithin(req.body)) {
     sendError(res, 400, "invalid_json",
               "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");

@@ -2,7 +2,7 @@
 // {"error": {"code": "...", "message": "..."}}.
 #pragma once
 
-#include <httplib.h>
+#include "server/http_message.h"
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -12,18 +12,18 @@
 
 namespace webhooker::server {
 
-void sendJson(httplib::Response& res, int status, const nlohmann::json& body);
-void sendError(httplib::Response& res, int status, std::string_view code,
+void sendJson(HttpResponse& res, int status, const nlohmann::json& body);
+void sendError(HttpResponse& res, int status, std::string_view code,
                std::string_view message);
 
 // Sends an Error with the HTTP status its code implies (not_found → 404,
 // storage_busy → 503, invalid_* → 400, ...).
-void sendError(httplib::Response& res, const Error& error);
+void sendError(HttpResponse& res, const Error& error);
 int statusFor(const Error& error);
 
 // The request body as a JSON object. On failure the 400 is already sent
 // (invalid_json / expected_object) and nullopt comes back.
-std::optional<nlohmann::json> parseJsonObject(const httplib::Request& req,
-                                              httplib::Response& res);
+std::optional<nlohmann::json> parseJsonObject(const HttpRequest& req,
+                                              HttpResponse& res);
 
 }  // namespace webhooker::server

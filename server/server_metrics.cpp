@@ -1,21 +1,11 @@
 #include "server/server_metrics.h"
 
-#include <algorithm>
-#include <array>
-
-#include "base/uuid.h"
-
 namespace webhooker::server {
 
 namespace {
 
 const prometheus::Histogram::BucketBoundaries kRequestBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
-
-// Every literal segment of a route we serve; anything else makes "other".
-constexpr std::array<std::string_view, 13> kRouteWords = {
-    "hooks", "api", "v1", "webhooks", "entrypoints", "targets", "events", "deliveries",
-    "retry", "redeliver", "replay", "healthz", "readyz"};
 
 std::string statusClass(int status) {
   if (status < 100 || status > 599) return "other";
@@ -50,34 +40,11 @@ void ServerMetrics::verificationFailed(std::string_view reason) {
   verificationFailures_.Add({{"reason", std::string(reason)}}).Increment();
 }
 
-std::string ServerMetrics::routeOf(std::string_view path) {
-  if (path == "/metrics") return "/metrics";
-  std::string route;
-  size_t segments = 0;
-  while (!path.empty()) {
-    if (path.front() != '/') return "other";
-    path.remove_prefix(1);
-    const size_t end = std::min(path.find('/'), path.size());
-    const std::string_view segment = path.substr(0, end);
-    path.remove_prefix(end);
-    if (segment.empty() || ++segments > 8) return "other";
-    if (isUuid(segment)) {
-      route += "/{id}";
-    } else if (std::find(kRouteWords.begin(), kRouteWords.end(), segment) != kRouteWords.end()) {
-      route += "/";
-      route += segment;
-    } else {
-      return "other";
-    }
-  }
-  return route.empty() ? "other" : route;
-}
-
-void ServerMetrics::request(std::string_view path, int status,
+void ServerMetrics::request(std::string_view route, int status,
                             std::chrono::duration<double> duration) {
-  const std::string route = routeOf(path);
-  requests_.Add({{"route", route}, {"code", statusClass(status)}}).Increment();
-  durations_.Add({{"route", route}}, kRequestBuckets).Observe(duration.count());
+  const std::string label(route);
+  requests_.Add({{"route", label}, {"code", statusClass(status)}}).Increment();
+  durations_.Add({{"route", label}}, kRequestBuckets).Observe(duration.count());
 }
 
 }  // namespace webhooker::server

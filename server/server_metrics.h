@@ -1,7 +1,7 @@
 // ServerMetrics: the inbound side of /metrics — events received, and every
 // HTTP request by route *pattern* and status class. Paths and ids are never
-// labels: /hooks/<uuid> is counted as "/hooks/{id}", and a path outside the
-// known routes as "other", so no request can mint a series.
+// labels: the route is the pattern the router matched ("/hooks/{id}"), or
+// "other" for a request no route matches, so no request can mint a series.
 // Threading: every method is safe from any thread.
 #pragma once
 
@@ -24,10 +24,8 @@ class ServerMetrics {
   void eventReceived();
   // An inbound request refused by its entrypoint's signature check.
   void verificationFailed(std::string_view reason);
-  void request(std::string_view path, int status, std::chrono::duration<double> duration);
-
-  // "/api/v1/webhooks/3f…/targets" → "/api/v1/webhooks/{id}/targets".
-  static std::string routeOf(std::string_view path);
+  // `route`: a registered pattern or Router::kUnmatched, never a path.
+  void request(std::string_view route, int status, std::chrono::duration<double> duration);
 
  private:
   prometheus::Counter& eventsReceived_;

@@ -8,9 +8,7 @@
 
 namespace webhooker::server {
 
-// False for Authorization, Proxy-Authorization and Cookie (any spelling),
-// and for the pseudo-headers cpp-httplib adds about the socket
-// (REMOTE_ADDR, REMOTE_PORT, LOCAL_ADDR, LOCAL_PORT).
+// False for Authorization, Proxy-Authorization and Cookie (any spelling).
 bool isStoredHeader(std::string_view name);
 
 }  // namespace webhooker::server

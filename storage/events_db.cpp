@@ -33,81 +33,130 @@ int EventsDb::schemaVersion() {
   return storage::schemaVersion(*db_);
 }
 
+namespace {
+
+// The ingest write: the idempotency check, the event and its deliveries.
+// Runs inside the group's transaction, after the writes queued before it, so
+// an earlier event of the same group with the same key is seen here. Fills
+// `out`; its inputs must live until the write has run.
+Result<void> writeIngest(storage::StatementCache& sql, const InboundEvent& event,
+                         const std::vector<std::string>& targetIds, const std::string& headers,
+                         const std::string& windowStart, const std::string& receivedAt,
+                         IngestOutcome& out) {
+  out = IngestOutcome{};
+  out.receivedAt = receivedAt;
+  if (event.idempotencyKey) {
+    auto seen = sql.get(
+        "SELECT id, received_at FROM events WHERE idempotency_key = ? AND received_at >= ? "
+        "ORDER BY received_at LIMIT 1");
+    seen->bind(1, *event.idempotencyKey);
+    seen->bind(2, windowStart);
+    if (seen->executeStep()) {
+      out.eventId = seen->getColumn(0).getString();
+      out.receivedAt = seen->getColumn(1).getString();
+      out.duplicate = true;
+      auto deliveries =
+          sql.get("SELECT id, target_id FROM deliveries WHERE event_id = ? ORDER BY rowid");
+      deliveries->bind(1, out.eventId);
+      while (deliveries->executeStep())
+        out.deliveries.push_back({deliveries->getColumn(0).getString(),
+                                  deliveries->getColumn(1).getString()});
+      return {};  // nothing written
+    }
+  }
+
+  out.eventId = newUuid();
+  auto insert = sql.get(
+      "INSERT INTO events (id, entrypoint_id, method, path, query, headers, content_type, body, "
+      "body_size, remote_addr, idempotency_key, received_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  insert->bind(1, out.eventId);
+  insert->bind(2, event.entrypointId);
+  insert->bind(3, event.method);
+  insert->bind(4, event.path);
+  insert->bind(5, event.query);
+  insert->bindNoCopy(6, headers);
+  insert->bind(7, event.contentType);
+  insert->bindNoCopy(8, event.body.data(), static_cast<int>(event.body.size()));
+  insert->bind(9, static_cast<int64_t>(event.body.size()));
+  insert->bind(10, event.remoteAddr);
+  if (event.idempotencyKey) insert->bind(11, *event.idempotencyKey);
+  insert->bind(12, out.receivedAt);
+  insert->exec();
+
+  auto delivery = sql.get(
+      "INSERT INTO deliveries (id, event_id, target_id, status, attempts, created_at, "
+      "updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?)");
+  for (const std::string& targetId : targetIds) {
+    StoredDelivery d{newUuid(), targetId};
+    delivery->bind(1, d.id);
+    delivery->bind(2, out.eventId);
+    delivery->bind(3, d.targetId);
+    delivery->bind(4, out.receivedAt);
+    delivery->bind(5, out.receivedAt);
+    delivery->exec();
+    delivery->reset();
+    out.deliveries.push_back(std::move(d));
+  }
+  return {};
+}
+
+// The headers column: a JSON array of [name, value] pairs. Header values are
+// whatever the sender put there; never fail on bad UTF-8.
+std::string headersJson(const HeaderList& list) {
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const auto& [name, value] : list) pairs.push_back({name, value});
+  return pairs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
 Result<IngestOutcome> EventsDb::ingest(const InboundEvent& event,
                                        const std::vector<std::string>& targetIds,
                                        std::chrono::milliseconds idempotencyWindow) {
   const TimePoint now = clock_.now();
   const std::string windowStart = formatTime(now - idempotencyWindow);
-  nlohmann::json headerPairs = nlohmann::json::array();
-  for (const auto& [name, value] : event.headers) headerPairs.push_back({name, value});
-  // Header values are whatever the sender put there; never fail on bad UTF-8.
-  const std::string headers =
-      headerPairs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-
+  const std::string receivedAt = formatTime(now);
+  const std::string headers = headersJson(event.headers);
   IngestOutcome out;
-  // Runs inside the group's transaction, after the writes queued before it:
-  // an earlier event of the same group with the same key is seen here.
-  const auto write = [&](storage::StatementCache& sql) -> Result<void> {
-    out = IngestOutcome{};
-    out.receivedAt = formatTime(now);
-    if (event.idempotencyKey) {
-      auto seen = sql.get(
-          "SELECT id, received_at FROM events WHERE idempotency_key = ? AND received_at >= ? "
-          "ORDER BY received_at LIMIT 1");
-      seen->bind(1, *event.idempotencyKey);
-      seen->bind(2, windowStart);
-      if (seen->executeStep()) {
-        out.eventId = seen->getColumn(0).getString();
-        out.receivedAt = seen->getColumn(1).getString();
-        out.duplicate = true;
-        auto deliveries =
-            sql.get("SELECT id, target_id FROM deliveries WHERE event_id = ? ORDER BY rowid");
-        deliveries->bind(1, out.eventId);
-        while (deliveries->executeStep())
-          out.deliveries.push_back({deliveries->getColumn(0).getString(),
-                                    deliveries->getColumn(1).getString()});
-        return {};  // nothing written
-      }
-    }
-
-    out.eventId = newUuid();
-    auto insert = sql.get(
-        "INSERT INTO events (id, entrypoint_id, method, path, query, headers, content_type, body, "
-        "body_size, remote_addr, idempotency_key, received_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    insert->bind(1, out.eventId);
-    insert->bind(2, event.entrypointId);
-    insert->bind(3, event.method);
-    insert->bind(4, event.path);
-    insert->bind(5, event.query);
-    insert->bindNoCopy(6, headers);
-    insert->bind(7, event.contentType);
-    insert->bindNoCopy(8, event.body.data(), static_cast<int>(event.body.size()));
-    insert->bind(9, static_cast<int64_t>(event.body.size()));
-    insert->bind(10, event.remoteAddr);
-    if (event.idempotencyKey) insert->bind(11, *event.idempotencyKey);
-    insert->bind(12, out.receivedAt);
-    insert->exec();
-
-    auto delivery = sql.get(
-        "INSERT INTO deliveries (id, event_id, target_id, status, attempts, created_at, "
-        "updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?)");
-    for (const std::string& targetId : targetIds) {
-      StoredDelivery d{newUuid(), targetId};
-      delivery->bind(1, d.id);
-      delivery->bind(2, out.eventId);
-      delivery->bind(3, d.targetId);
-      delivery->bind(4, out.receivedAt);
-      delivery->bind(5, out.receivedAt);
-      delivery->exec();
-      delivery->reset();
-      out.deliveries.push_back(std::move(d));
-    }
-    return {};
+  const auto write = [&](storage::StatementCache& sql) {
+    return writeIngest(sql, event, targetIds, headers, windowStart, receivedAt, out);
   };
   if (auto written = writes_->run("ingest", write, event.body.size()); !written)
     return written.error();
   return out;
+}
+
+void EventsDb::ingestAsync(InboundEvent event, std::vector<std::string> targetIds,
+                           std::chrono::milliseconds idempotencyWindow, IngestDone then) {
+  // What the write and its callback share; the Work and the Done each hold it.
+  struct Pending {
+    InboundEvent event;
+    std::vector<std::string> targetIds;
+    std::string headers, windowStart, receivedAt;
+    IngestOutcome out;
+    IngestDone then;
+  };
+  const TimePoint now = clock_.now();
+  auto pending = std::make_shared<Pending>();
+  pending->headers = headersJson(event.headers);
+  pending->event = std::move(event);
+  pending->targetIds = std::move(targetIds);
+  pending->windowStart = formatTime(now - idempotencyWindow);
+  pending->receivedAt = formatTime(now);
+  pending->then = std::move(then);
+  const size_t bytes = pending->event.body.size();
+  writes_->submit(
+      "ingest",
+      [pending](storage::StatementCache& sql) {
+        return writeIngest(sql, pending->event, pending->targetIds, pending->headers,
+                           pending->windowStart, pending->receivedAt, pending->out);
+      },
+      [pending](Result<void> written) {
+        if (!written) return pending->then(written.error(), pending->event);
+        pending->then(std::move(pending->out), pending->event);
+      },
+      bytes);
 }
 
 }  // namespace webhooker

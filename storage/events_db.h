@@ -53,6 +53,15 @@ class EventsDb {
   // this event was stored; two of them with one key make one event.
   Result<IngestOutcome> ingest(const InboundEvent& event, const std::vector<std::string>& targetIds,
                                std::chrono::milliseconds idempotencyWindow);
+  // The same write without waiting for it: returns at once, and `then` gets
+  // what ingest() would have returned, with the event back (to hand its body
+  // on without a copy), once the commit holding the write is done — on this
+  // EventsDb's flusher thread, with the same rules as recordAttemptAsync's
+  // `then`. So a request waiting for its commit holds no thread, and one
+  // commit takes as many events as are in flight.
+  using IngestDone = std::function<void(Result<IngestOutcome>, InboundEvent&)>;
+  void ingestAsync(InboundEvent event, std::vector<std::string> targetIds,
+                   std::chrono::milliseconds idempotencyWindow, IngestDone then);
 
   int schemaVersion();
 

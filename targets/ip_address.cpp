@@ -179,4 +179,24 @@ bool Cidr::contains(const IpAddress& address) const {
 
 std::string Cidr::toString() const { return net.toString() + '/' + std::to_string(prefix); }
 
+Result<std::vector<Cidr>> Cidr::parseList(std::string_view commaSeparated) {
+  std::vector<Cidr> networks;
+  while (!commaSeparated.empty()) {
+    const size_t comma = commaSeparated.find(',');
+    std::string_view entry = commaSeparated.substr(0, comma);
+    commaSeparated =
+        comma == std::string_view::npos ? std::string_view{} : commaSeparated.substr(comma + 1);
+    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
+    while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
+    if (entry.empty()) continue;
+    const auto cidr = Cidr::parse(entry);
+    if (!cidr) {
+      return makeError(error_code::kInvalidConfig, "'" + std::string(entry) +
+                                             "' is not a network such as 10.0.0.0/8 or ::1/128");
+    }
+    networks.push_back(*cidr);
+  }
+  return networks;
+}
+
 }  // namespace webhooker

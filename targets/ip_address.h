@@ -21,6 +21,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "base/result.h"
 
 namespace webhooker {
 
@@ -77,6 +80,11 @@ struct Cidr {
   // a bad prefix, or host bits set past it ("10.0.0.1/8"): that is usually a
   // typo, and guessing which half was meant could open the wrong range.
   static std::optional<Cidr> parse(std::string_view text);
+  // "10.0.0.0/8,127.0.0.1/32, ::1/128" → networks (the operator's
+  // --allow-networks and --trusted-proxies). Spaces around entries and empty
+  // entries are ignored; "" is the empty list. A bad entry → "invalid_config"
+  // naming it.
+  static Result<std::vector<Cidr>> parseList(std::string_view commaSeparated);
 
   bool contains(const IpAddress& address) const;
   std::string toString() const;

@@ -85,7 +85,7 @@ std::vector<IpAddress> loopbackAnswer(std::string_view name) {
   return {};
 }
 
-Error blocked(std::string message) { return makeError(error_code::kBlockedDestination, std::move(message)); }
+Error blocked(std::string message) { return makeError("blocked_destination", std::move(message)); }
 
 // The host of a URL, classified before anything is resolved.
 struct Host {
@@ -141,26 +141,6 @@ const std::vector<DeniedNetwork>& deniedNetworks() {
 SsrfGuard::SsrfGuard(Resolver& resolver, std::vector<Cidr> allowNetworks)
     : resolver_(resolver), allowNetworks_(std::move(allowNetworks)) {}
 
-Result<std::vector<Cidr>> SsrfGuard::parseAllowList(std::string_view commaSeparated) {
-  std::vector<Cidr> networks;
-  while (!commaSeparated.empty()) {
-    const size_t comma = commaSeparated.find(',');
-    std::string_view entry = commaSeparated.substr(0, comma);
-    commaSeparated =
-        comma == std::string_view::npos ? std::string_view{} : commaSeparated.substr(comma + 1);
-    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
-    while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
-    if (entry.empty()) continue;
-    const auto cidr = Cidr::parse(entry);
-    if (!cidr) {
-      return makeError(error_code::kInvalidConfig, "allow-list entry '" + std::string(entry) +
-                                             "' is not a network such as 10.0.0.0/8 or ::1/128");
-    }
-    networks.push_back(*cidr);
-  }
-  return networks;
-}
-
 std::optional<std::string_view> SsrfGuard::forbiddenCategory(const IpAddress& address) const {
   const auto allowed = [this](const IpAddress& a) {
     return std::any_of(allowNetworks_.begin(), allowNetworks_.end(),
@@ -194,7 +174,7 @@ Result<IpAddress> SsrfGuard::vet(const Url& url) const {
     if (!resolved) return resolved.error();
     addresses = std::move(*resolved);
     if (addresses.empty())
-      return makeError(error_code::kDnsFailure, "cannot resolve " + host->display + ": no addresses");
+      return makeError("dns_failure", "cannot resolve " + host->display + ": no addresses");
   }
   // Every address, not just the one we will use: a caller's retry or a
   // library's fallback must never reach one we did not check.

@@ -54,11 +54,6 @@ class SsrfGuard {
   // the deny list would close; tests use it for loopback receivers.
   SsrfGuard(Resolver& resolver, std::vector<Cidr> allowNetworks);
 
-  // "10.0.0.0/8,127.0.0.1/32, ::1/128" → networks. Spaces around entries and
-  // empty entries are ignored; "" is the empty list. A bad entry (not an
-  // address, bad prefix, host bits set) → "invalid_config" naming it.
-  static Result<std::vector<Cidr>> parseAllowList(std::string_view commaSeparated);
-
   // Resolves url.host (or parses it, if a literal), checks every address and
   // returns the first, for the caller to pin its connection to. Refused if
   // any address is forbidden, so a name cannot hide an internal address

@@ -279,7 +279,7 @@ TEST_CASE("a JSON body is stored byte for byte with the request's metadata") {
     REQUIRE(pair.size() == 2);
     CHECK(pair[0].is_string());
     CHECK(pair[1].is_string());
-    // The socket pseudo-headers cpp-httplib adds are not the sender's.
+    // Nothing about the socket is added to the sender's headers.
     CHECK(pair[0] != "REMOTE_ADDR");
     CHECK(pair[0] != "REMOTE_PORT");
   }

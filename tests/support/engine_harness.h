@@ -216,7 +216,7 @@ class EngineHarness {
       throw std::runtime_error("harness: admin token: " + t.error().message);
     eventsDbs_ = std::make_unique<EventsDbPool>(dir_.path(), DbOptions{}, clock_);
 
-    auto allow = SsrfGuard::parseAllowList(options_.allowNetworks);
+    auto allow = Cidr::parseList(options_.allowNetworks);
     if (!allow) throw std::runtime_error("harness: allow-list: " + allow.error().message);
     guard_ = std::make_unique<SsrfGuard>(resolver_, allow.value());
     client_ = std::make_unique<HttpClient>(*guard_, clock_);

@@ -7,7 +7,7 @@
 // shape, and reading the SQLite files directly (read-only) to check what was
 // written — independently of the code under test.
 //
-// Threading: the server serves on its own thread pool; client() may be
+// Threading: the server serves on its own thread; client() may be
 // called from any thread, each caller using its own httplib::Client.
 #pragma once
 
@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -93,6 +94,8 @@ struct TestServerOptions {
   int threads = 8;
   // How long the events DBs wait for another connection's write lock.
   int busyTimeoutMs = DbOptions{}.busyTimeoutMs;
+  // Changes the server's options last (deadlines, caps, trusted proxies).
+  std::function<void(server::ServerOptions&)> tune = nullptr;
 };
 
 class TestServer {
@@ -116,6 +119,7 @@ class TestServer {
     serverOptions.port = 0;
     serverOptions.threads = options_.threads;
     serverOptions.ingest.bodyLimit = options_.bodyLimit;
+    if (options_.tune) options_.tune(serverOptions);
     http_ = std::make_unique<server::HttpServer>(
         serverOptions, server::ServerParts{*store_, *eventsDbs_, dispatcher_, guard_, breakers_, registry_});
     auto port = http_->bind();
@@ -188,9 +192,7 @@ class TestServer {
     return nlohmann::json::parse(res->body);
   }
 
-  // cpp-httplib's stop() does nothing until listen_after_bind() has started
-  // its loop, so a destructor right after construction could hang the join.
-  // An answered request proves the loop runs.
+  // An answered request proves the event loop runs.
   void waitUntilServing() {
     auto c = anonymousClient();
     for (int i = 0; i < 500; ++i) {

@@ -458,7 +458,7 @@ TEST_CASE("a rejected status write moves no outcome counter") {
   Receiver receiver;
   receiver.setDefault(respond(200));
   StaticResolver resolver;
-  auto allow = SsrfGuard::parseAllowList("127.0.0.0/8");
+  auto allow = Cidr::parseList("127.0.0.0/8");
   REQUIRE(allow);
   SsrfGuard guard(resolver, allow.value());
   HttpClient client(guard, clock);

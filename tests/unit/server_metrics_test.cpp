@@ -1,6 +1,7 @@
-// ServerMetrics: requests are labelled by route *pattern* — an id becomes
-// {id}, anything outside the routes we serve becomes "other" — so no path a
-// caller sends can mint a series or put an id into /metrics.
+// ServerMetrics: requests are labelled by the route *pattern* the router
+// matched (router_test: an id becomes {id}, anything outside the routes we
+// serve "other"), so no path a caller sends can mint a series or put an id
+// into /metrics.
 #include <doctest/doctest.h>
 
 #include <prometheus/registry.h>
@@ -9,7 +10,9 @@
 #include <chrono>
 #include <regex>
 #include <string>
+#include <vector>
 
+#include "server/router.h"
 #include "server/server_metrics.h"
 
 namespace webhooker::testing {
@@ -31,66 +34,28 @@ bool contains(const std::string& text, const std::string& part) {
 
 }  // namespace
 
-TEST_CASE("routeOf turns ids into {id}") {
-  const std::string id = kId;
-  const std::string other = kOtherId;
-  CHECK(ServerMetrics::routeOf("/hooks/" + id) == "/hooks/{id}");
-  CHECK(ServerMetrics::routeOf("/api/v1/webhooks") == "/api/v1/webhooks");
-  CHECK(ServerMetrics::routeOf("/api/v1/webhooks/" + id) == "/api/v1/webhooks/{id}");
-  CHECK(ServerMetrics::routeOf("/api/v1/webhooks/" + id + "/targets") ==
-        "/api/v1/webhooks/{id}/targets");
-  CHECK(ServerMetrics::routeOf("/api/v1/webhooks/" + id + "/targets/" + other) ==
-        "/api/v1/webhooks/{id}/targets/{id}");
-  CHECK(ServerMetrics::routeOf("/api/v1/webhooks/" + id + "/deliveries/" + other + "/retry") ==
-        "/api/v1/webhooks/{id}/deliveries/{id}/retry");
-  CHECK(ServerMetrics::routeOf("/api/v1/webhooks/" + id + "/events/" + other + "/redeliver") ==
-        "/api/v1/webhooks/{id}/events/{id}/redeliver");
-  // Upper-case hex is still an id, not a route word.
-  CHECK(ServerMetrics::routeOf("/hooks/7D9C1F0E-4A2B-4C3D-8E5F-6A7B8C9D0E1F") == "/hooks/{id}");
-}
-
-TEST_CASE("routeOf keeps the fixed routes") {
-  CHECK(ServerMetrics::routeOf("/healthz") == "/healthz");
-  CHECK(ServerMetrics::routeOf("/readyz") == "/readyz");
-  CHECK(ServerMetrics::routeOf("/metrics") == "/metrics");
-}
-
-TEST_CASE("routeOf makes anything else \"other\"") {
-  const std::string id = kId;
-  CHECK(ServerMetrics::routeOf("/wp-admin/setup.php") == "other");
-  CHECK(ServerMetrics::routeOf("/hooks/not-a-uuid") == "other");
-  CHECK(ServerMetrics::routeOf("/hooks/" + id.substr(0, 35)) == "other");  // one char short
-  CHECK(ServerMetrics::routeOf("/hooks/" + id + "x") == "other");
-  CHECK(ServerMetrics::routeOf("/hooks/" + id + "/") == "other");  // trailing slash
-  CHECK(ServerMetrics::routeOf("/hooks//" + id) == "other");
-  CHECK(ServerMetrics::routeOf("/") == "other");
-  CHECK(ServerMetrics::routeOf("") == "other");
-  CHECK(ServerMetrics::routeOf("hooks/" + id) == "other");  // not absolute
-  CHECK(ServerMetrics::routeOf("/metrics/" + id) == "other");
-  CHECK(ServerMetrics::routeOf("/Hooks/" + id) == "other");  // route words are exact
-  CHECK(ServerMetrics::routeOf("/hooks/" + id + "?a=b") == "other");
-  // Very deep paths, even made only of route words and ids.
-  std::string deep;
-  for (int i = 0; i < 9; ++i) deep += "/" + id;
-  CHECK(ServerMetrics::routeOf(deep) == "other");
-  std::string deepWords;
-  for (int i = 0; i < 50; ++i) deepWords += "/retry";
-  CHECK(ServerMetrics::routeOf(deepWords) == "other");
-  CHECK(ServerMetrics::routeOf("/api/v1/webhooks/" + id + "/targets/" + id +
-                               "/retry/retry/retry") == "other");
-  CHECK(ServerMetrics::routeOf(std::string(100000, '/')) == "other");
-}
-
 TEST_CASE("request() counts by route pattern and status class, and no id reaches the text") {
   prometheus::Registry registry;
   ServerMetrics metrics(registry);
+  server::Router router;
+  router.add("POST", "/hooks/{id}", nullptr);
+  router.add("DELETE", "/api/v1/webhooks/{id}/targets/{id}", nullptr);
+  router.add("GET", "/healthz", nullptr);
+  // What the server does: the matched pattern, or "other".
+  const auto request = [&](const char* method, const std::string& path, int status,
+                           std::chrono::milliseconds took) {
+    std::vector<std::string> matches;
+    const auto* route = router.match(method, path, matches);
+    metrics.request(route ? std::string_view(route->pattern) : server::Router::kUnmatched, status,
+                    took);
+  };
   const std::string id = kId;
-  metrics.request("/hooks/" + id, 200, 2ms);
-  metrics.request("/hooks/" + std::string(kOtherId), 200, 3ms);
-  metrics.request("/hooks/" + id, 404, 1ms);
-  metrics.request("/api/v1/webhooks/" + id + "/targets/" + kOtherId, 401, 1ms);
-  metrics.request("/no/such/" + id, 404, 1ms);
-  metrics.request("/healthz", 0, 1ms);  // no status set: not a class
+  request("POST", "/hooks/" + id, 200, 2ms);
+  request("POST", "/hooks/" + std::string(kOtherId), 200, 3ms);
+  request("POST", "/hooks/" + id, 404, 1ms);
+  request("DELETE", "/api/v1/webhooks/" + id + "/targets/" + kOtherId, 401, 1ms);
+  request("GET", "/no/such/" + id, 404, 1ms);
+  request("GET", "/healthz", 0, 1ms);  // no status set: not a class
   metrics.eventReceived();
   metrics.eventReceived();
 

@@ -249,7 +249,7 @@ TEST_CASE("SlackTarget posts {\"text\": message} as JSON to the webhook URL") {
   testing::Receiver receiver;
   SystemClock clock;
   testing::StaticResolver resolver;
-  SsrfGuard guard(resolver, SsrfGuard::parseAllowList("127.0.0.0/8").value());
+  SsrfGuard guard(resolver, Cidr::parseList("127.0.0.0/8").value());
   HttpClient client(guard, clock);
   CircuitBreakers breakers(clock);
   MiddleRandom random;

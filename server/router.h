@@ -1,0 +1,51 @@
+// Router: which handler answers a method and path, and under which route
+// pattern the request is counted in /metrics.
+//
+// A pattern is a path whose segments are literals or "{id}", which matches
+// one non-empty segment (the handler finds it in req.matches[1], [2], ...).
+// Patterns are fixed at registration, so a metrics label taken from them can
+// never be minted by a caller; a request no route matches is "other".
+// HEAD is answered by the GET route (the server sends no body).
+//
+// Threading: add() before serving; match() from any thread afterwards.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/http_message.h"
+
+namespace webhooker::server {
+
+class Router {
+ public:
+  // Answers at once; runs on the server's worker pool.
+  using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
+  // Answers later, through `respond`; runs on the event loop, so it must
+  // not block (ingest: its commit answers).
+  using AsyncHandler = std::function<void(HttpRequest&, Respond respond)>;
+
+  static constexpr std::string_view kUnmatched = "other";
+
+  void add(std::string_view method, std::string pattern, Handler handler);
+  void addAsync(std::string_view method, std::string pattern, AsyncHandler handler);
+
+  struct Route {
+    std::string method;
+    std::string pattern;
+    std::vector<std::string> segments;
+    Handler handler;            // one of these two is set
+    AsyncHandler asyncHandler;
+  };
+  // The route for `method` and the decoded `path`, with its captures in
+  // `matches`; nullptr when none matches.
+  const Route* match(std::string_view method, std::string_view path,
+                     std::vector<std::string>& matches) const;
+
+ private:
+  std::vector<Route> routes_;
+};
+
+}  // namespace webhooker::server
