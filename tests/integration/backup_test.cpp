@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "storage/backup.h"
+#include "tests/support/contains.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_server.h"
@@ -44,10 +45,6 @@ std::string integrity(const fs::path& file) {
 
 std::string describe(const CommandResult& r) {
   return "exit " + std::to_string(r.exitCode) + "\nstdout: " + r.out + "\nstderr: " + r.err;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Every copied file opens, passes integrity_check, and nothing else is there

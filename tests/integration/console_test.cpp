@@ -11,6 +11,7 @@
 #include <string>
 
 #include "server/console.h"
+#include "tests/support/contains.h"
 #include "tests/support/test_server.h"
 
 namespace webhooker::testing {
@@ -25,10 +26,6 @@ const EmbeddedFile& fileNamed(std::string_view path) {
     if (f.path == path) return f;
   FAIL("no embedded file " << path);
   return server::consoleFiles().front();  // not reached
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
 }
 
 }  // namespace

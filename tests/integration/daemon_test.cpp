@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/contains.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -63,10 +64,6 @@ std::vector<std::string> migrationRows(const std::filesystem::path& file) {
     rows.push_back(q.getColumn(0).getString() + "|" + q.getColumn(1).getString() + "|" +
                    q.getColumn(2).getString());
   return rows;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 std::string describe(const CommandResult& r) {

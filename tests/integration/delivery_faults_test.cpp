@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/time_format.h"
+#include "tests/support/contains.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fault_receiver.h"
@@ -26,10 +27,6 @@ namespace webhooker::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // No breaker in the way: these tests are about single attempts.
 HarnessOptions noBreaker() {

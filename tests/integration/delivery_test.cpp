@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/time_format.h"
+#include "tests/support/contains.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/receiver.h"
@@ -25,10 +26,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::vector<int> statusCodes(const std::vector<ResultRow>& rows) {
   std::vector<int> out;

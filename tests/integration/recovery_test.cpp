@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "storage/events_db.h"
+#include "tests/support/contains.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/fake_clock.h"
@@ -31,10 +32,6 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 using Steady = std::chrono::steady_clock;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 InboundEvent eventWithBody(const Hook& hook, const std::string& body) {
   InboundEvent e;

@@ -4,7 +4,6 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
-#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -14,16 +13,16 @@
 #include "storage/events_db.h"
 #include "storage/events_db_pool.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/ingested_event.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
 
-using namespace std::chrono_literals;
 using webhooker::DbOptions;
 using webhooker::EventsDb;
 using webhooker::EventsDbPool;
-using webhooker::InboundEvent;
 using webhooker::testing::FakeClock;
+using webhooker::testing::ingestEvent;
 using webhooker::testing::TempDir;
 
 std::shared_ptr<EventsDb> getOrFail(EventsDbPool& pool, const std::string& id) {
@@ -32,16 +31,9 @@ std::shared_ptr<EventsDb> getOrFail(EventsDbPool& pool, const std::string& id) {
   return r.value();
 }
 
+// Stores one plain-text event and returns its id.
 std::string ingestOne(EventsDb& db, const std::string& body) {
-  InboundEvent e;
-  e.entrypointId = webhooker::newUuid();
-  e.method = "POST";
-  e.path = "/hooks/" + e.entrypointId;
-  e.contentType = "text/plain";
-  e.body = body;
-  auto r = db.ingest(e, {"target-1"}, 24h);
-  if (!r) FAIL("ingest failed: " << r.error().code << ": " << r.error().message);
-  return r->eventId;
+  return ingestEvent(db, body, 1, "text/plain").eventId;
 }
 
 int countEvents(const std::filesystem::path& file) {

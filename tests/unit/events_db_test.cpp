@@ -20,8 +20,7 @@
 #include "base/uuid.h"
 #include "storage/events_db.h"
 #include "storage/migration.h"
-#include "tests/support/fake_clock.h"
-#include "tests/support/temp_dir.h"
+#include "tests/support/db_file.h"
 
 namespace {
 
@@ -30,8 +29,8 @@ using webhooker::DbOptions;
 using webhooker::EventsDb;
 using webhooker::InboundEvent;
 using webhooker::IngestOutcome;
-using webhooker::testing::FakeClock;
-using webhooker::testing::TempDir;
+using webhooker::testing::DbFile;
+using webhooker::testing::sqlText;
 
 constexpr std::chrono::milliseconds kWindow = 24h;
 constexpr const char* kStart = "2026-11-18T11:06:40.000Z";
@@ -57,11 +56,10 @@ InboundEvent sampleEvent() {
   return e;
 }
 
-struct Fixture {
-  TempDir dir;
-  FakeClock clock;
-  std::filesystem::path file = dir / "events-8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b.db";
+struct Fixture : DbFile {
   std::shared_ptr<EventsDb> db = openDb();
+
+  Fixture() : DbFile("events-8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b.db") {}
 
   std::shared_ptr<EventsDb> openDb() {
     auto r = EventsDb::open(file, DbOptions{}, clock);
@@ -69,17 +67,12 @@ struct Fixture {
     return r.value();
   }
 
-  SQLite::Database raw() const { return SQLite::Database(file.string(), SQLite::OPEN_READONLY); }
-  int count(const std::string& sql) const { return raw().execAndGet(sql).getInt(); }
-
   IngestOutcome ingestOk(const InboundEvent& e, const std::vector<std::string>& targets) {
     auto r = db->ingest(e, targets, kWindow);
     if (!r) FAIL("ingest failed: " << r.error().code << ": " << r.error().message);
     return r.value();
   }
 };
-
-std::string sqlText(const std::string& s) { return "'" + s + "'"; }
 
 }  // namespace
 

@@ -25,7 +25,7 @@
 #include "storage/events_db.h"
 #include "storage/group_commit.h"
 #include "storage/statement_cache.h"
-#include "tests/support/fake_clock.h"
+#include "tests/support/db_file.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -34,7 +34,7 @@ using namespace std::chrono_literals;
 using webhooker::Result;
 using webhooker::storage::GroupCommit;
 using webhooker::storage::StatementCache;
-using webhooker::testing::FakeClock;
+using webhooker::testing::DbFile;
 using webhooker::testing::TempDir;
 
 int countCommit(void* commits) {
@@ -292,12 +292,11 @@ TEST_CASE("every submitted write is committed and reported before its group comm
 }
 
 // One EventsDb on a fresh events file.
-struct EventsFixture {
-  TempDir dir;
-  FakeClock clock;
-  std::filesystem::path file = dir / "events-1.db";
+struct EventsFixture : DbFile {
   Result<std::shared_ptr<webhooker::EventsDb>> db =
       webhooker::EventsDb::open(file, webhooker::DbOptions{}, clock);
+
+  EventsFixture() : DbFile("events-1.db") {}
 };
 
 TEST_CASE_FIXTURE(EventsFixture, "concurrent ingests are each committed before ingest returns") {

@@ -14,8 +14,7 @@
 #include "base/uuid.h"
 #include "storage/main_store.h"
 #include "storage/migration.h"
-#include "tests/support/fake_clock.h"
-#include "tests/support/temp_dir.h"
+#include "tests/support/db_file.h"
 
 namespace {
 
@@ -25,17 +24,16 @@ using webhooker::MainStore;
 using webhooker::TargetRecord;
 using webhooker::Webhook;
 using webhooker::WebhookPatch;
-using webhooker::testing::FakeClock;
-using webhooker::testing::TempDir;
+using webhooker::testing::DbFile;
+using webhooker::testing::sqlText;
 
 // FakeClock's default start, 1,795,000,000,000 ms after the epoch.
 constexpr const char* kStart = "2026-11-18T11:06:40.000Z";
 
-struct Fixture {
-  TempDir dir;
-  FakeClock clock;
-  std::filesystem::path file = dir / "webhooker.db";
+struct Fixture : DbFile {
   std::unique_ptr<MainStore> store = openStore();
+
+  Fixture() : DbFile("webhooker.db") {}
 
   std::unique_ptr<MainStore> openStore() {
     auto s = MainStore::open(file, DbOptions{}, clock);
@@ -47,11 +45,6 @@ struct Fixture {
     store.reset();
     store = openStore();
   }
-
-  // An independent read-only connection to the same file.
-  SQLite::Database raw() const { return SQLite::Database(file.string(), SQLite::OPEN_READONLY); }
-
-  int count(const std::string& sql) const { return raw().execAndGet(sql).getInt(); }
 
   Webhook webhook(const std::string& name = "shop") {
     auto w = store->createWebhook(name, "orders from the shop", 30);
@@ -76,8 +69,6 @@ struct Fixture {
     return created.value();
   }
 };
-
-std::string sqlText(const std::string& s) { return "'" + s + "'"; }
 
 }  // namespace
 

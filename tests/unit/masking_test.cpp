@@ -7,7 +7,6 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,41 +16,29 @@
 #include <utility>
 #include <vector>
 
-#include "base/uuid.h"
 #include "engine/retention_pruner.h"
 #include "storage/events_db.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
-#include "tests/support/fake_clock.h"
-#include "tests/support/temp_dir.h"
+#include "tests/support/ingested_event.h"
+#include "tests/support/retention_folder.h"
 
 namespace {
 
-using namespace std::chrono_literals;
 using nlohmann::json;
 using webhooker::AttemptRecord;
-using webhooker::DbOptions;
 using webhooker::EventsDb;
-using webhooker::EventsDbPool;
-using webhooker::InboundEvent;
-using webhooker::MainStore;
-using webhooker::RetentionPruner;
 using webhooker::Webhook;
-using webhooker::testing::FakeClock;
-using webhooker::testing::TempDir;
+using webhooker::testing::IngestedEvent;
+using webhooker::testing::ingestEvent;
+using webhooker::testing::RetentionFolder;
 using Status = webhooker::DeliveryStatus;
 
-struct Fixture {
-  TempDir dir;
-  FakeClock clock;
-  std::unique_ptr<MainStore> store;
-  EventsDbPool pool{dir.path(), DbOptions{}, clock};
-  RetentionPruner pruner;
+struct Fixture : RetentionFolder {
   std::string webhookId;
   std::shared_ptr<EventsDb> db;
 
-  explicit Fixture(const std::vector<std::string>& maskPointers)
-      : store(openStore()), pruner(*store, pool) {
+  explicit Fixture(const std::vector<std::string>& maskPointers) {
     auto w = store->createWebhook("hook", "", 30, Webhook::kDefaultMaxEvents, maskPointers);
     REQUIRE(w.ok());
     webhookId = w->id;
@@ -60,43 +47,8 @@ struct Fixture {
     db = d.value();
   }
 
-  std::unique_ptr<MainStore> openStore() {
-    auto s = MainStore::open(dir / "webhooker.db", DbOptions{}, clock);
-    REQUIRE(s.ok());
-    return std::move(s.value());
-  }
-
   std::filesystem::path file() const { return pool.pathFor(webhookId); }
-
-  RetentionPruner::PassStats pass() {
-    auto stats = pruner.runOnce();
-    REQUIRE(stats.ok());
-    CHECK(stats->failures == 0);
-    return stats.value();
-  }
 };
-
-struct Stored {
-  std::string eventId;
-  std::vector<std::string> deliveryIds;
-};
-
-Stored ingest(EventsDb& db, const std::string& body, int targets = 1,
-              const std::string& contentType = "application/json") {
-  InboundEvent e;
-  e.entrypointId = webhooker::newUuid();
-  e.method = "POST";
-  e.path = "/hooks/" + e.entrypointId;
-  e.contentType = contentType;
-  e.body = body;
-  std::vector<std::string> targetIds;
-  for (int i = 0; i < targets; ++i) targetIds.push_back(webhooker::newUuid());
-  auto r = db.ingest(e, targetIds, 24h);
-  REQUIRE(r.ok());
-  Stored s{r->eventId, {}};
-  for (const auto& d : r->deliveries) s.deliveryIds.push_back(d.id);
-  return s;
-}
 
 void finish(EventsDb& db, const std::string& deliveryId, Status newStatus) {
   AttemptRecord a;
@@ -110,7 +62,7 @@ void finish(EventsDb& db, const std::string& deliveryId, Status newStatus) {
   REQUIRE(db.recordAttempt(a).ok());
 }
 
-void finishAll(EventsDb& db, const Stored& s) {
+void finishAll(EventsDb& db, const IngestedEvent& s) {
   for (const std::string& d : s.deliveryIds) finish(db, d, Status::kDelivered);
 }
 
@@ -158,7 +110,7 @@ TEST_CASE("nested members, array elements and escaped names are masked; the rest
     "m~n": "tilde value",
     "keep": 1
   })";
-  const Stored s = ingest(*f.db, body, 2);
+  const IngestedEvent s = ingestEvent(*f.db, body, 2);
   finishAll(*f.db, s);
 
   const auto stats = f.pass();
@@ -184,9 +136,9 @@ TEST_CASE("nested members, array elements and escaped names are masked; the rest
 
 TEST_CASE("a whole subtree, a top-level array and the whole document") {
   Fixture f({"/profile", "/0/token"});
-  const Stored object =
-      ingest(*f.db, R"({"profile": {"email": "x@y.z", "phones": ["1", "2"]}, "id": 7})");
-  const Stored array = ingest(*f.db, R"([{"token": "t-1"}, {"token": "t-2"}])");
+  const IngestedEvent object =
+      ingestEvent(*f.db, R"({"profile": {"email": "x@y.z", "phones": ["1", "2"]}, "id": 7})");
+  const IngestedEvent array = ingestEvent(*f.db, R"([{"token": "t-1"}, {"token": "t-2"}])");
   finishAll(*f.db, object);
   finishAll(*f.db, array);
   f.pass();
@@ -194,7 +146,7 @@ TEST_CASE("a whole subtree, a top-level array and the whole document") {
   CHECK(row(f.file(), array.eventId).body == R"([{"token":"[masked]"},{"token":"t-2"}])");
 
   Fixture whole({""});
-  const Stored any = ingest(*whole.db, R"({"everything": "secret"})");
+  const IngestedEvent any = ingestEvent(*whole.db, R"({"everything": "secret"})");
   finishAll(*whole.db, any);
   whole.pass();
   CHECK(row(whole.file(), any.eventId).body == R"("[masked]")");
@@ -203,7 +155,7 @@ TEST_CASE("a whole subtree, a top-level array and the whole document") {
 TEST_CASE("a JSON body no pointer matches keeps its bytes and is marked as examined") {
   Fixture f({"/user/email"});
   const std::string body = "{\n  \"order\": 42,\n  \"user\": {\"name\": \"Bob\"}\n}\n";
-  const Stored s = ingest(*f.db, body);
+  const IngestedEvent s = ingestEvent(*f.db, body);
   finishAll(*f.db, s);
   const auto stats = f.pass();
   CHECK(stats.masked == 0);
@@ -224,7 +176,7 @@ TEST_CASE("bodies that are not JSON are left as they are, with masked = 0") {
   const std::string jsonThenNul("{\"email\":\"a@example.com\"}\0\x01\xffrest", 32);
   std::vector<std::pair<std::string, std::string>> events;
   for (const std::string& body : {form, binary, almost, badUtf8, jsonThenNul}) {
-    const Stored s = ingest(*f.db, body, 1, "application/json");
+    const IngestedEvent s = ingestEvent(*f.db, body, 1, "application/json");
     finishAll(*f.db, s);
     events.emplace_back(s.eventId, body);
   }
@@ -241,7 +193,7 @@ TEST_CASE("a body nested 100,000 levels deep is left as it is, and the pass surv
   Fixture f({"/a"});
   const std::string deep = R"({"a":"secret","b":)" + std::string(100000, '[') +
                            std::string(100000, ']') + "}";
-  const Stored s = ingest(*f.db, deep);
+  const IngestedEvent s = ingestEvent(*f.db, deep);
   finishAll(*f.db, s);
   f.pass();
   const Row r = row(f.file(), s.eventId);
@@ -251,9 +203,9 @@ TEST_CASE("a body nested 100,000 levels deep is left as it is, and the pass surv
 
 TEST_CASE("nothing is masked while any delivery is pending or retrying") {
   Fixture f({"/secret"});
-  const Stored pending = ingest(*f.db, R"({"secret": "p"})", 2);
+  const IngestedEvent pending = ingestEvent(*f.db, R"({"secret": "p"})", 2);
   finish(*f.db, pending.deliveryIds[0], Status::kDelivered);  // the other stays pending
-  const Stored retrying = ingest(*f.db, R"({"secret": "r"})", 2);
+  const IngestedEvent retrying = ingestEvent(*f.db, R"({"secret": "r"})", 2);
   finish(*f.db, retrying.deliveryIds[0], Status::kFailed);
   finish(*f.db, retrying.deliveryIds[1], Status::kRetrying);
 
@@ -273,7 +225,7 @@ TEST_CASE("nothing is masked while any delivery is pending or retrying") {
 
 TEST_CASE("a webhook without mask pointers has its bodies left alone") {
   Fixture f({});
-  const Stored s = ingest(*f.db, R"({"email": "a@b.c"})");
+  const IngestedEvent s = ingestEvent(*f.db, R"({"email": "a@b.c"})");
   finishAll(*f.db, s);
   CHECK(f.pass().examined == 0);
   CHECK(row(f.file(), s.eventId).masked == std::nullopt);
@@ -282,7 +234,7 @@ TEST_CASE("a webhook without mask pointers has its bodies left alone") {
 
 TEST_CASE("a changed pointer list applies to events masked before, once reset") {
   Fixture f({"/a"});
-  const Stored s = ingest(*f.db, R"({"a": "one", "b": "two"})");
+  const IngestedEvent s = ingestEvent(*f.db, R"({"a": "one", "b": "two"})");
   finishAll(*f.db, s);
   f.pass();
   CHECK(row(f.file(), s.eventId).body == R"({"a":"[masked]","b":"two"})");
@@ -310,18 +262,19 @@ TEST_CASE("the masked values are nowhere in the bytes of the database file or it
   // Fits in its page and shrinks a lot: the new row does not cover the old one.
   const std::string ssn = "SSN-078-05-1120-Q";
   const std::string medium = json{{"ssn", ssn}, {"bio", std::string(1500, 'b')}}.dump();
-  std::vector<Stored> events;
+  std::vector<IngestedEvent> events;
   for (int i = 0; i < 5; ++i) {
-    events.push_back(ingest(*f.db, big, 1));
-    events.push_back(ingest(*f.db, smallBody, 1));
-    events.push_back(ingest(*f.db, medium, 1));
+    events.push_back(ingestEvent(*f.db, big, 1));
+    events.push_back(ingestEvent(*f.db, smallBody, 1));
+    events.push_back(ingestEvent(*f.db, medium, 1));
   }
-  const Stored unfinished = ingest(*f.db, R"({"user": {"email": "still-pending@example.com"}})");
-  for (const Stored& s : events) finishAll(*f.db, s);
+  const IngestedEvent unfinished =
+      ingestEvent(*f.db, R"({"user": {"email": "still-pending@example.com"}})");
+  for (const IngestedEvent& s : events) finishAll(*f.db, s);
 
   // The values are on disk now (the search works), in the WAL or the file.
   REQUIRE(f.db->reclaimSpace().ok());  // half of them in the file proper
-  for (int i = 0; i < 3; ++i) events.push_back(ingest(*f.db, big, 1));
+  for (int i = 0; i < 3; ++i) events.push_back(ingestEvent(*f.db, big, 1));
   for (size_t i = events.size() - 3; i < events.size(); ++i) finishAll(*f.db, events[i]);
   {
     const std::string before = diskBytes(f.file());
@@ -354,12 +307,12 @@ TEST_CASE("rows masked among rows that stay: the old values do not linger in the
   const std::string ssn = "SSN-219-09-9999-Z";
   const std::string medium = json{{"ssn", ssn}, {"bio", std::string(700, 'b')}}.dump();
   const std::string other = json{{"kept", std::string(300, 'k')}}.dump();
-  std::vector<Stored> masked;
+  std::vector<IngestedEvent> masked;
   for (int i = 0; i < 20; ++i) {
-    masked.push_back(ingest(*f.db, medium, 1));
-    for (int j = 0; j < 4; ++j) ingest(*f.db, other, 1);  // pending: not masked
+    masked.push_back(ingestEvent(*f.db, medium, 1));
+    for (int j = 0; j < 4; ++j) ingestEvent(*f.db, other, 1);  // pending: not masked
   }
-  for (const Stored& s : masked) finishAll(*f.db, s);
+  for (const IngestedEvent& s : masked) finishAll(*f.db, s);
   REQUIRE(f.db->reclaimSpace().ok());
   REQUIRE(diskBytes(f.file()).find(ssn) != std::string::npos);
   CHECK(f.pass().masked == 20);

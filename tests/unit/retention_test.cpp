@@ -13,47 +13,28 @@
 #include <thread>
 #include <vector>
 
-#include "base/uuid.h"
 #include "engine/retention_pruner.h"
 #include "storage/events_db.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
-#include "tests/support/fake_clock.h"
-#include "tests/support/temp_dir.h"
+#include "tests/support/ingested_event.h"
+#include "tests/support/retention_folder.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 using webhooker::AttemptRecord;
-using webhooker::DbOptions;
 using webhooker::EventsDb;
-using webhooker::EventsDbPool;
-using webhooker::InboundEvent;
-using webhooker::MainStore;
 using webhooker::RetentionPruner;
 using webhooker::Webhook;
-using webhooker::testing::FakeClock;
-using webhooker::testing::TempDir;
+using webhooker::testing::IngestedEvent;
+using webhooker::testing::ingestEvent;
+using webhooker::testing::RetentionFolder;
 using Status = webhooker::DeliveryStatus;
 
 constexpr auto kDay = std::chrono::hours(24);
 
-// A data folder with the main DB and the pool, as the daemon has them.
-struct Fixture {
-  TempDir dir;
-  FakeClock clock;
-  std::unique_ptr<MainStore> store;
-  EventsDbPool pool{dir.path(), DbOptions{}, clock};
-  RetentionPruner pruner;
-
-  Fixture() : store(openStore()), pruner(*store, pool) {}
-
-  std::unique_ptr<MainStore> openStore() {
-    auto s = MainStore::open(dir / "webhooker.db", DbOptions{}, clock);
-    REQUIRE(s.ok());
-    return std::move(s.value());
-  }
-
+struct Fixture : RetentionFolder {
   std::string createWebhook(int retentionDays, int64_t maxEvents = Webhook::kDefaultMaxEvents) {
     auto w = store->createWebhook("hook", "", retentionDays, maxEvents);
     REQUIRE(w.ok());
@@ -66,35 +47,7 @@ struct Fixture {
     REQUIRE(d.ok());
     return d.value();
   }
-
-  RetentionPruner::PassStats pass() {
-    auto stats = pruner.runOnce();
-    REQUIRE(stats.ok());
-    CHECK(stats->failures == 0);
-    return stats.value();
-  }
 };
-
-struct Stored {
-  std::string eventId;
-  std::vector<std::string> deliveryIds;
-};
-
-Stored ingest(EventsDb& db, int targets, const std::string& body = "{}") {
-  InboundEvent e;
-  e.entrypointId = webhooker::newUuid();
-  e.method = "POST";
-  e.path = "/hooks/" + e.entrypointId;
-  e.contentType = "application/json";
-  e.body = body;
-  std::vector<std::string> targetIds;
-  for (int i = 0; i < targets; ++i) targetIds.push_back(webhooker::newUuid());
-  auto r = db.ingest(e, targetIds, 24h);
-  REQUIRE(r.ok());
-  Stored s{r->eventId, {}};
-  for (const auto& d : r->deliveries) s.deliveryIds.push_back(d.id);
-  return s;
-}
 
 // One attempt that leaves the delivery in `newStatus`.
 void attempt(EventsDb& db, const std::string& deliveryId, Status newStatus) {
@@ -127,20 +80,20 @@ TEST_CASE("old finished events go with their deliveries and results; unfinished 
   auto db = f.db(id);
   const auto file = f.pool.pathFor(id);
 
-  const Stored delivered = ingest(*db, 1);
+  const IngestedEvent delivered = ingestEvent(*db, "{}", 1);
   attempt(*db, delivered.deliveryIds[0], Status::kDelivered);
-  const Stored failed = ingest(*db, 2);
+  const IngestedEvent failed = ingestEvent(*db, "{}", 2);
   attempt(*db, failed.deliveryIds[0], Status::kFailed);
   attempt(*db, failed.deliveryIds[1], Status::kDelivered);
-  const Stored noTargets = ingest(*db, 0);  // nothing to wait for: finished
-  const Stored pending = ingest(*db, 1);
-  const Stored retrying = ingest(*db, 1);
+  const IngestedEvent noTargets = ingestEvent(*db, "{}", 0);  // nothing to wait for: finished
+  const IngestedEvent pending = ingestEvent(*db, "{}", 1);
+  const IngestedEvent retrying = ingestEvent(*db, "{}", 1);
   attempt(*db, retrying.deliveryIds[0], Status::kRetrying);
-  const Stored halfDone = ingest(*db, 2);  // one final, one still pending
+  const IngestedEvent halfDone = ingestEvent(*db, "{}", 2);  // one final, one still pending
   attempt(*db, halfDone.deliveryIds[0], Status::kDelivered);
 
   f.clock.advance(2 * kDay);
-  const Stored recent = ingest(*db, 1);
+  const IngestedEvent recent = ingestEvent(*db, "{}", 1);
   attempt(*db, recent.deliveryIds[0], Status::kDelivered);
 
   // 29 days after the first batch: nothing is old enough yet.
@@ -190,8 +143,8 @@ TEST_CASE("each webhook keeps its own retention window") {
   Fixture f;
   const std::string week = f.createWebhook(7);
   const std::string month = f.createWebhook(30);
-  const Stored inWeek = ingest(*f.db(week), 0);
-  const Stored inMonth = ingest(*f.db(month), 0);
+  const IngestedEvent inWeek = ingestEvent(*f.db(week), "{}", 0);
+  const IngestedEvent inMonth = ingestEvent(*f.db(month), "{}", 0);
   f.clock.advance(8 * kDay);
   CHECK(f.pass().expired == 1);
   CHECK_FALSE(hasEvent(f.pool.pathFor(week), inWeek.eventId));
@@ -210,9 +163,9 @@ TEST_CASE("max_events removes the oldest finished events first") {
   const std::string id = f.createWebhook(30, 5);
   auto db = f.db(id);
   const auto file = f.pool.pathFor(id);
-  std::vector<Stored> events;
+  std::vector<IngestedEvent> events;
   for (int i = 0; i < 9; ++i) {
-    events.push_back(ingest(*db, 1));
+    events.push_back(ingestEvent(*db, "{}", 1));
     f.clock.advance(1min);
   }
   // The two oldest are unfinished: they are stepped over, not counted out.
@@ -247,7 +200,7 @@ TEST_CASE("the cap works through more events than one batch") {
   Fixture f;
   const std::string id = f.createWebhook(30, 100);
   auto db = f.db(id);
-  for (int i = 0; i < 1300; ++i) ingest(*db, 0);
+  for (int i = 0; i < 1300; ++i) ingestEvent(*db, "{}", 0);
   CHECK(f.pass().overCap == 1200);
   CHECK(count(f.pool.pathFor(id), "SELECT COUNT(*) FROM events") == 100);
   f.clock.advance(31 * kDay);
@@ -263,12 +216,12 @@ TEST_CASE("pruning gives the space back: the file shrinks") {
 
   const std::string body(16 * 1024, 'x');
   for (int i = 0; i < 300; ++i) {
-    const Stored s =
-        ingest(*db, 1, "{\"n\": " + std::to_string(i) + ", \"pad\": \"" + body + "\"}");
+    const IngestedEvent s =
+        ingestEvent(*db, "{\"n\": " + std::to_string(i) + ", \"pad\": \"" + body + "\"}", 1);
     attempt(*db, s.deliveryIds[0], Status::kDelivered);
   }
   f.clock.advance(1min);
-  const Stored kept = ingest(*db, 1, "{\"kept\": true}");
+  const IngestedEvent kept = ingestEvent(*db, "{\"kept\": true}", 1);
   // Everything in the file itself, so the sizes compare like for like.
   REQUIRE(db->reclaimSpace().ok());
   const auto before = std::filesystem::file_size(file);
@@ -289,7 +242,7 @@ TEST_CASE("a pass leaves an idle webhook untouched and skips one whose events DB
   Fixture f;
   const std::string idle = f.createWebhook(30);
   const std::string removed = f.createWebhook(30);
-  ingest(*f.db(idle), 0);
+  ingestEvent(*f.db(idle), "{}", 0);
   // The store still lists it (a pass that listed it just before the delete).
   REQUIRE(f.pool.remove(removed).ok());
   f.clock.advance(1 * kDay);
@@ -303,7 +256,7 @@ TEST_CASE("a pass leaves an idle webhook untouched and skips one whose events DB
 TEST_CASE("the pruner thread runs a pass at start and then every interval") {
   Fixture f;
   const std::string id = f.createWebhook(1);
-  ingest(*f.db(id), 0);
+  ingestEvent(*f.db(id), "{}", 0);
   f.clock.advance(2 * kDay);
   RetentionPruner threaded(*f.store, f.pool, 50ms);
   threaded.start();
@@ -316,7 +269,7 @@ TEST_CASE("the pruner thread runs a pass at start and then every interval") {
     return false;
   };
   CHECK(waitForEvents(0));
-  ingest(*f.db(id), 0);
+  ingestEvent(*f.db(id), "{}", 0);
   f.clock.advance(2 * kDay);
   CHECK(waitForEvents(0));  // a later pass, without being asked
   threaded.stop();

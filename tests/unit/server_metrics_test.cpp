@@ -14,6 +14,7 @@
 
 #include "server/router.h"
 #include "server/server_metrics.h"
+#include "tests/support/contains.h"
 
 namespace webhooker::testing {
 namespace {
@@ -26,10 +27,6 @@ constexpr const char* kOtherId = "0f1e2d3c-4b5a-4968-8776-655443322110";
 
 std::string exposition(prometheus::Registry& registry) {
   return prometheus::TextSerializer().Serialize(registry.Collect());
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace

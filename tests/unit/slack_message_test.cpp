@@ -19,6 +19,7 @@
 #include "targets/http_client.h"
 #include "targets/slack_target.h"
 #include "targets/ssrf_guard.h"
+#include "tests/support/contains.h"
 #include "tests/support/deliver_and_wait.h"
 #include "tests/support/receiver.h"
 #include "tests/support/static_resolver.h"
@@ -30,6 +31,7 @@ using namespace std::chrono_literals;
 using webhooker::EventPayload;
 using webhooker::slackMessageText;
 using webhooker::SlackTarget;
+using webhooker::testing::contains;
 
 constexpr const char* kReceivedAt = "2026-11-29T17:48:05.123Z";
 
@@ -47,9 +49,6 @@ EventPayload payload(std::string body, std::string contentType = "application/js
 bool endsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Strict UTF-8 check: nlohmann's default dump throws on invalid sequences.
