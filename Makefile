@@ -1,9 +1,9 @@
 # Thin wrapper over meson. The build directory is build/.
 #   make build   install missing Debian packages, configure once, compile
 #   make run     build, then start the daemon with its data in ./data (ARGS="..." adds flags)
-#   make test    build, then run every test suite and each fuzzer for a few
-#                seconds (last line: "N passed, M failed")
-#   make test-sanitizers   the suite under ASan+UBSan, the engine tests under TSan
+#   make test    build, then run every test suite (last line: "N passed, M failed")
+#   make test-sanitizers   the suite and each fuzzer for a few seconds under
+#                ASan+UBSan, the engine tests under TSan
 #   make fuzz    run each fuzzer for FUZZ_SECONDS (default 300)
 #   make bench   build, then run every benchmark scenario (BENCH_ARGS="--large" for 10,000 webhooks)
 #   make clean   remove build/
@@ -28,8 +28,8 @@ run: build
 	@mkdir -p "$(DATA_DIR)"
 	DATA_DIR="$(DATA_DIR)" exec ./$(BUILD_DIR)/app/webhooker serve $(ARGS)
 
-test: build fuzz-build
-	bash scripts/run-tests -C $(BUILD_DIR) -C $(FUZZ_DIR) --no-rebuild --suite fuzz
+test: build
+	bash scripts/run-tests -C $(BUILD_DIR)
 
 # Prints the table and writes build/bench/results.json; exits non-zero only
 # if a correctness check failed.
@@ -41,7 +41,7 @@ clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(TSAN_DIR)
 
 # Fuzzing: libFuzzer targets in fuzz/, built with clang, ASan and UBSan in
-# build-fuzz/. `make test` runs each for a few seconds; `make fuzz` for
+# build-fuzz/. `make test-sanitizers` runs each for a few seconds; `make fuzz` for
 # FUZZ_SECONDS each (see README, "Fuzzing and sanitizers").
 FUZZ_DIR := build-fuzz
 FUZZ_SECONDS ?= 300
@@ -59,8 +59,8 @@ fuzz: fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) meson test -C $(FUZZ_DIR) --no-rebuild --suite fuzz \
 	    --timeout-multiplier 0 --print-errorlogs
 
-# Sanitizers: every test under ASan+UBSan in build-fuzz/ (clang; the layers
-# are already compiled there for the fuzzers, so only the tests are added),
+# Sanitizers: every test and each fuzzer's short run under ASan+UBSan in
+# build-fuzz/ (clang; the layers are compiled once there for both),
 # and the tests that run threads of the engine and targets layers under TSan
 # in build-tsan/ (gcc; a test with one thread cannot race). -O1 and line
 # tables only keep the builds short; gcc's sanitizers make
@@ -82,5 +82,5 @@ test-sanitizers: fuzz-build
 	ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	TSAN_OPTIONS="second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp" \
-	    bash scripts/run-tests -C $(FUZZ_DIR) --no-rebuild --no-suite fuzz \
+	    bash scripts/run-tests -C $(FUZZ_DIR) --no-rebuild \
 	    -C $(TSAN_DIR) --no-rebuild $(TSAN_TESTS)

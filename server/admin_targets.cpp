@@ -17,7 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxName = 200;
 constexpr int64_t kMaxConcurrency = 64;
 
 json targetJson(const TargetRecord& t) {
@@ -48,7 +47,7 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
     generated = newSigningSecret();
     body["config"]["signing_secret"] = *generated;
   }
-  auto name = stringField(body, "name", kMaxName);
+  auto name = stringField(body, "name", kMaxNameLength);
   if (!name) return name.error();
   if (name.value()) target.name = *name.value();
   auto active = boolField(body, "active");

@@ -13,7 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxName = 200;
 constexpr size_t kMaxDescription = 2000;
 constexpr int64_t kMaxRetentionDays = 3650;
 constexpr int64_t kMaxMaxEvents = 10'000'000;
@@ -108,7 +107,7 @@ Result<WebhookPatch> webhookFields(const json& body) {
           body, {"name", "description", "retention_days", "max_events", "mask_pointers"});
       !r)
     return r.error();
-  auto name = stringField(body, "name", kMaxName);
+  auto name = stringField(body, "name", kMaxNameLength);
   if (!name) return name.error();
   auto description = stringField(body, "description", kMaxDescription, true);
   if (!description) return description.error();

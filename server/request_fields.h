@@ -15,6 +15,9 @@
 
 namespace webhooker::server {
 
+// The longest name a webhook or a target may have.
+inline constexpr size_t kMaxNameLength = 200;
+
 // "unknown_field" for any key of `body` not in `allowed`.
 Result<void> refuseUnknownFields(const nlohmann::json& body,
                                  std::initializer_list<std::string_view> allowed);
