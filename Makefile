@@ -65,13 +65,15 @@ fuzz: fuzz-build
 # in build-tsan/ (gcc; a test with one thread cannot race). -O1 and line
 # tables only keep the builds short; gcc's sanitizers make
 # -Wmaybe-uninitialized report false positives inside libstdc++'s <regex>,
-# which werror would turn into a failed build. Any sanitizer report fails its
-# test. See README.
+# which werror would turn into a failed build, and gcc's -Wtsan flags the
+# std::atomic_thread_fence inside Asio's handler dispatch (TSan does not model
+# fences; the handoff it orders is also ordered by Asio's mutex). Any sanitizer
+# report fails its test. See README.
 TSAN_DIR := build-tsan
 # The TSan build compiles only these tests (tests/meson.build, threaded_tests).
 TSAN_TESTS := attempt_watchdog group_commit delivery recovery redrive
 TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
-    -Dcpp_args="['-g1', '-Wno-maybe-uninitialized']" -Db_sanitize=thread
+    -Dcpp_args="['-g1', '-Wno-maybe-uninitialized', '-Wno-tsan']" -Db_sanitize=thread
 
 .PHONY: test-sanitizers
 
