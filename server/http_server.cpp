@@ -78,12 +78,6 @@ bool basicAuthMatches(const std::string& header, const std::string& user,
   return userOk && passwordOk;
 }
 
-HttpResponse errorResponse(int status, std::string_view code, std::string_view message) {
-  HttpResponse res;
-  sendError(res, status, code, message);
-  return res;
-}
-
 const char* const kBadLength =
     "Content-Length must be one valid length, and not sent with Transfer-Encoding";
 

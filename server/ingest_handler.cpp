@@ -40,14 +40,12 @@ IngestHandler::~IngestHandler() {
 
 void IngestHandler::handle(HttpRequest& req, Respond respond) {
   const auto refuse = [&respond](int status, std::string_view code, std::string_view message) {
-    HttpResponse res;
-    sendError(res, status, code, message);
-    respond(std::move(res));
+    respond(errorResponse(status, code, message));
   };
   if (!accepting_) {
-    HttpResponse res;
+    HttpResponse res =
+        errorResponse(503, "shutting_down", "webhooker is shutting down; retry shortly");
     res.set_header("Retry-After", "5");
-    sendError(res, 503, "shutting_down", "webhooker is shutting down; retry shortly");
     return respond(std::move(res));
   }
   const std::string& rawId = req.matches[1];
@@ -130,14 +128,14 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
 void IngestHandler::finish(const IngestRoute& route, Result<IngestOutcome> stored,
                            InboundEvent& event, const Respond& respond) {
   const std::string& webhookId = route.entrypoint.webhookId;
-  HttpResponse res;
   if (!stored) {
     spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", webhookId,
                   stored.error().message);
-    sendError(res, 503, "storage_unavailable", "the event was not stored; retry later");
-    return respond(std::move(res));
+    return respond(
+        errorResponse(503, "storage_unavailable", "the event was not stored; retry later"));
   }
   // Committed: from here on the event is never lost, whatever happens next.
+  HttpResponse res;
   // The deliveries go to the engine before the answer goes out, so a sender
   // that has its 200 finds them handed over.
   sendJson(res, 200,

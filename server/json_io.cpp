@@ -23,6 +23,12 @@ int statusFor(const Error& error) {
   return 400;  // invalid_json, invalid_config, invalid_retry, invalid_field, ...
 }
 
+HttpResponse errorResponse(int status, std::string_view code, std::string_view message) {
+  HttpResponse res;
+  sendError(res, status, code, message);
+  return res;
+}
+
 void sendError(HttpResponse& res, const Error& error) {
   sendError(res, statusFor(error), error.code, error.message);
 }

@@ -19,6 +19,8 @@ void sendError(HttpResponse& res, int status, std::string_view code,
 // Sends an Error with the HTTP status its code implies (not_found → 404,
 // storage_busy → 503, invalid_* → 400, ...).
 void sendError(HttpResponse& res, const Error& error);
+// A whole answer in the error shape, for callers that hand responses on.
+HttpResponse errorResponse(int status, std::string_view code, std::string_view message);
 int statusFor(const Error& error);
 
 // The request body as a JSON object. On failure the 400 is already sent

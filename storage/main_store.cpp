@@ -56,6 +56,18 @@ Entrypoint readEntrypoint(SQLite::Statement& q) {
                     q.getColumn(6).getString()};
 }
 
+// Binds what a target's create and update both write, from active to
+// jitter (seven columns in that order), starting at parameter `first`.
+void bindTargetSettings(SQLite::Statement& q, const TargetRecord& t, int first) {
+  q.bind(first, t.active ? 1 : 0);
+  q.bind(first + 1, t.maxConcurrency);
+  q.bind(first + 2, t.configJson);
+  q.bind(first + 3, t.retry.maxRetries);
+  q.bind(first + 4, t.retry.baseDelayMs);
+  q.bind(first + 5, t.retry.maxDelayMs);
+  q.bind(first + 6, t.retry.jitter);
+}
+
 TargetRecord readTarget(SQLite::Statement& q) {
   TargetRecord t;
   t.id = q.getColumn(0).getString();
@@ -329,13 +341,7 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
     q.bind(2, t.webhookId);
     q.bind(3, t.name);
     q.bind(4, t.type);
-    q.bind(5, t.active ? 1 : 0);
-    q.bind(6, t.maxConcurrency);
-    q.bind(7, t.configJson);
-    q.bind(8, t.retry.maxRetries);
-    q.bind(9, t.retry.baseDelayMs);
-    q.bind(10, t.retry.maxDelayMs);
-    q.bind(11, t.retry.jitter);
+    bindTargetSettings(q, t, 5);
     q.bind(12, now);
     q.bind(13, now);
     q.exec();
@@ -374,13 +380,7 @@ Result<TargetRecord> MainStore::updateTarget(const TargetRecord& t) {
                         "jitter = ?, updated_at = ? "
                         "WHERE id = ? AND webhook_id = ? AND deleted_at IS NULL");
     q.bind(1, t.name);
-    q.bind(2, t.active ? 1 : 0);
-    q.bind(3, t.maxConcurrency);
-    q.bind(4, t.configJson);
-    q.bind(5, t.retry.maxRetries);
-    q.bind(6, t.retry.baseDelayMs);
-    q.bind(7, t.retry.maxDelayMs);
-    q.bind(8, t.retry.jitter);
+    bindTargetSettings(q, t, 2);
     q.bind(9, formatTime(clock_.now()));
     q.bind(10, t.id);
     q.bind(11, t.webhookId);
