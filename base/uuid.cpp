@@ -4,16 +4,25 @@
 
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <stdexcept>
 
 namespace webhooker {
 
-std::string newUuid() {
-  std::array<unsigned char, 16> b{};
+namespace {
+
+using UuidBytes = std::array<unsigned char, 16>;
+
+UuidBytes randomBytes() {
+  UuidBytes b{};
   if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1)
     throw std::runtime_error("the system random generator failed");
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  return b;
+}
+
+std::string format(UuidBytes b, unsigned version) {
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | (version << 4));
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 9562 variant
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(36);
@@ -23,6 +32,19 @@ std::string newUuid() {
     out.push_back(kHex[b[i] & 0x0f]);
   }
   return out;
+}
+
+}  // namespace
+
+std::string newUuid() { return format(randomBytes(), 4); }
+
+std::string newTimeOrderedUuid() {
+  UuidBytes b = randomBytes();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  for (int i = 0; i < 6; ++i) b[i] = static_cast<unsigned char>(ms >> (8 * (5 - i)));
+  return format(b, 7);
 }
 
 bool isUuid(std::string_view s) {

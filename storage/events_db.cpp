@@ -65,7 +65,7 @@ Result<void> writeIngest(storage::StatementCache& sql, const InboundEvent& event
     }
   }
 
-  out.eventId = newUuid();
+  out.eventId = newTimeOrderedUuid();
   auto insert = sql.get(
       "INSERT INTO events (id, entrypoint_id, method, path, query, headers, content_type, body, "
       "body_size, remote_addr, idempotency_key, received_at) "
@@ -88,7 +88,7 @@ Result<void> writeIngest(storage::StatementCache& sql, const InboundEvent& event
       "INSERT INTO deliveries (id, event_id, target_id, status, attempts, created_at, "
       "updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?)");
   for (const std::string& targetId : targetIds) {
-    StoredDelivery d{newUuid(), targetId};
+    StoredDelivery d{newTimeOrderedUuid(), targetId};
     delivery->bind(1, d.id);
     delivery->bind(2, out.eventId);
     delivery->bind(3, d.targetId);

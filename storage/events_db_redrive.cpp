@@ -67,7 +67,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::redeliverEvent(
     std::vector<UnfinishedDelivery> out;
     for (const std::string& targetId : targetIds) {
       UnfinishedDelivery d;
-      d.id = newUuid();
+      d.id = newTimeOrderedUuid();
       d.eventId = eventId;
       d.targetId = targetId;
       d.status = DeliveryStatus::kPending;

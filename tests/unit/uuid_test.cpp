@@ -1,13 +1,19 @@
-// Ids: random UUIDv4 in canonical lowercase form; anything else refused.
+// Ids: UUIDs in canonical lowercase form (v4, or v7 for events and
+// deliveries); anything else refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <thread>
+#include <vector>
 #include <set>
 #include <string>
 
 #include "base/uuid.h"
 
 using webhooker::isUuid;
+using webhooker::newTimeOrderedUuid;
 using webhooker::newUuid;
 using webhooker::normalizeUuid;
 
@@ -30,6 +36,46 @@ TEST_CASE("newUuid is a canonical lowercase version 4 uuid") {
     CHECK(isUuid(id));
     CHECK(normalizeUuid(id) == id);
   }
+}
+
+namespace {
+
+int64_t unixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The 48-bit millisecond timestamp a UUIDv7 starts with.
+int64_t timestampOf(const std::string& id) {
+  return std::stoll(id.substr(0, 8) + id.substr(9, 4), nullptr, 16);
+}
+
+}  // namespace
+
+TEST_CASE("newTimeOrderedUuid is a version 7 uuid that starts with the time in ms") {
+  const int64_t before = unixMs();
+  const std::string id = newTimeOrderedUuid();
+  const int64_t after = unixMs();
+  CAPTURE(id);
+  CHECK(isUuid(id));
+  CHECK(normalizeUuid(id) == id);
+  CHECK(id[14] == '7');
+  CHECK(std::string("89ab").find(id[19]) != std::string::npos);
+  CHECK(timestampOf(id) >= before);
+  CHECK(timestampOf(id) <= after);
+}
+
+TEST_CASE("newTimeOrderedUuid: ids made in later milliseconds sort after earlier ones") {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(newTimeOrderedUuid());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  CHECK(std::is_sorted(ids.begin(), ids.end()));
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) seen.insert(newTimeOrderedUuid());
+  CHECK(seen.size() == 1000);  // random bits within one millisecond
 }
 
 TEST_CASE("newUuid gives 1000 different ids") {
