@@ -1,5 +1,6 @@
 // `webhooker serve`: wires storage, the dispatcher and the HTTP server, and
 // turns SIGTERM/SIGINT into an orderly stop.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -53,6 +54,17 @@ void raiseDescriptorLimit() {
     spdlog::warn("daemon.rlimit_failed resource=nofile");
 }
 
+// glibc gives a thread heap's free top back to the kernel (madvise, and a
+// TLB flush on every core) once it exceeds the trim threshold, 128 KiB at
+// first. SQLite frees each write's savepoint journal at its release, so
+// under ingest load nearly every write paid that. Freed memory now stays
+// with its heap up to 4 MiB; larger blocks are still mmapped and unmapped
+// as before.
+void keepFreedMemory() {
+  constexpr int kTrimThreshold = 4 * 1024 * 1024;
+  if (mallopt(M_TRIM_THRESHOLD, kTrimThreshold) != 1) spdlog::warn("daemon.mallopt_failed");
+}
+
 }  // namespace
 
 int runServe(const Config& config) {
@@ -92,6 +104,7 @@ int runServe(const Config& config) {
     return 1;
   }
   raiseDescriptorLimit();
+  keepFreedMemory();
   SystemResolver resolver;
   SsrfGuard guard(resolver, allowNetworks.value());
   HttpClient httpClient(guard, clock);
