@@ -12,10 +12,13 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tests/support/engine_harness.h"
 #include "tests/support/fault_vfs.h"
 #include "tests/support/receiver.h"
+#include "tests/support/test_server.h"
 
 namespace webhooker::testing {
 namespace {
@@ -129,6 +132,43 @@ TEST_CASE("a file SQLite can only open read-only is refused, and opened once it 
   event.method = "POST";
   event.body = "{}";
   CHECK(db.value()->ingest(event, {}, std::chrono::hours(24)));
+}
+
+TEST_CASE("an admin write that finds the disk full answers 503 storage_unavailable, changes nothing") {
+  FaultVfs::install();
+  EngineHarness harness;
+  const Hook shop = harness.createWebhook("shop");
+  httplib::Client admin("127.0.0.1", harness.port());
+  admin.set_bearer_token_auth(EngineHarness::kToken);
+  const std::string webhook = "/api/v1/webhooks/" + shop.webhookId;
+  const auto dumpMain = [&] { return dumpDatabase(harness.dataDir() / "webhooker.db"); };
+  const std::string before = dumpMain();
+
+  FaultVfs::install().inject("webhooker.db", Fault::kDiskFull);
+  std::vector<std::pair<std::string, Answer>> writes;
+  const auto answerOf = [](const httplib::Result& res) {
+    return res ? Answer{res->status, json::parse(res->body, nullptr, false)} : Answer{};
+  };
+  writes.emplace_back("create a webhook", answerOf(admin.Post("/api/v1/webhooks", R"({"name": "more"})",
+                                                              "application/json")));
+  writes.emplace_back("rename a webhook", answerOf(admin.Patch(webhook, R"({"name": "renamed"})",
+                                                               "application/json")));
+  writes.emplace_back("add a target",
+                      answerOf(admin.Post(webhook + "/targets", R"({"name": "t", "type": "log"})",
+                                          "application/json")));
+  FaultVfs::install().clear();
+  for (const auto& [what, answer] : writes) {
+    const std::string& write = what;  // CAPTURE cannot refer to a binding with clang 14
+    CAPTURE(write);
+    CHECK(answer.status == 503);
+    CHECK(answer.body["error"]["code"] == "storage_unavailable");
+    CHECK(answer.body["error"]["message"].is_string());
+  }
+  CHECK(dumpMain() == before);
+  // The same write goes through once there is space again.
+  auto renamed = admin.Patch(webhook, R"({"name": "renamed"})", "application/json");
+  REQUIRE(renamed);
+  CHECK(renamed->status == 200);
 }
 
 }  // namespace webhooker::testing
