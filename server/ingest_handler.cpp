@@ -126,12 +126,14 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
   }
   db.value()->ingestAsync(
       std::move(event), std::move(targetIds), options_.idempotencyWindow,
-      [this, route = std::move(route.value()), respond = std::move(respond)](
-          Result<IngestOutcome> stored, InboundEvent& committed) mutable {
+      [this, route = std::move(route.value()), respond = std::move(respond),
+       handoff = dispatcher_.openHandoff()](Result<IngestOutcome> stored,
+                                            InboundEvent& committed) mutable {
         // Nothing of the request (its connection) may outlive the count.
         Respond answer = std::move(respond);
         finish(*route, std::move(stored), committed, answer);
         answer = nullptr;
+        handoff = nullptr;  // what the commit stored is submitted
         MutexLock lock(parkedMutex_);
         --parked_;
         parkedDone_.notify_all();
