@@ -46,9 +46,9 @@ int64_t rowsIn(const EngineHarness& harness, const Hook& hook, const std::string
 
 // A fault is cleared however the test ends: the VFS outlives every test.
 struct InjectedFault {
-  InjectedFault(const Hook& hook, Fault fault) {
-    FaultVfs::install().inject("events-" + hook.webhookId + ".db", fault);
-  }
+  InjectedFault(const Hook& hook, Fault fault)
+      : InjectedFault("events-" + hook.webhookId + ".db", fault) {}
+  InjectedFault(const std::string& dbFile, Fault fault) { FaultVfs::install().inject(dbFile, fault); }
   ~InjectedFault() { clear(); }
   void clear() { FaultVfs::install().clear(); }
 };
@@ -144,7 +144,7 @@ TEST_CASE("an admin write that finds the disk full answers 503 storage_unavailab
   const auto dumpMain = [&] { return dumpDatabase(harness.dataDir() / "webhooker.db"); };
   const std::string before = dumpMain();
 
-  FaultVfs::install().inject("webhooker.db", Fault::kDiskFull);
+  InjectedFault injected("webhooker.db", Fault::kDiskFull);
   std::vector<std::pair<std::string, Answer>> writes;
   const auto answerOf = [](const httplib::Result& res) {
     return res ? Answer{res->status, json::parse(res->body, nullptr, false)} : Answer{};
@@ -156,7 +156,7 @@ TEST_CASE("an admin write that finds the disk full answers 503 storage_unavailab
   writes.emplace_back("add a target",
                       answerOf(admin.Post(webhook + "/targets", R"({"name": "t", "type": "log"})",
                                           "application/json")));
-  FaultVfs::install().clear();
+  injected.clear();
   for (const auto& [what, answer] : writes) {
     const std::string& write = what;  // CAPTURE cannot refer to a binding with clang 14
     CAPTURE(write);
@@ -169,6 +169,24 @@ TEST_CASE("an admin write that finds the disk full answers 503 storage_unavailab
   auto renamed = admin.Patch(webhook, R"({"name": "renamed"})", "application/json");
   REQUIRE(renamed);
   CHECK(renamed->status == 200);
+}
+
+TEST_CASE("/readyz answers 503 while the main DB cannot be written, 200 again after") {
+  FaultVfs::install();
+  EngineHarness harness;
+  httplib::Client probe("127.0.0.1", harness.port());
+  const auto readyz = [&] {
+    auto res = probe.Get("/readyz");
+    return res ? Answer{res->status, json::parse(res->body, nullptr, false)} : Answer{};
+  };
+  CHECK(readyz().status == 200);
+  // The verdict is kept for a second (a probe writes): ask until it changes.
+  InjectedFault injected("webhooker.db", Fault::kDiskFull);
+  Answer failing;
+  CHECK(eventually([&] { return (failing = readyz()).status == 503; }));
+  CHECK(failing.body["status"] == "storage_unavailable");
+  injected.clear();
+  CHECK(eventually([&] { return readyz().status == 200; }));
 }
 
 }  // namespace webhooker::testing
