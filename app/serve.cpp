@@ -11,6 +11,7 @@
 #include <ctime>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "app/commands.h"
@@ -167,12 +168,18 @@ int runServe(const Config& config) {
   engine.start();
   sampler.start();
   pruner.start();
+  const std::chrono::milliseconds grace(config.shutdownGraceMs);
+  std::optional<bool> drained;  // the engine's stop; set by the watcher or below
   std::jthread signalWatcher([&](std::stop_token stop) {
     const timespec tick{0, 200'000'000};
     while (!stop.stop_requested()) {
       const int sig = sigtimedwait(&stopSignals, nullptr, &tick);
       if (sig == SIGINT || sig == SIGTERM) {
         spdlog::info("daemon.stopping signal={}", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        // Intake answers 503 while the attempts in flight finish; the
+        // server keeps answering (the API, /readyz with 503) until then.
+        http.stopAccepting();
+        drained = engine.stop(grace);
         http.stop();
         return;
       }
@@ -183,7 +190,8 @@ int runServe(const Config& config) {
   signalWatcher.join();
   sampler.stop();
   pruner.stop();
-  if (!engine.stop(std::chrono::milliseconds(config.shutdownGraceMs))) {
+  if (!drained) drained = engine.stop(grace);
+  if (!*drained) {
     // Unfinished attempts are still `pending`/`retrying` on disk and are
     // recovered at the next start; waiting longer would only delay that.
     spdlog::warn("daemon.grace_expired grace_ms={}", config.shutdownGraceMs);

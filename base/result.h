@@ -23,7 +23,8 @@ inline constexpr std::string_view kInvalidConfig = "invalid_config";
 inline constexpr std::string_view kBlockedDestination = "blocked_destination";  // SSRF guard
 inline constexpr std::string_view kDnsFailure = "dns_failure";
 inline constexpr std::string_view kStorageBusy = "storage_busy";          // try again later
-inline constexpr std::string_view kStorageReadonly = "storage_readonly";  // disk full or read-only
+inline constexpr std::string_view kStorageReadonly = "storage_readonly";  // cannot be opened for writing
+inline constexpr std::string_view kStorageUnavailable = "storage_unavailable";  // a write found the disk full
 inline constexpr std::string_view kStorageError = "storage_error";
 inline constexpr std::string_view kSchemaTooNew = "schema_too_new";  // the file is from a newer binary
 }  // namespace error_code
@@ -35,9 +36,11 @@ struct Error {
   bool isNotFound() const { return code == error_code::kNotFound; }
   bool isConflict() const { return code == error_code::kConflict; }
   bool isBlockedDestination() const { return code == error_code::kBlockedDestination; }
-  // Storage that may work again without a change of input: busy or out of space.
+  // Storage that may work again without a change of input: busy, read-only
+  // or out of space.
   bool isStorageUnavailable() const {
-    return code == error_code::kStorageBusy || code == error_code::kStorageReadonly;
+    return code == error_code::kStorageBusy || code == error_code::kStorageReadonly ||
+           code == error_code::kStorageUnavailable;
   }
   // A failure of the daemon, not of the request.
   bool isInternal() const {

@@ -6,6 +6,7 @@
 // Threading: every method is called from HTTP worker threads concurrently.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,16 @@ namespace webhooker {
 
 class Dispatcher {
  public:
+  // Open while ingest may have committed deliveries it has not submitted
+  // yet; closed when its last copy goes.
+  using Handoff = std::shared_ptr<const void>;
+
   virtual ~Dispatcher() = default;
+  // Ingest opens one before it queues an event's write and keeps it until
+  // it has submitted what the commit stored (or learnt that nothing was), so
+  // a delivery row never becomes visible before its handoff is open: the
+  // engine's own scans wait for such handoffs instead of taking the row.
+  virtual Handoff openHandoff() = 0;
   // Freshly committed deliveries.
   virtual void submit(std::vector<Task> tasks) = 0;
   // A target was changed, (de)activated or deleted: forget cached state and

@@ -81,15 +81,57 @@ void Engine::scheduleRetry(Task task, std::chrono::milliseconds delay) {
   timer_.schedule(std::move(task), delay);
 }
 
-bool Engine::admit(Task task) {
+bool Engine::admit(Task task, std::optional<uint64_t> readSince) {
   {
     MutexLock lock(engineMutex_);
-    if (stopping_ || releasedWhileReconciling_.count(task.deliveryId) ||
+    if (stopping_ || (readSince && releasedSinceLocked(task.deliveryId, *readSince)) ||
         !held_.insert(task.deliveryId).second)
       return false;
   }
   enqueueHeld(std::move(task));
   return true;
+}
+
+bool Engine::releasedSinceLocked(const std::string& deliveryId, uint64_t readSince) const {
+  const auto it = released_.find(deliveryId);
+  return it != released_.end() && it->second > readSince;
+}
+
+Dispatcher::Handoff Engine::openHandoff() {
+  uint64_t number;
+  {
+    MutexLock lock(handoffMutex_);
+    number = ++handoffsOpened_;
+    openHandoffs_.insert(number);
+  }
+  class Open {
+   public:
+    Open(Engine& engine, uint64_t number) : engine_(engine), number_(number) {}
+    ~Open() { engine_.closeHandoff(number_); }
+    Open(const Open&) = delete;
+    Open& operator=(const Open&) = delete;
+
+   private:
+    Engine& engine_;
+    const uint64_t number_;
+  };
+  return std::make_shared<const Open>(*this, number);
+}
+
+void Engine::closeHandoff(uint64_t number) {
+  {
+    MutexLock lock(handoffMutex_);
+    openHandoffs_.erase(number);
+  }
+  handoffClosed_.notify_all();
+}
+
+void Engine::waitForOpenHandoffs() {
+  MutexLock lock(handoffMutex_);
+  const uint64_t last = handoffsOpened_;
+  handoffClosed_.wait(lock, [&]() REQUIRES(handoffMutex_) {
+    return openHandoffs_.empty() || *openHandoffs_.begin() > last;
+  });
 }
 
 void Engine::enqueueHeld(Task task) {
@@ -207,7 +249,7 @@ void Engine::finishAttempt(const std::string& deliveryId) {
     if (--it->second == 0) rescheduled_.erase(it);
   } else {
     held_.erase(deliveryId);
-    if (reconciling_ > 0) releasedWhileReconciling_.insert(deliveryId);
+    if (!reconcileStarts_.empty()) released_[deliveryId] = ++releases_;
   }
   if (inFlight_ == 0) idle_.notify_all();
 }

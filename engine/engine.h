@@ -18,10 +18,11 @@
 //
 // Ownership: references to the stores, registry, clock and observer must
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
-// thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_,
-// reconciling_, releasedWhileReconciling_, queued_, globalOverflow_,
-// refills_, refillsQueued_, inFlight_ (attempts whose hold lives) and
-// stopping_; targetsMutex_ guards the target cache. No events DB is read
+// thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_, the
+// reconcile bookkeeping (releases_, reconcileStarts_, released_), queued_,
+// globalOverflow_, refills_, refillsQueued_, inFlight_ (attempts whose hold
+// lives) and stopping_; handoffMutex_ guards the open handoffs;
+// targetsMutex_ guards the target cache. No events DB is read
 // under engineMutex_: a worker that drains an overflowed lane only asks, and
 // the refill thread reads. A hold may be released on an events DB's flusher
 // thread; the destructor waits for every hold.
@@ -31,6 +32,8 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -72,6 +75,7 @@ class Engine final : public Dispatcher, public Scheduler {
   // to record their results. False if some were still running.
   bool stop(std::chrono::milliseconds grace);
 
+  Handoff openHandoff() override;
   void submit(std::vector<Task> tasks) override;
   void targetChanged(const std::string& webhookId, const std::string& targetId) override;
   void scheduleRetry(Task task, std::chrono::milliseconds delay) override;
@@ -103,8 +107,15 @@ class Engine final : public Dispatcher, public Scheduler {
   // now; finishAttempt() runs when its last copy is gone.
   AttemptHold holdAttempt(const std::string& deliveryId);
   void finishAttempt(const std::string& deliveryId);
-  // False if already held, finished during a running reconcile, or stopping.
-  bool admit(Task task);
+  // False if already held or stopping; for a task a reconcile read
+  // (`readSince`: its start, see reconcileStarts_), also if the delivery was
+  // released after that read may have been made.
+  bool admit(Task task, std::optional<uint64_t> readSince = std::nullopt);
+  bool releasedSinceLocked(const std::string& deliveryId, uint64_t readSince) const
+      REQUIRES(engineMutex_);
+  void closeHandoff(uint64_t number);
+  // Returns once every handoff opened before the call has closed.
+  void waitForOpenHandoffs();
   void enqueueHeld(Task task);           // for tasks already in held_
   void markReadyLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
   // An overflowed lane that drained below the low-water mark asks the
@@ -138,10 +149,15 @@ class Engine final : public Dispatcher, public Scheduler {
   // In flight and asked for a retry: how many such attempts are still to
   // finish (a quick retry can finish before the attempt that scheduled it).
   std::unordered_map<std::string, int> rescheduled_ GUARDED_BY(engineMutex_);
-  // While a reconcile runs it may have read a delivery as unfinished just
-  // before a worker finished it; such ids are kept here until it ends.
-  int reconciling_ GUARDED_BY(engineMutex_) = 0;
-  std::unordered_set<std::string> releasedWhileReconciling_ GUARDED_BY(engineMutex_);
+  // A reconcile may read a delivery as unfinished just before a worker
+  // finishes it. Releases are numbered while a reconcile runs (released_:
+  // id -> number); each reconcile notes the count at its start and skips
+  // what was released after it. An entry goes once no running reconcile
+  // started before it, so one reconcile's bookkeeping never holds back
+  // another's or a fresh submit.
+  uint64_t releases_ GUARDED_BY(engineMutex_) = 0;
+  std::multiset<uint64_t> reconcileStarts_ GUARDED_BY(engineMutex_);
+  std::unordered_map<std::string, uint64_t> released_ GUARDED_BY(engineMutex_);
   size_t queued_ GUARDED_BY(engineMutex_) = 0;  // tasks in all lanes' queues
   // Targets that had a task dropped because queued_ reached maxQueued, and
   // their webhooks.
@@ -152,6 +168,12 @@ class Engine final : public Dispatcher, public Scheduler {
   std::unordered_set<std::string> refillsQueued_ GUARDED_BY(engineMutex_);  // their target ids
   int inFlight_ GUARDED_BY(engineMutex_) = 0;
   bool stopping_ GUARDED_BY(engineMutex_) = false;
+
+  // Ingest handoffs opened and not yet closed, by number (openHandoff).
+  Mutex handoffMutex_;
+  std::condition_variable_any handoffClosed_;
+  uint64_t handoffsOpened_ GUARDED_BY(handoffMutex_) = 0;
+  std::set<uint64_t> openHandoffs_ GUARDED_BY(handoffMutex_);
 
   Mutex targetsMutex_;
   std::unordered_map<std::string, TargetPtr> targetCache_ GUARDED_BY(targetsMutex_);

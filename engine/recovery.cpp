@@ -8,17 +8,25 @@ namespace webhooker {
 
 void Engine::reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
                               bool scheduleFuture) {
+  uint64_t started;
   {
     MutexLock lock(engineMutex_);
-    ++reconciling_;
+    started = releases_;
+    reconcileStarts_.insert(started);
   }
   struct EndReconcile {
     Engine& engine;
+    const uint64_t started;
     ~EndReconcile() {
       MutexLock lock(engine.engineMutex_);
-      if (--engine.reconciling_ == 0) engine.releasedWhileReconciling_.clear();
+      auto& starts = engine.reconcileStarts_;
+      starts.erase(starts.find(started));
+      // Releases before the oldest running reconcile matter to none.
+      std::erase_if(engine.released_, [&](const auto& entry) {
+        return starts.empty() || entry.second <= *starts.begin();
+      });
     }
-  } endReconcile{*this};
+  } endReconcile{*this, started};
 
   auto db = eventsDbs_.get(webhookId);
   if (!db) {
@@ -32,6 +40,11 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                   unfinished.error().message);
     return;
   }
+  // A pending row read here may be one ingest has committed and not yet
+  // handed over: its handoff was opened before the commit, so before this
+  // read. Once those handoffs are closed, every such delivery is held (or
+  // released after this reconcile began) and is skipped below.
+  waitForOpenHandoffs();
   for (const UnfinishedDelivery& d : unfinished.value()) {
     TargetPtr target = targetFor(webhookId, d.targetId);
     if (!target || target->deletedAt) {
@@ -68,10 +81,10 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                                 *d.nextAttemptAt - clock_.now()));
     }
     if (wait.count() == 0) {
-      admit(std::move(task));
+      admit(std::move(task), started);
     } else if (scheduleFuture) {
       MutexLock lock(engineMutex_);
-      if (stopping_ || releasedWhileReconciling_.count(task.deliveryId) ||
+      if (stopping_ || releasedSinceLocked(task.deliveryId, started) ||
           !held_.insert(task.deliveryId).second)
         continue;
       timer_.schedule(std::move(task), wait);

@@ -22,10 +22,12 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
 
+#include "base/mutex.h"
 #include "base/secret.h"
 #include "server/admin_api.h"
 #include "server/admin_token.h"
@@ -168,6 +170,9 @@ class HttpServer::Impl {
  private:
   void registerRoutes();
   void readyz(HttpResponse& res);
+  // Whether the main DB took a write at the last probe; probes at most once
+  // per kProbeEvery, since /readyz needs no token and a probe is an fsync.
+  bool storageWritable();
   void metrics(const HttpRequest& req, HttpResponse& res);
   void accept();
   // False (and nothing counted) when `address` is over a cap.
@@ -179,6 +184,11 @@ class HttpServer::Impl {
   const AdminAuth auth_;
   AdminApi admin_;
   Router router_;
+
+  static constexpr std::chrono::seconds kProbeEvery{1};
+  Mutex probeMutex_;
+  std::optional<std::chrono::steady_clock::time_point> lastProbe_ GUARDED_BY(probeMutex_);
+  bool lastProbeOk_ GUARDED_BY(probeMutex_) = false;
 
   std::mutex countsMutex_;  // guards open_ and openFrom_
   size_t open_ = 0;
@@ -461,13 +471,6 @@ void HttpServer::Impl::registerRoutes() {
   router_.addAsync("POST", "/hooks/{id}", [this](HttpRequest& req, Respond respond) {
     ingest_.handle(req, std::move(respond));
   });
-  const auto notAllowed = [](const HttpRequest&, HttpResponse& res) {
-    res.set_header("Allow", "POST");
-    sendError(res, 405, "method_not_allowed", "entrypoints accept POST only");
-  };
-  for (const char* method : {"GET", "PUT", "PATCH", "DELETE", "OPTIONS"})
-    router_.add(method, "/hooks/{id}", notAllowed);
-
   router_.add("GET", "/healthz", [](const HttpRequest&, HttpResponse& res) {
     sendJson(res, 200, {{"status", "ok"}});
   });
@@ -485,20 +488,24 @@ std::optional<HttpResponse> HttpServer::Impl::admit(HttpRequest& req,
     return errorResponse(400, "bad_request", "unknown method");
   if (auto refused = refusedHead(req)) return refused;
   // Authenticates every admin request before its body is read, so an
-  // unknown route says nothing to a caller without the token; refuses bodies
-  // sent anywhere but ingest and the API.
-  const bool ingest = req.path.rfind("/hooks/", 0) == 0;
+  // unknown route or method says nothing to a caller without the token.
   const bool api = req.path.rfind("/api/", 0) == 0;
-  if (!ingest && !api && req.method != "GET" && req.method != "HEAD")
-    return errorResponse(404, "not_found", "no such route");
   if (api && !auth_.allows(req.get_header_value("Authorization"))) {
     HttpResponse res = errorResponse(401, "unauthorized",
                                      "a valid admin token is required (Authorization: Bearer)");
     res.set_header("WWW-Authenticate", "Bearer");
     return res;
   }
-  if (!route) return errorResponse(404, "not_found", "no such route");
-  return std::nullopt;
+  if (route) return std::nullopt;
+  // Refused before any body is read: a known path with another method is
+  // 405 with the methods it has (RFC 9110 §15.5.6), anything else 404.
+  if (const std::string allowed = router_.allowedMethods(req.path); !allowed.empty()) {
+    HttpResponse res = errorResponse(405, "method_not_allowed",
+                                     req.method + " is not allowed here; allowed: " + allowed);
+    res.set_header("Allow", allowed);
+    return res;
+  }
+  return errorResponse(404, "not_found", "no such route");
 }
 
 void HttpServer::Impl::handle(const Router::Route& route, HttpRequest& req, Respond respond) {
@@ -518,9 +525,18 @@ void HttpServer::Impl::handle(const Router::Route& route, HttpRequest& req, Resp
 
 void HttpServer::Impl::readyz(HttpResponse& res) {
   if (!ingest_.accepting()) return sendJson(res, 503, {{"status", "shutting_down"}});
-  if (auto ping = store_.ping(); !ping)
-    return sendJson(res, 503, {{"status", "storage_unavailable"}});
+  if (!storageWritable()) return sendJson(res, 503, {{"status", "storage_unavailable"}});
   sendJson(res, 200, {{"status", "ready"}});
+}
+
+bool HttpServer::Impl::storageWritable() {
+  MutexLock lock(probeMutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (!lastProbe_ || now - *lastProbe_ >= kProbeEvery) {
+    lastProbeOk_ = store_.ping().ok();
+    lastProbe_ = now;
+  }
+  return lastProbeOk_;
 }
 
 void HttpServer::Impl::metrics(const HttpRequest& req, HttpResponse& res) {

@@ -1,8 +1,9 @@
 #include "server/ingest_handler.h"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-
+#include "base/json_depth.h"
 #include "base/uuid.h"
 #include "server/inbound_verifier.h"
 #include "server/json_io.h"
@@ -14,10 +15,22 @@ namespace {
 
 constexpr size_t kMaxIdempotencyKeyLength = 255;
 
-// Idempotency-Key is the general convention; webhook-id is what Standard
-// Webhooks senders put on every retry of the same message. The first value
-// of the first of them that is present.
-std::optional<std::string> idempotencyKeyOf(const HttpRequest& req) {
+// The sender's own id for a message, so that its retries and replays make
+// one event. On an entrypoint that verifies GitHub or Stripe signatures, the
+// provider's id comes first: X-GitHub-Delivery, or the "id" of a Stripe
+// event (inside the signed body). Otherwise Idempotency-Key (the general
+// convention) or webhook-id (Standard Webhooks), the first value of the
+// first present. Provider ids are prefixed with their scheme, so they never
+// meet another sender's keys of the same text.
+std::optional<std::string> idempotencyKeyOf(const HttpRequest& req, std::string_view scheme) {
+  if (scheme == "github") {
+    if (const auto it = req.headers.find("X-GitHub-Delivery"); it != req.headers.end())
+      return "github:" + it->second;
+  } else if (scheme == "stripe" && jsonDepthWithin(req.body)) {
+    const auto event = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (event.is_object() && event.contains("id") && event["id"].is_string())
+      return "stripe:" + event["id"].get<std::string>();
+  }
   for (const char* name : {"Idempotency-Key", "webhook-id"})
     if (const auto it = req.headers.find(name); it != req.headers.end()) return it->second;
   return std::nullopt;
@@ -77,7 +90,7 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     }
   }
 
-  auto idempotencyKey = idempotencyKeyOf(req);
+  auto idempotencyKey = idempotencyKeyOf(req, entrypoint.verification);
   if (idempotencyKey && (idempotencyKey->empty() || idempotencyKey->size() > kMaxIdempotencyKeyLength))
     return refuse(400, "invalid_idempotency_key", "the idempotency key must be 1 to 255 characters");
 
@@ -113,12 +126,14 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
   }
   db.value()->ingestAsync(
       std::move(event), std::move(targetIds), options_.idempotencyWindow,
-      [this, route = std::move(route.value()), respond = std::move(respond)](
-          Result<IngestOutcome> stored, InboundEvent& committed) mutable {
+      [this, route = std::move(route.value()), respond = std::move(respond),
+       handoff = dispatcher_.openHandoff()](Result<IngestOutcome> stored,
+                                            InboundEvent& committed) mutable {
         // Nothing of the request (its connection) may outlive the count.
         Respond answer = std::move(respond);
         finish(*route, std::move(stored), committed, answer);
         answer = nullptr;
+        handoff = nullptr;  // what the commit stored is submitted
         MutexLock lock(parkedMutex_);
         --parked_;
         parkedDone_.notify_all();

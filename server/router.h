@@ -43,8 +43,15 @@ class Router {
   // `matches`; nullptr when none matches.
   const Route* match(std::string_view method, std::string_view path,
                      std::vector<std::string>& matches) const;
+  // The methods some route answers at `path` ("GET, HEAD, PATCH"), in
+  // registration order, for a 405's Allow header; "" when no route's pattern
+  // matches the path.
+  std::string allowedMethods(std::string_view path) const;
 
  private:
+  static bool patternMatches(const Route& route, const std::vector<std::string>& segments,
+                             std::vector<std::string>* captures);
+
   std::vector<Route> routes_;
 };
 

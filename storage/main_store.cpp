@@ -135,7 +135,12 @@ int MainStore::schemaVersion() {
 
 Result<void> MainStore::ping() {
   return read("ping", [&](SQLite::Database& db) -> Result<void> {
-    db.execAndGet("SELECT 1");
+    // Writes the header's user_version back unchanged: a write that must
+    // reach the disk, so a full disk or a read-only file system shows here
+    // (a bare SELECT is answered from memory). Not a WriteLock: nothing
+    // the ingest cache holds changes.
+    const int version = db.execAndGet("PRAGMA user_version").getInt();
+    db.exec("PRAGMA user_version = " + std::to_string(version));
     return {};
   });
 }

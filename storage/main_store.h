@@ -43,7 +43,8 @@ class MainStore {
   MainStore& operator=(const MainStore&) = delete;
 
   int schemaVersion();
-  // A trivial query: is the database answering?
+  // Does the database take a write now? One small write transaction (an
+  // fsync under synchronous=FULL); storage_unavailable on a full disk.
   Result<void> ping();
 
   // Creates the webhook and its first entrypoint in one transaction.

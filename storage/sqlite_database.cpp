@@ -105,10 +105,14 @@ DeliveryStatus statusColumn(const SQLite::Column& column) {
 
 Error storageError(const char* operation, const std::exception& e) {
   const auto* sqlite = dynamic_cast<const SQLite::Exception*>(&e);
-  const bool busy = sqlite && (sqlite->getErrorCode() == SQLITE_BUSY ||
-                               sqlite->getErrorCode() == SQLITE_LOCKED);
-  return makeError(busy ? error_code::kStorageBusy : error_code::kStorageError,
-                   fmt::format("storage {} failed: {}", operation, e.what()));
+  const int primary = sqlite ? sqlite->getErrorCode() & 0xff : SQLITE_ERROR;
+  // A full disk is the operator's to fix, not a bug: the same request can
+  // succeed once there is space, so it is "try later", not an internal error.
+  const std::string_view code = primary == SQLITE_BUSY || primary == SQLITE_LOCKED
+                                    ? error_code::kStorageBusy
+                                : primary == SQLITE_FULL ? error_code::kStorageUnavailable
+                                                         : error_code::kStorageError;
+  return makeError(code, fmt::format("storage {} failed: {}", operation, e.what()));
 }
 
 }  // namespace webhooker::storage

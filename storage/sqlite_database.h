@@ -40,7 +40,8 @@ Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations)
 int schemaVersion(SQLite::Database& db);
 
 // Converts a SQLite exception into our error model ("storage_busy" for a
-// locked database, "storage_error" otherwise), keeping the operation name.
+// locked database, "storage_unavailable" for a full disk, "storage_error"
+// otherwise), keeping the operation name.
 Error storageError(const char* operation, const std::exception& e);
 
 // A deliveries.status column as the enum. The schema's CHECK admits only the

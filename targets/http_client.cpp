@@ -103,6 +103,13 @@ void HttpClient::giveBack(const std::string& key, Connection connection) {
   if (idle.size() < kMaxIdlePerDestination) idle.push_back(std::move(connection));
 }
 
+std::optional<Result<IpAddress>> HttpClient::vetBy(
+    const Url& url, std::chrono::steady_clock::time_point deadline) {
+  // Literals and loopback names need no lookup: no thread hop for them.
+  if (!guard_.resolves(url)) return guard_.vet(url);
+  return lookups_.run([&guard = guard_, url] { return guard.vet(url); }, deadline);
+}
+
 OutboundResponse HttpClient::send(OutboundRequest request) {
   using F = OutboundResponse::Failure;
   const auto started = std::chrono::steady_clock::now();
@@ -111,14 +118,21 @@ OutboundResponse HttpClient::send(OutboundRequest request) {
   };
   OutboundResponse out;
 
-  auto vetted = guard_.vet(request.url);
+  auto vetted = vetBy(request.url, started + request.timeout);
   if (!vetted) {
-    out.failure = vetted.error().isBlockedDestination() ? F::kBlocked : F::kDns;
-    out.error = vetted.error().message;
+    out.failure = F::kTimeout;
+    out.duration = elapsed();
+    out.error = fmt::format("timeout after {} ms resolving {}", out.duration.count(),
+                            request.url.host);
+    return out;
+  }
+  if (!*vetted) {
+    out.failure = vetted->error().isBlockedDestination() ? F::kBlocked : F::kDns;
+    out.error = vetted->error().message;
     out.duration = elapsed();
     return out;
   }
-  const std::string pinned = vetted->toString();
+  const std::string pinned = vetted->value().toString();
   const std::string key =
       fmt::format("{}://{}:{}@{}", request.url.scheme, request.url.host, request.url.port, pinned);
   Connection client = borrow(key, request.url, pinned);

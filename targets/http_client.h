@@ -1,7 +1,8 @@
 // HttpClient: the one way webhooker sends HTTP to a receiver (http and
 // slack targets). SSRF-safe: every attempt vets the destination through the
 // SsrfGuard and connects to the vetted address (pinned, so DNS cannot change
-// it between check and connect). Redirects are never followed. Keep-alive
+// it between check and connect). The attempt's timeout covers resolving the
+// host too: a lookup runs on LookupThreads and is given up at the deadline. Redirects are never followed. Keep-alive
 // connections are pooled per destination; TCP_NODELAY is on.
 //
 // Threading: send() is safe from many threads; each call borrows a pooled
@@ -22,6 +23,7 @@
 #include "base/url.h"
 #include "storage/event_payload.h"
 #include "targets/attempt_watchdog.h"
+#include "targets/lookup_threads.h"
 #include "targets/ssrf_guard.h"
 
 namespace webhooker {
@@ -56,6 +58,7 @@ class HttpClient {
  public:
   static constexpr size_t kResponseBodyCap = 4096;
   static constexpr size_t kMaxIdlePerDestination = 16;
+  static constexpr size_t kLookupThreads = 4;
 
   HttpClient(const SsrfGuard& guard, const Clock& clock);
   OutboundResponse send(OutboundRequest request);
@@ -64,10 +67,14 @@ class HttpClient {
   using Connection = std::unique_ptr<httplib::Client>;
   Connection borrow(const std::string& key, const Url& url, const std::string& pinnedAddress);
   void giveBack(const std::string& key, Connection connection);
+  // The guard's verdict, or nullopt if resolving the host outlasted `deadline`.
+  std::optional<Result<IpAddress>> vetBy(const Url& url,
+                                         std::chrono::steady_clock::time_point deadline);
 
   const SsrfGuard& guard_;
   const Clock& clock_;
   AttemptWatchdog watchdog_;
+  LookupThreads lookups_{kLookupThreads};
   Mutex poolMutex_;
   std::unordered_map<std::string, std::vector<Connection>> idle_ GUARDED_BY(poolMutex_);
 };

@@ -185,6 +185,11 @@ Result<IpAddress> SsrfGuard::vet(const Url& url) const {
   return addresses.front();
 }
 
+bool SsrfGuard::resolves(const Url& url) const {
+  const auto host = classifyHost(url);
+  return host && !host->literal && host->loopback.empty();
+}
+
 Result<void> SsrfGuard::vetLiteral(const Url& url) const {
   auto host = classifyHost(url);
   if (!host) return host.error();

@@ -60,6 +60,10 @@ class SsrfGuard {
   // behind a public one. May block in the resolver.
   Result<IpAddress> vet(const Url& url) const;
 
+  // Whether vet() asks the resolver for this URL's host: a name that is
+  // neither an IP literal nor a loopback name. Never calls the resolver.
+  bool resolves(const Url& url) const;
+
   // For the admin API at write time: checks what needs no DNS — the scheme,
   // IP literals in any spelling and the loopback names. Other host names
   // pass; vet() checks them at delivery time. Never calls the resolver.

@@ -9,6 +9,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -177,6 +178,41 @@ TEST_CASE("every /api/ request needs the bearer token, checked before routing") 
   // Health and ingest are not behind the token.
   auto anon = server.anonymousClient();
   CHECK(statusOf(anon.Get("/healthz")) == 200);
+}
+
+TEST_CASE("a known route with another method is 405 with Allow; changes nothing") {
+  TestServer server;
+  const std::string id = server.createWebhook("shop")["id"].get<std::string>();
+  const std::string webhook = kWebhooks + "/" + id;
+  const std::vector<std::array<std::string, 3>> cases = {
+      // method, path, Allow
+      {"PUT", webhook, "GET, HEAD, PATCH, DELETE"},
+      {"POST", webhook, "GET, HEAD, PATCH, DELETE"},
+      {"DELETE", kWebhooks, "GET, HEAD, POST"},
+      {"PATCH", kWebhooks, "GET, HEAD, POST"},
+      {"GET", webhook + "/replay", "POST"},
+      {"DELETE", webhook + "/events/" + webhooker::newUuid(), "GET, HEAD"},
+      {"POST", "/healthz", "GET, HEAD"},
+  };
+  const Unchanged unchanged(server);
+  auto admin = server.client();
+  for (const auto& c : cases) {
+    const std::string& method = c[0];
+    const std::string& path = c[1];
+    CAPTURE(method);
+    CAPTURE(path);
+    auto res = request(admin, method, path, R"({"name": "renamed"})");
+    CHECK(statusOf(res) == 405);
+    CHECK(errorCode(res) == "method_not_allowed");
+    REQUIRE(res);
+    CHECK(res->get_header_value("Allow") == c[2]);
+  }
+  // Without the token the route's methods are no one's business: 401 first.
+  auto anonymous = server.anonymousClient();
+  CHECK(statusOf(request(anonymous, "PUT", webhook, "{}")) == 401);
+  // A path no route has stays 404.
+  CHECK(statusOf(request(admin, "PUT", webhook + "/nonsense", "{}")) == 404);
+  unchanged.check();
 }
 
 // --- Webhooks --------------------------------------------------------------

@@ -160,6 +160,8 @@ TEST_CASE("`webhooker backup` copies a running daemon's data folder; a restore b
     CHECK(contains(run.out, "copied events-" + webhookId + ".db ("));
     CHECK(contains(run.out, "2 databases"));
     CHECK(filesIn(target) == std::set<std::string>{"webhooker.db", "events-" + webhookId + ".db"});
+    // Whoever can read a backup reads every tenant's data: the folder is the owner's only.
+    CHECK((fs::status(target).permissions() & fs::perms::all) == fs::perms::owner_all);
     CHECK(integrity(target / "webhooker.db") == "ok");
     CHECK(integrity(target / ("events-" + webhookId + ".db")) == "ok");
     CHECK(countRows(target / ("events-" + webhookId + ".db"), "events") == 25);

@@ -101,7 +101,11 @@ TEST_CASE("the console opens nothing else: unknown files 404, the API still want
   CHECK(errorCode(missing) == "not_found");
   CHECK(statusOf(c.Get("/index.html")) == 404);
   CHECK(statusOf(c.Get("/assets/app.jsx")) == 404);
-  CHECK(statusOf(c.Post("/", "x", "text/plain")) == 404);
+  auto posted = c.Post("/", "x", "text/plain");  // the page exists, for GET only
+  CHECK(statusOf(posted) == 405);
+  CHECK(errorCode(posted) == "method_not_allowed");
+  REQUIRE(posted);
+  CHECK(posted->get_header_value("Allow") == "GET, HEAD");
   auto api = c.Get("/api/v1/webhooks");
   CHECK(statusOf(api) == 401);
   CHECK(errorCode(api) == "unauthorized");

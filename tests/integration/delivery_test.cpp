@@ -177,6 +177,26 @@ TEST_CASE("any other 4xx fails at once: one attempt, reason http_<code>") {
   }
 }
 
+TEST_CASE("4xx answers never count toward opening the breaker") {
+  HarnessOptions options;
+  options.breakerThreshold = 2;
+  EngineHarness h(options);
+  Receiver r;
+  r.setDefault(respond(404));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target = h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 100));
+  // Twice the threshold, one after another: each is answered (the breaker
+  // lets it through) and fails at once.
+  for (int i = 0; i < 4; ++i) {
+    const std::string eventId = h.post(hook.entrypointId, json{{"n", i}}.dump());
+    CHECK(h.waitForStatus(h.deliveryOf(hook.webhookId, eventId, target.id), "failed", 5s));
+  }
+  CHECK(r.requestCount() == 4);
+  const CircuitBreakers::Status status = h.breakers().status(target.id);
+  CHECK(status.state == BreakerState::kClosed);
+  CHECK(status.consecutiveFailures == 0);
+}
+
 TEST_CASE("a receiver that never answers times out, and the attempt is retried") {
   FakeClock clock;
   HarnessOptions options;

@@ -241,7 +241,7 @@ TEST_CASE("hostile requests get their 4xx and a JSON error, and change nothing")
        "Connection: close\r\nContent-Length: 2\r\n\r\n{}"},
       {"ingest: a broken percent escape", "POST", "/hooks/%zz{E}", "{}", 404, "not_found"},
       {"ingest: OPTIONS", "OPTIONS", H, "", 405, "method_not_allowed"},
-      {"POST on the health check", "POST", "/healthz", "{}", 404, "not_found"},
+      {"POST on the health check", "POST", "/healthz", "{}", 405, "method_not_allowed"},
       {"ingest: idempotency key of 300 characters", "POST", H, "{}", 400,
        "invalid_idempotency_key", "Idempotency-Key: " + std::string(300, 'k') + "\r\n"},
       {"ingest: a 16 KiB header line", "POST", H, "{}", 400, "", longHeader},
@@ -292,8 +292,8 @@ TEST_CASE("hostile requests get their 4xx and a JSON error, and change nothing")
       {"admin: unknown route", "POST", WH + "/nonsense", "{}", 404, "not_found"},
       {"admin: a 16 KiB URL", "GET", A + "/" + std::string(16 * 1024, 'a'), "", 414, ""},
       // --- admin: methods ---
-      {"admin: PUT on a webhook", "PUT", WH, R"({"name":"x"})", 404, "not_found"},
-      {"admin: DELETE on the collection", "DELETE", A, "", 404, "not_found"},
+      {"admin: PUT on a webhook", "PUT", WH, R"({"name":"x"})", 405, "method_not_allowed"},
+      {"admin: DELETE on the collection", "DELETE", A, "", 405, "method_not_allowed"},
       {"admin: TRACE", "TRACE", WH, "", 400, "bad_request"},
       // --- admin: JSON ---
       {"admin: 100k unclosed [", "POST", A, nested(100000, '['), 400, "invalid_json"},

@@ -1,7 +1,16 @@
 // An entrypoint with signature verification accepts only signed requests;
 // a refused one gets 401 and stores nothing. The secret never comes back.
+// A signed request sent again (GitHub and Stripe signatures do not stop a
+// replay) is one event, keyed by the provider's id.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "base/hmac.h"
+#include "base/secret.h"
 #include "tests/support/test_server.h"
 
 using namespace webhooker;
@@ -53,4 +62,91 @@ TEST_CASE("a github-verified entrypoint stores only correctly signed requests") 
   REQUIRE(statusOf(patchJson(admin, epPath, {{"verification", {{"scheme", "none"}}}})) == 200);
   CHECK(statusOf(hook.Post(path.c_str(), "Hello again", "text/plain")) == 200);
   CHECK(countRows(eventsDb, "events") == 2);
+}
+
+namespace {
+
+// A verified entrypoint of a fresh webhook; its events DB path.
+struct VerifiedHook {
+  std::string path;
+  std::filesystem::path eventsDb;
+};
+
+VerifiedHook verifiedHook(TestServer& server, const std::string& scheme, const std::string& secret) {
+  auto admin = server.client();
+  const auto webhook = server.createWebhook(scheme);
+  const std::string webhookId = webhook["id"];
+  const std::string entrypointId = webhook["entrypoints"][0]["id"];
+  REQUIRE(statusOf(patchJson(admin,
+                             "/api/v1/webhooks/" + webhookId + "/entrypoints/" + entrypointId,
+                             {{"verification", {{"scheme", scheme}, {"secret", secret}}}})) == 200);
+  return {"/hooks/" + entrypointId, server.dataDir() / ("events-" + webhookId + ".db")};
+}
+
+std::string stripeSignature(const std::string& secret, const std::string& body, int64_t at) {
+  const std::string t = std::to_string(at);
+  return "t=" + t + ",v1=" + hexEncode(hmacSha256(secret, t + "." + body));
+}
+
+int64_t unixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+TEST_CASE("a replayed signed GitHub request is stored once: X-GitHub-Delivery is its key") {
+  TestServer server;
+  const std::string secret = "It's a Secret to Everybody";
+  const VerifiedHook hook = verifiedHook(server, "github", secret);
+  const std::string body = R"({"action": "opened"})";
+  const std::string signature = "sha256=" + hexEncode(hmacSha256(secret, body));
+  auto sender = server.anonymousClient();
+  const auto send = [&](const std::string& delivery) {
+    return sender.Post(hook.path, {{"X-Hub-Signature-256", signature}, {"X-GitHub-Delivery", delivery}},
+                       body, "application/json");
+  };
+
+  auto first = send("72d3162e-cc78-11e3-81ab-4c9367dc0958");
+  REQUIRE(statusOf(first) == 200);
+  // The same request again, as a replayer with the captured bytes sends it.
+  auto replayed = send("72d3162e-cc78-11e3-81ab-4c9367dc0958");
+  REQUIRE(statusOf(replayed) == 200);
+  CHECK(jsonOf(replayed)["duplicate"] == true);
+  CHECK(jsonOf(replayed)["event_id"] == jsonOf(first)["event_id"]);
+  CHECK(countRows(hook.eventsDb, "events") == 1);
+  CHECK(countRows(hook.eventsDb, "deliveries") == 0);  // no target: nothing to hand over twice
+  CHECK(server.dispatcher().batchCount() == 1);
+
+  // Another delivery with the same body is another event.
+  CHECK(jsonOf(send("8a0b5e10-cc78-11e3-81ab-4c9367dc0958"))["duplicate"] == false);
+  CHECK(countRows(hook.eventsDb, "events") == 2);
+}
+
+TEST_CASE("a replayed signed Stripe event is stored once: the event's id is its key") {
+  TestServer server;
+  const std::string secret = "whsec_stripe-endpoint-secret";
+  const VerifiedHook hook = verifiedHook(server, "stripe", secret);
+  auto sender = server.anonymousClient();
+  const auto send = [&](const std::string& body, int64_t at) {
+    return sender.Post(hook.path, {{"Stripe-Signature", stripeSignature(secret, body, at)}}, body,
+                       "application/json");
+  };
+  const std::string event = R"({"id": "evt_1NG8Du2eZvKYlo2CUI79vXWy", "type": "charge.succeeded"})";
+
+  auto first = send(event, unixNow());
+  REQUIRE(statusOf(first) == 200);
+  auto replayed = send(event, unixNow());  // a replay, or Stripe's own retry signed anew
+  REQUIRE(statusOf(replayed) == 200);
+  CHECK(jsonOf(replayed)["duplicate"] == true);
+  CHECK(jsonOf(replayed)["event_id"] == jsonOf(first)["event_id"]);
+  CHECK(countRows(hook.eventsDb, "events") == 1);
+
+  // Another event is stored; a body without an id falls back to the headers.
+  const std::string other = R"({"id": "evt_2", "type": "charge.refunded"})";
+  CHECK(jsonOf(send(other, unixNow()))["duplicate"] == false);
+  CHECK(jsonOf(send(R"({"type": "ping"})", unixNow()))["duplicate"] == false);
+  CHECK(jsonOf(send(R"({"type": "ping"})", unixNow()))["duplicate"] == false);
+  CHECK(countRows(hook.eventsDb, "events") == 4);
 }

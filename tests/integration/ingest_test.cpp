@@ -8,6 +8,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <functional>
@@ -22,6 +23,7 @@
 
 #include "base/uuid.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/raw_connection.h"
 #include "tests/support/test_server.h"
 
 namespace {
@@ -36,6 +38,7 @@ using webhooker::testing::FakeClock;
 using webhooker::testing::jsonOf;
 using webhooker::testing::openReadOnly;
 using webhooker::testing::patchJson;
+using webhooker::testing::RawConnection;
 using webhooker::testing::statusOf;
 using webhooker::testing::TestServer;
 using webhooker::testing::TestServerOptions;
@@ -379,6 +382,47 @@ TEST_CASE("methods other than POST are 405 with Allow: POST") {
     CHECK(res->get_header_value("Allow") == "POST");
     CHECK(errorCode(res) == "method_not_allowed");
   }
+}
+
+TEST_CASE("the header limits are inclusive: 256 headers and 64 KiB of them pass, one more is 431") {
+  TestServer server;
+  const json webhook = server.createWebhook("shop");
+  const std::string path = "/hooks/" + webhook["entrypoints"][0]["id"].get<std::string>();
+  // Three headers of 35 bytes (names and values) on every request here.
+  const std::string head = "POST " + path +
+                           " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n";
+  constexpr size_t kBaseCount = 3;
+  constexpr size_t kBaseBytes = 35;
+  const auto statusWith = [&](const std::string& extraHeaders) {
+    RawConnection c(server.port());
+    REQUIRE(c.send(head + extraHeaders + "\r\n{}"));
+    const auto answer = c.read();
+    return answer ? answer->status : -1;
+  };
+  // `count` more headers of a few bytes each.
+  const auto manyHeaders = [](size_t count) {
+    std::string out;
+    for (size_t i = 0; i < count; ++i) out += "X-H" + std::to_string(i) + ": v\r\n";
+    return out;
+  };
+  // Headers of `bytes` names and values in all, none over the 8 KiB line limit.
+  const auto headerBytes = [](size_t bytes) {
+    std::string out;
+    for (int i = 0; bytes > 0; ++i) {
+      const std::string name = "X-Fill-" + std::to_string(i);
+      const size_t value = std::min<size_t>(bytes - name.size(), 7000);
+      out += name + ": " + std::string(value, 'v') + "\r\n";
+      bytes -= name.size() + value;
+    }
+    return out;
+  };
+
+  CHECK(statusWith(manyHeaders(256 - kBaseCount)) == 200);
+  CHECK(statusWith(manyHeaders(257 - kBaseCount)) == 431);
+  CHECK(statusWith(headerBytes(64 * 1024 - kBaseBytes)) == 200);
+  CHECK(statusWith(headerBytes(64 * 1024 + 1 - kBaseBytes)) == 431);
+  CHECK(countRows(server.dataDir() / ("events-" + webhook["id"].get<std::string>() + ".db"),
+                  "events") == 2);
 }
 
 TEST_CASE("a deactivated entrypoint answers 410 until it is reactivated") {

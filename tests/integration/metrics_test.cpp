@@ -30,12 +30,15 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/uuid.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/receiver.h"
 #include "tests/support/prometheus_text.h"
@@ -277,6 +280,20 @@ std::optional<std::string> promtoolPath() {
   return path.empty() ? std::nullopt : std::optional<std::string>(path);
 }
 
+// The request series: one per (name, labels) of webhooker_http_*, the
+// histogram's buckets ("le") folded into their series.
+std::set<std::string> requestSeries(const std::string& text) {
+  std::set<std::string> out;
+  for (Sample s : parseSamples(text)) {
+    if (!startsWith(s.name, "webhooker_http_request")) continue;
+    s.labels.erase("le");
+    std::string key = s.name.substr(0, s.name.find("_bucket"));
+    for (const auto& [name, value] : s.labels) key += "|" + name + "=" + value;
+    out.insert(key);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("every gauge series exists at 0 for all five target types right after start-up") {
@@ -304,6 +321,58 @@ TEST_CASE("every gauge series exists at 0 for all five target types right after 
   }
   CHECK(valueIn(text, "webhooker_events_received_total", {}) == 0.0);
   checkLabelDomains(text);
+}
+
+TEST_CASE("1,000 random paths add at most a few request series to /metrics") {
+  TempDir dir;
+  DaemonProcess daemon(dir.path(), daemonOptions());
+  REQUIRE(daemon.adminToken());
+  const size_t before = requestSeries(scrape(daemon)).size();
+
+  // Route words, {id}-like segments and junk, in any order and depth, with
+  // and without the admin token: real patterns, near misses and garbage.
+  const std::vector<std::string> words = {
+      "api", "v1", "webhooks", "targets", "entrypoints", "events", "deliveries", "retry",
+      "redeliver", "replay", "stats", "hooks", "metrics", "healthz", "readyz", "assets",
+      "app.js", "", "..", "%2F", "index.html"};
+  std::mt19937 rng(20261201);
+  const auto pick = [&rng](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  const auto segment = [&]() -> std::string {
+    switch (pick(3)) {
+      case 0: return words[pick(words.size())];
+      case 1: return newUuid();
+      default: return "junk" + std::to_string(rng());
+    }
+  };
+  const std::vector<std::string> methods = {"GET", "POST", "PATCH", "DELETE"};
+  httplib::Client anonymous = clientOf(daemon);
+  httplib::Client admin = clientOf(daemon);
+  admin.set_bearer_token_auth(*daemon.adminToken());
+  std::set<std::string> paths;
+  int answered = 0;
+  for (int i = 0; i < 1000; ++i) {
+    std::string path = pick(2) ? "/api/v1" : "";
+    for (size_t depth = 1 + pick(4); depth > 0; --depth) path += "/" + segment();
+    paths.insert(path);
+    httplib::Client& c = pick(2) ? admin : anonymous;
+    const std::string& method = methods[pick(methods.size())];
+    httplib::Result res = method == "GET"      ? c.Get(path)
+                          : method == "POST"   ? c.Post(path, "{}", "application/json")
+                          : method == "PATCH"  ? c.Patch(path, "{}", "application/json")
+                                               : c.Delete(path);
+    if (res) ++answered;
+  }
+  REQUIRE(answered == 1000);
+  REQUIRE(paths.size() > 900);  // labels from paths would mint hundreds of series
+
+  const std::set<std::string> after = requestSeries(scrape(daemon));
+  INFO("series: " << after.size() << " before: " << before);
+  // The route table bounds it: each request lands on a registered pattern
+  // or "other", with one of five status classes.
+  CHECK(after.size() - before <= 60);
+  CHECK(std::count_if(after.begin(), after.end(), [](const std::string& series) {
+          return series.find("junk") != std::string::npos;
+        }) == 0);
 }
 
 TEST_CASE("/metrics basic auth: 401 without or with wrong credentials, 200 with the right ones") {

@@ -12,10 +12,13 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tests/support/engine_harness.h"
 #include "tests/support/fault_vfs.h"
 #include "tests/support/receiver.h"
+#include "tests/support/test_server.h"
 
 namespace webhooker::testing {
 namespace {
@@ -43,9 +46,9 @@ int64_t rowsIn(const EngineHarness& harness, const Hook& hook, const std::string
 
 // A fault is cleared however the test ends: the VFS outlives every test.
 struct InjectedFault {
-  InjectedFault(const Hook& hook, Fault fault) {
-    FaultVfs::install().inject("events-" + hook.webhookId + ".db", fault);
-  }
+  InjectedFault(const Hook& hook, Fault fault)
+      : InjectedFault("events-" + hook.webhookId + ".db", fault) {}
+  InjectedFault(const std::string& dbFile, Fault fault) { FaultVfs::install().inject(dbFile, fault); }
   ~InjectedFault() { clear(); }
   void clear() { FaultVfs::install().clear(); }
 };
@@ -129,6 +132,61 @@ TEST_CASE("a file SQLite can only open read-only is refused, and opened once it 
   event.method = "POST";
   event.body = "{}";
   CHECK(db.value()->ingest(event, {}, std::chrono::hours(24)));
+}
+
+TEST_CASE("an admin write that finds the disk full answers 503 storage_unavailable, changes nothing") {
+  FaultVfs::install();
+  EngineHarness harness;
+  const Hook shop = harness.createWebhook("shop");
+  httplib::Client admin("127.0.0.1", harness.port());
+  admin.set_bearer_token_auth(EngineHarness::kToken);
+  const std::string webhook = "/api/v1/webhooks/" + shop.webhookId;
+  const auto dumpMain = [&] { return dumpDatabase(harness.dataDir() / "webhooker.db"); };
+  const std::string before = dumpMain();
+
+  InjectedFault injected("webhooker.db", Fault::kDiskFull);
+  std::vector<std::pair<std::string, Answer>> writes;
+  const auto answerOf = [](const httplib::Result& res) {
+    return res ? Answer{res->status, json::parse(res->body, nullptr, false)} : Answer{};
+  };
+  writes.emplace_back("create a webhook", answerOf(admin.Post("/api/v1/webhooks", R"({"name": "more"})",
+                                                              "application/json")));
+  writes.emplace_back("rename a webhook", answerOf(admin.Patch(webhook, R"({"name": "renamed"})",
+                                                               "application/json")));
+  writes.emplace_back("add a target",
+                      answerOf(admin.Post(webhook + "/targets", R"({"name": "t", "type": "log"})",
+                                          "application/json")));
+  injected.clear();
+  for (const auto& [what, answer] : writes) {
+    const std::string& write = what;  // CAPTURE cannot refer to a binding with clang 14
+    CAPTURE(write);
+    CHECK(answer.status == 503);
+    CHECK(answer.body["error"]["code"] == "storage_unavailable");
+    CHECK(answer.body["error"]["message"].is_string());
+  }
+  CHECK(dumpMain() == before);
+  // The same write goes through once there is space again.
+  auto renamed = admin.Patch(webhook, R"({"name": "renamed"})", "application/json");
+  REQUIRE(renamed);
+  CHECK(renamed->status == 200);
+}
+
+TEST_CASE("/readyz answers 503 while the main DB cannot be written, 200 again after") {
+  FaultVfs::install();
+  EngineHarness harness;
+  httplib::Client probe("127.0.0.1", harness.port());
+  const auto readyz = [&] {
+    auto res = probe.Get("/readyz");
+    return res ? Answer{res->status, json::parse(res->body, nullptr, false)} : Answer{};
+  };
+  CHECK(readyz().status == 200);
+  // The verdict is kept for a second (a probe writes): ask until it changes.
+  InjectedFault injected("webhooker.db", Fault::kDiskFull);
+  Answer failing;
+  CHECK(eventually([&] { return (failing = readyz()).status == 503; }));
+  CHECK(failing.body["status"] == "storage_unavailable");
+  injected.clear();
+  CHECK(eventually([&] { return readyz().status == 200; }));
 }
 
 }  // namespace webhooker::testing

@@ -365,24 +365,28 @@ class EngineHarness {
     if (!db) throw std::runtime_error("ingestDirect: " + db.error().message);
     auto stored = db.value()->ingest(event, targetIds, std::chrono::hours(24));
     if (!stored) throw std::runtime_error("ingestDirect: " + stored.error().message);
-    if (submit) {
-      std::vector<Task> tasks;
-      for (const StoredDelivery& d : stored->deliveries) {
-        Task task;
-        task.deliveryId = d.id;
-        task.eventId = stored->eventId;
-        task.webhookId = webhookId;
-        task.targetId = d.targetId;
-        auto target = store_->getTarget(webhookId, d.targetId);
-        task.targetType = target ? target->type : "";
-        if (event.body.size() <= Task::kInlineBodyLimit)
-          task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
-                                      stored->receivedAt};
-        tasks.push_back(std::move(task));
-      }
-      engine_->submit(std::move(tasks));
-    }
+    if (submit) handOver(webhookId, event, stored.value());
     return stored.value();
+  }
+
+  // Hands what ingestDirect stored to the engine, as ingest does after its commit.
+  void handOver(const std::string& webhookId, const InboundEvent& event,
+                const IngestOutcome& stored) {
+    std::vector<Task> tasks;
+    for (const StoredDelivery& d : stored.deliveries) {
+      Task task;
+      task.deliveryId = d.id;
+      task.eventId = stored.eventId;
+      task.webhookId = webhookId;
+      task.targetId = d.targetId;
+      auto target = store_->getTarget(webhookId, d.targetId);
+      task.targetType = target ? target->type : "";
+      if (event.body.size() <= Task::kInlineBodyLimit)
+        task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
+                                    stored.receivedAt};
+      tasks.push_back(std::move(task));
+    }
+    engine_->submit(std::move(tasks));
   }
 
   // --- Reading the events DB (read-only, SQLiteCpp) ---

@@ -46,6 +46,7 @@ namespace webhooker::testing {
 // that a rejected request handed nothing).
 class RecordingDispatcher final : public Dispatcher {
  public:
+  Handoff openHandoff() override { return nullptr; }  // nothing here scans the events DBs
   void submit(std::vector<Task> tasks) override {
     std::lock_guard lock(mutex_);
     batches_.push_back(std::move(tasks));

@@ -1,5 +1,6 @@
 // The watchdog ends an HTTP attempt at its deadline even when the receiver
-// keeps every single read within the read timeout (a byte at a time).
+// keeps every single read within the read timeout (a byte at a time); and
+// an attempt whose DNS lookup hangs ends as a timeout at the same deadline.
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
@@ -8,10 +9,19 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "base/clock.h"
+#include "base/url.h"
 #include "targets/attempt_watchdog.h"
+#include "targets/http_client.h"
+#include "targets/resolver.h"
+#include "targets/ssrf_guard.h"
 
 using namespace std::chrono_literals;
 
@@ -104,4 +114,60 @@ TEST_CASE("an attempt that finishes in time is left alone") {
   REQUIRE(again);
   CHECK(again->status == 200);
   server.stop();
+}
+
+namespace {
+
+// A resolver whose lookups hang until release(): a DNS server that never
+// answers (getaddrinfo cannot be interrupted either).
+class HangingResolver final : public webhooker::Resolver {
+ public:
+  webhooker::Result<std::vector<webhooker::IpAddress>> resolve(const std::string& host) override {
+    std::unique_lock lock(mutex_);
+    ++lookups_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return released_; });
+    return webhooker::makeError("dns_failure", "cannot resolve " + host + ": released");
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  bool waitForLookup(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return lookups_ > 0; });
+  }
+
+ private:
+  std::mutex mutex_;  // guards lookups_ and released_
+  std::condition_variable changed_;
+  int lookups_ = 0;
+  bool released_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("resolving the host counts against the attempt's timeout") {
+  HangingResolver resolver;
+  const webhooker::SsrfGuard guard(resolver, {});
+  const webhooker::SystemClock clock;
+  webhooker::OutboundRequest request;
+  request.url = webhooker::parseHttpUrl("http://hangs.example/hook").value();
+  request.timeout = 300ms;
+  webhooker::OutboundResponse response;
+  {
+    webhooker::HttpClient client(guard, clock);
+    // The resolver answers only when released, which is after the attempt
+    // has had ten times its timeout: an attempt that waits for it fails here.
+    auto attempt = std::async(std::launch::async, [&] { return client.send(request); });
+    REQUIRE(resolver.waitForLookup(5s));
+    const bool ended = attempt.wait_for(3s) == std::future_status::ready;
+    resolver.release();  // the lookup's thread can end: the client joins it
+    CHECK(ended);
+    response = attempt.get();
+  }
+  CHECK(response.failure == webhooker::OutboundResponse::Failure::kTimeout);
+  CHECK(response.duration >= request.timeout);
+  CHECK(response.error.find("resolving hangs.example") != std::string::npos);
 }

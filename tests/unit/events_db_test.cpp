@@ -250,6 +250,22 @@ TEST_CASE_FIXTURE(Fixture, "the same idempotency key within the window is a dupl
   CHECK(count("SELECT length(body) FROM events") == static_cast<int>(kBinaryBody.size()));
 }
 
+TEST_CASE_FIXTURE(Fixture, "the window includes its end: at exactly 24 h the key still matches") {
+  InboundEvent e = sampleEvent();
+  e.idempotencyKey = "evt_123";
+  const IngestOutcome first = ingestOk(e, {"t1"});
+  clock.advance(kWindow);
+  auto atTheEnd = db->ingest(e, {"t1"}, kWindow);
+  REQUIRE(atTheEnd.ok());
+  CHECK(atTheEnd->duplicate);
+  CHECK(atTheEnd->eventId == first.eventId);
+  clock.advance(1ms);
+  auto past = db->ingest(e, {"t1"}, kWindow);
+  REQUIRE(past.ok());
+  CHECK_FALSE(past->duplicate);
+  CHECK(count("SELECT COUNT(*) FROM events") == 2);
+}
+
 TEST_CASE_FIXTURE(Fixture, "the same idempotency key after the window is a new event") {
   InboundEvent e = sampleEvent();
   e.idempotencyKey = "evt_123";

@@ -72,6 +72,15 @@ bool hasEvent(const std::filesystem::path& file, const std::string& eventId) {
   return count(file, "SELECT COUNT(*) FROM events WHERE id = '" + eventId + "'") == 1;
 }
 
+// Polls (2 s at most) until the events DB holds `n` events.
+bool waitForEvents(const std::filesystem::path& file, int64_t n) {
+  for (int i = 0; i < 200; ++i) {
+    if (count(file, "SELECT COUNT(*) FROM events") == n) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("old finished events go with their deliveries and results; unfinished ones stay") {
@@ -261,16 +270,20 @@ TEST_CASE("the pruner thread runs a pass at start and then every interval") {
   RetentionPruner threaded(*f.store, f.pool, 50ms);
   threaded.start();
   const auto file = f.pool.pathFor(id);
-  const auto waitForEvents = [&](int64_t n) {
-    for (int i = 0; i < 200; ++i) {
-      if (count(file, "SELECT COUNT(*) FROM events") == n) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
-  };
-  CHECK(waitForEvents(0));
+  CHECK(waitForEvents(file, 0));
   ingestEvent(*f.db(id), "{}", 0);
   f.clock.advance(2 * kDay);
-  CHECK(waitForEvents(0));  // a later pass, without being asked
+  CHECK(waitForEvents(file, 0));  // a later pass, without being asked
   threaded.stop();
+}
+
+TEST_CASE("the pass at start-up runs at once, not after the first interval") {
+  Fixture f;
+  const std::string id = f.createWebhook(1);
+  ingestEvent(*f.db(id), "{}", 0);
+  f.clock.advance(2 * kDay);
+  RetentionPruner pruner(*f.store, f.pool, std::chrono::hours(1));
+  pruner.start();
+  CHECK(waitForEvents(f.pool.pathFor(id), 0));
+  pruner.stop();
 }
