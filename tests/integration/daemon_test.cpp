@@ -253,7 +253,8 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   CHECK(std::regex_search(list.out, std::regex(webhookId + " +shop +30 +1\n")));
 
   const auto target = run({"targets", "create", webhookId, "--name", "t", "--type", "http",
-                           "--target-url", "https://example.com/x", "--header", "X-Env: prod"},
+                           "--target-url", "https://example.com/x", "--header",
+                           "User-Agent: shop-cli/1"},
                           envWithUrl);
   REQUIRE_MESSAGE(target.exitCode == 0, describe(target));
   const auto targetId = json::parse(target.out)["id"].get<std::string>();
@@ -265,7 +266,7 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   CHECK(shownJson["name"] == "t");
   CHECK(shownJson["type"] == "http");
   CHECK(shownJson["config"]["url"] == "https://example.com/x");
-  CHECK(shownJson["config"]["headers"]["X-Env"] == "prod");
+  CHECK(shownJson["config"]["headers"]["User-Agent"] == "shop-cli/1");
 
   const auto off = run({"targets", "deactivate", webhookId, targetId}, envWithUrl);
   REQUIRE_MESSAGE(off.exitCode == 0, describe(off));
