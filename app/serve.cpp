@@ -14,6 +14,7 @@
 
 #include "app/commands.h"
 #include "base/clock.h"
+#include "base/private_folder.h"
 #include "base/random.h"
 #include "engine/backlog_sampler.h"
 #include "engine/delivery_metrics.h"
@@ -58,14 +59,11 @@ void raiseDescriptorLimit() {
 int runServe(const Config& config) {
   const sigset_t stopSignals = blockStopSignals();
   const std::filesystem::path dataDir = config.dataPath();
-  std::error_code ec;
-  std::filesystem::create_directories(dataDir, ec);
-  if (ec) {
-    spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(), ec.message());
+  if (auto folder = ensurePrivateFolder(dataDir); !folder) {
+    spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(),
+                     folder.error().message);
     return 1;
   }
-  std::filesystem::permissions(dataDir, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace, ec);
 
   SystemClock clock;
   auto store = MainStore::open(dataDir / "webhooker.db", config.dbOptions(), clock);

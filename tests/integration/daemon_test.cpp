@@ -6,6 +6,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <filesystem>
 #include <regex>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/contains.h"
+#include "tests/support/daemon_api.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -78,6 +81,13 @@ std::set<std::string> printedTokens(const std::string& text) {
        ++it)
     tokens.insert(it->str());
   return tokens;
+}
+
+// The permission bits of a file or folder.
+unsigned modeOf(const std::filesystem::path& path) {
+  struct stat st {};
+  REQUIRE_MESSAGE(::stat(path.c_str(), &st) == 0, path.string());
+  return st.st_mode & 07777;
 }
 
 }  // namespace
@@ -441,6 +451,67 @@ TEST_CASE("the CLI reads secrets from standard input, never from its command lin
     SQLite::Statement count(mainDb, "SELECT count(*) FROM targets");
     REQUIRE(count.executeStep());
     CHECK(count.getColumn(0).getInt() == 1);
+  }
+}
+
+// The data folder and backups hold every tenant's events and every target
+// credential: nobody but their owner may read them, whatever umask webhooker
+// was started with.
+TEST_CASE("serve, backup and migrate create files 0600 and folders 0700") {
+  struct UsualUmask {  // inherited by the children; restored for the next test
+    mode_t previous = ::umask(022);
+    ~UsualUmask() { ::umask(previous); }
+  } usualUmask;
+  TempDir dir;
+  const auto checkPrivate = [](const std::filesystem::path& folder) {
+    CHECK(modeOf(folder) == 0700);
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+      CAPTURE(entry.path().string());
+      CHECK(modeOf(entry.path()) == (entry.is_directory() ? 0700u : 0600u));
+      names.insert(entry.path().filename().string());
+    }
+    return names;
+  };
+
+  const auto data = dir / "data";  // serve creates it
+  DaemonProcess daemon(data, {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  DaemonApi api(daemon.url());
+  const auto webhook = api.createWebhook("modes");
+  const auto ingested = api.sender().Post(DaemonApi::hookPath(webhook), "{}", "application/json");
+  REQUIRE(ingested);
+  REQUIRE(ingested->status == 200);
+  const auto created = checkPrivate(data);
+  const std::string eventsDb = "events-" + webhook["id"].get<std::string>() + ".db";
+  for (const std::string& name : {std::string("webhooker.db"), std::string("webhooker.db-wal"),
+                                  std::string("webhooker.db-shm"), eventsDb, eventsDb + "-wal"})
+    CHECK_MESSAGE(created.count(name) == 1, name);
+
+  SUBCASE("backup into a new folder") {
+    const auto target = dir / "backups" / "first";
+    const auto backup = runWebhooker({"backup", "--data-dir", data.string(), target.string()});
+    REQUIRE_MESSAGE(backup.exitCode == 0, describe(backup));
+    CHECK(modeOf(dir / "backups") == 0700);
+    CHECK(checkPrivate(target).count("webhooker.db") == 1);
+  }
+  SUBCASE("backup into an existing empty folder others could read tightens it") {
+    const auto target = dir / "shared";
+    std::filesystem::create_directory(target);
+    std::filesystem::permissions(target, std::filesystem::perms::owner_all |
+                                             std::filesystem::perms::group_read |
+                                             std::filesystem::perms::group_exec |
+                                             std::filesystem::perms::others_read |
+                                             std::filesystem::perms::others_exec);
+    const auto backup = runWebhooker({"backup", "--data-dir", data.string(), target.string()});
+    REQUIRE_MESSAGE(backup.exitCode == 0, describe(backup));
+    CHECK(checkPrivate(target).count(eventsDb) == 1);
+  }
+  SUBCASE("migrate creates a missing data folder") {
+    const auto fresh = dir / "fresh" / "data";
+    const auto migrate = runWebhooker({"migrate", "--data-dir", fresh.string()});
+    REQUIRE_MESSAGE(migrate.exitCode == 0, describe(migrate));
+    CHECK(modeOf(dir / "fresh") == 0700);
+    CHECK(checkPrivate(fresh).count("webhooker.db") == 1);
   }
 }
 
