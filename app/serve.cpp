@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/commands.h"
+#include "app/data_dir_lock.h"
 #include "base/clock.h"
 #include "base/private_folder.h"
 #include "base/random.h"
@@ -62,6 +63,13 @@ int runServe(const Config& config) {
   if (auto folder = ensurePrivateFolder(dataDir); !folder) {
     spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(),
                      folder.error().message);
+    return 1;
+  }
+  // Held until the process ends.
+  auto dataDirLock = DataDirLock::acquire(dataDir);
+  if (!dataDirLock) {
+    spdlog::critical("daemon.data_dir_lock_failed reason={} path={} error=\"{}\"",
+                     dataDirLock.error().code, dataDir.string(), dataDirLock.error().message);
     return 1;
   }
 
@@ -133,7 +141,8 @@ int runServe(const Config& config) {
                          std::chrono::milliseconds(config.pruneIntervalMs));
   auto port = http.bind();
   if (!port) {
-    spdlog::critical("daemon.listen_failed error=\"{}\"", port.error().message);
+    spdlog::critical("daemon.listen_failed reason={} error=\"{}\"", port.error().code,
+                     port.error().message);
     return 1;
   }
 

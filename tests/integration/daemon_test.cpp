@@ -515,4 +515,40 @@ TEST_CASE("serve, backup and migrate create files 0600 and folders 0700") {
   }
 }
 
+TEST_CASE("a second daemon on the same data folder refuses to start and names the first") {
+  TempDir dir;
+  DaemonProcess first(dir.path(), {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  const auto second = runCommand(
+      {webhookerBin(), "serve", "--port", "0", "--data-dir", dir.path().string()}, {},
+      std::chrono::seconds(10));
+  CHECK_MESSAGE(second.exitCode == 1, describe(second));
+  CHECK(contains(second.err, "daemon.data_dir_lock_failed reason=data_dir_locked"));
+  CHECK(contains(second.err, "another webhooker (pid " + std::to_string(first.pid()) + ")"));
+  CHECK_FALSE(contains(second.out, "listening"));
+  CHECK(listStatus(first, DaemonApi::kAdminToken) == 200);
+
+  // Commands that work beside a daemon still do.
+  TempDir copies;
+  const auto backup =
+      runWebhooker({"backup", "--data-dir", dir.path().string(), (copies / "b").string()});
+  CHECK_MESSAGE(backup.exitCode == 0, describe(backup));
+
+  // However the first one ends, the kernel drops its lock with it.
+  first.kill9();
+  DaemonProcess next(dir.path(), {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  CHECK(listStatus(next, DaemonApi::kAdminToken) == 200);
+}
+
+TEST_CASE("a daemon whose port is taken says why and exits non-zero") {
+  TempDir firstDir, secondDir;
+  DaemonProcess first(firstDir.path());
+  const auto second = runCommand({webhookerBin(), "serve", "--port", std::to_string(first.port()),
+                                  "--data-dir", secondDir.path().string()},
+                                 {}, std::chrono::seconds(10));
+  CHECK_MESSAGE(second.exitCode == 1, describe(second));
+  CHECK(contains(second.err, "daemon.listen_failed reason=address_in_use"));
+  CHECK(contains(second.err, "address in use"));
+  CHECK_FALSE(contains(second.out, "listening"));
+}
+
 }  // namespace webhooker::testing
