@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "app/admin_token_handover.h"
 #include "app/commands.h"
 #include "app/data_dir_lock.h"
 #include "base/clock.h"
@@ -149,10 +150,7 @@ int runServe(const Config& config) {
   const std::string host = options.listenAddress.find(':') != std::string::npos
                                ? "[" + options.listenAddress + "]"
                                : options.listenAddress;
-  if (token->generated) {
-    std::cout << "Admin token (shown once, only its hash is stored):\n  " << *token->generated
-              << "\nUse it as:  export WEBHOOKER_TOKEN=" << *token->generated << "\n";
-  }
+  if (token->generated) handOverAdminToken(*token->generated, dataDir);
   std::cout << "webhooker listening on http://" << host << ":" << port.value()
             << "  (data: " << dataDir.string() << ")" << std::endl;
   spdlog::info("daemon.started listen={}:{} data_dir={}", options.listenAddress, port.value(),

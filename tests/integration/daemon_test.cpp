@@ -90,29 +90,74 @@ unsigned modeOf(const std::filesystem::path& path) {
   return st.st_mode & 07777;
 }
 
+// `webhooker serve` with stdout and stderr on a pseudo-terminal, as started
+// from an interactive shell: what the terminal showed up to the listening
+// line. The daemon is stopped before this returns.
+std::string firstStartOnTerminal(const std::filesystem::path& dataDir) {
+  Fd terminal(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  REQUIRE(terminal.get() >= 0);
+  REQUIRE(::grantpt(terminal.get()) == 0);
+  REQUIRE(::unlockpt(terminal.get()) == 0);
+  Fd side(::open(::ptsname(terminal.get()), O_RDWR | O_NOCTTY | O_CLOEXEC));
+  REQUIRE(side.get() >= 0);
+  const pid_t pid = spawnChild(
+      {webhookerBin(), "serve", "--port", "0", "--data-dir", dataDir.string()}, {}, side.get(),
+      side.get());
+  side.reset();
+  std::string shown;
+  bool open = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (open && !contains(shown, "webhooker listening") &&
+         std::chrono::steady_clock::now() < deadline) {
+    pollfd p{terminal.get(), POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) appendAvailable(terminal.get(), shown, open);
+  }
+  ::kill(pid, SIGTERM);
+  if (!waitFor(pid, std::chrono::seconds(10))) {
+    ::kill(pid, SIGKILL);
+    waitFor(pid, std::chrono::seconds(10));
+  }
+  return shown;
+}
+
 }  // namespace
 
-TEST_CASE("the first start prints the admin token on stdout, and later starts do not") {
+TEST_CASE("the first start writes the admin token to a private file, never to its output") {
   TempDir dir;
+  const auto tokenFile = dir / "admin-token.txt";
   std::string token;
   {
     DaemonProcess daemon(dir.path());
-    REQUIRE(daemon.adminToken());
+    REQUIRE(daemon.adminToken());  // read from the file
     token = *daemon.adminToken();
     CHECK(token.rfind("whk_", 0) == 0);
-    CHECK(printedTokens(daemon.stdoutText()) == std::set<std::string>{token});
+    CHECK(modeOf(tokenFile) == 0600);
+    // Neither stream is a terminal here: both may end up in a log.
+    CHECK(printedTokens(daemon.stdoutText()).empty());
     CHECK(contains(daemon.stdoutText(),
                    "webhooker listening on http://127.0.0.1:" + std::to_string(daemon.port())));
     CHECK(listStatus(daemon, token) == 200);
     REQUIRE(daemon.stop() == 0);
     const std::string log = daemon.stderrText();
-    CHECK(contains(log, "daemon.started"));  // the log was captured...
-    CHECK_FALSE(contains(log, token));       // ...and the token is not in it
+    CHECK(contains(log, "daemon.admin_token_written path=" + tokenFile.string()));
+    CHECK_FALSE(contains(log, token));
   }
+  std::filesystem::remove(tokenFile);  // what the operator does once it is read
   DaemonProcess again(dir.path());
   CHECK_FALSE(again.adminToken());
+  CHECK_FALSE(std::filesystem::exists(tokenFile));
   CHECK_FALSE(contains(again.stdoutText(), "whk_"));
   CHECK(listStatus(again, token) == 200);  // the stored hash still matches
+}
+
+TEST_CASE("a first start from a terminal shows the admin token there and writes no file") {
+  TempDir dir;
+  const std::string shown = firstStartOnTerminal(dir.path());
+  const auto tokens = printedTokens(shown);
+  REQUIRE_MESSAGE(tokens.size() == 1, shown);
+  CHECK_FALSE(std::filesystem::exists(dir / "admin-token.txt"));
+  DaemonProcess daemon(dir.path());
+  CHECK(listStatus(daemon, *tokens.begin()) == 200);
 }
 
 TEST_CASE("WEBHOOKER_ADMIN_TOKEN sets the admin token") {
