@@ -1,6 +1,7 @@
 // webhooker: store-and-forward webhook delivery. `webhooker` alone, or
 // followed by serve's options, serves.
 #include <CLI/CLI.hpp>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <iostream>
@@ -14,6 +15,10 @@
 
 int main(int argc, char** argv) {
   using namespace webhooker::app;
+  // Whatever this process creates (databases and their -wal and -shm,
+  // backups, the admin token file, folders) is its owner's alone: 0600 and
+  // 0700, whatever umask it was started with.
+  ::umask(077);
   // Named, so usage lines read `Usage: webhooker serve [OPTIONS]`.
   CLI::App app{"webhooker: a self-hosted webhook delivery engine", "webhooker"};
   app.require_subcommand(0, 1);

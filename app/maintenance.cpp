@@ -4,6 +4,7 @@
 
 #include "app/commands.h"
 #include "base/clock.h"
+#include "base/private_folder.h"
 #include "server/admin_token.h"
 #include "storage/main_store.h"
 #include "storage/schema.h"
@@ -29,12 +30,11 @@ bool report(const std::filesystem::path& file, const Result<SchemaChange>& chang
 
 int runMigrate(const Config& config) {
   const std::filesystem::path dataDir = config.dataPath();
-  std::error_code ec;
-  std::filesystem::create_directories(dataDir, ec);
-  if (ec) {
-    std::cerr << "webhooker: cannot create " << dataDir.string() << ": " << ec.message() << "\n";
+  if (auto folder = ensurePrivateFolder(dataDir); !folder) {
+    std::cerr << "webhooker: " << folder.error().message << "\n";
     return 1;
   }
+  std::error_code ec;
   const auto mainDb = dataDir / "webhooker.db";
   bool ok = report(mainDb, migrateFile(mainDb, DbKind::kMain, config.dbOptions()));
   for (const auto& entry : std::filesystem::directory_iterator(dataDir, ec)) {

@@ -14,8 +14,11 @@
 #include <optional>
 #include <thread>
 
+#include "app/admin_token_handover.h"
 #include "app/commands.h"
+#include "app/data_dir_lock.h"
 #include "base/clock.h"
+#include "base/private_folder.h"
 #include "base/random.h"
 #include "engine/backlog_sampler.h"
 #include "engine/delivery_metrics.h"
@@ -71,14 +74,18 @@ void keepFreedMemory() {
 int runServe(const Config& config) {
   const sigset_t stopSignals = blockStopSignals();
   const std::filesystem::path dataDir = config.dataPath();
-  std::error_code ec;
-  std::filesystem::create_directories(dataDir, ec);
-  if (ec) {
-    spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(), ec.message());
+  if (auto folder = ensurePrivateFolder(dataDir); !folder) {
+    spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(),
+                     folder.error().message);
     return 1;
   }
-  std::filesystem::permissions(dataDir, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace, ec);
+  // Held until the process ends.
+  auto dataDirLock = DataDirLock::acquire(dataDir);
+  if (!dataDirLock) {
+    spdlog::critical("daemon.data_dir_lock_failed reason={} path={} error=\"{}\"",
+                     dataDirLock.error().code, dataDir.string(), dataDirLock.error().message);
+    return 1;
+  }
 
   SystemClock clock;
   auto store = MainStore::open(dataDir / "webhooker.db", config.dbOptions(), clock);
@@ -149,17 +156,15 @@ int runServe(const Config& config) {
                          std::chrono::milliseconds(config.pruneIntervalMs));
   auto port = http.bind();
   if (!port) {
-    spdlog::critical("daemon.listen_failed error=\"{}\"", port.error().message);
+    spdlog::critical("daemon.listen_failed reason={} error=\"{}\"", port.error().code,
+                     port.error().message);
     return 1;
   }
 
   const std::string host = options.listenAddress.find(':') != std::string::npos
                                ? "[" + options.listenAddress + "]"
                                : options.listenAddress;
-  if (token->generated) {
-    std::cout << "Admin token (shown once, only its hash is stored):\n  " << *token->generated
-              << "\nUse it as:  export WEBHOOKER_TOKEN=" << *token->generated << "\n";
-  }
+  if (token->generated) handOverAdminToken(*token->generated, dataDir);
   std::cout << "webhooker listening on http://" << host << ":" << port.value()
             << "  (data: " << dataDir.string() << ")" << std::endl;
   spdlog::info("daemon.started listen={}:{} data_dir={}", options.listenAddress, port.value(),

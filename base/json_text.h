@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
 #include <string_view>
 
 namespace webhooker {
@@ -15,5 +16,12 @@ namespace webhooker {
 // kMaxJsonDepth, which dump() could not write back without overflowing the
 // stack.
 nlohmann::ordered_json parseJsonText(std::string_view text);
+
+// `text`, which parseJsonText accepted, indented by two spaces per level the
+// way nlohmann's dump(2) does, but with every number copied as the sender
+// wrote it: parsing would turn an integer beyond 64 bits into a double
+// (12345678901234567890123 shown as 1.2345678901234568e+22). Strings are
+// written as dump() writes them. Iterative: no recursion per level.
+std::string prettyJsonText(std::string_view text);
 
 }  // namespace webhooker

@@ -14,12 +14,14 @@
 #include <map>
 
 #include "bench/body_generator.h"
+#include "bench/leftover_janitor.h"
 #include "bench/report.h"
 #include "bench/scenarios.h"
 
 using namespace webhooker::bench;
 
 int main(int argc, char** argv) {
+  const LeftoverJanitor janitor;  // before any thread or temp folder exists
   CLI::App app("webhooker benchmarks: each figure against a baseline measured in the same run");
   bool large = false;
   bool smoke = false;

@@ -29,7 +29,7 @@ Result<std::optional<std::pair<std::string, std::string>>> verificationField(con
   if (auto r = refuseUnknownFields(v, {"scheme", "secret"}); !r) return r.error();
   auto scheme = stringField(v, "scheme", 16);
   if (!scheme) return scheme.error();
-  if (!scheme.value() || !isVerificationScheme(*scheme.value()))
+  if (!scheme.value() || !verificationSchemeOf(*scheme.value()))
     return makeError("invalid_field",
                      "verification.scheme must be none, standard, github or stripe");
   auto secret = stringField(v, "secret", 256, true);

@@ -617,8 +617,20 @@ Result<int> HttpServer::Impl::bind() {
   beast::error_code ec;
   const auto address = asio::ip::make_address(options_.listenAddress, ec);
   const auto failed = [this](const beast::error_code& why) -> Result<int> {
-    return makeError("bind_failed", "could not listen on " + options_.listenAddress + ":" +
-                                        std::to_string(options_.port) + ": " + why.message());
+    const std::string where =
+        "could not listen on " + options_.listenAddress + ":" + std::to_string(options_.port);
+    if (why == asio::error::address_in_use)
+      return makeError("address_in_use",
+                       where + ": address in use (another process listens there; choose "
+                               "another --port or stop it)");
+    if (why == asio::error::access_denied)
+      return makeError("permission_denied",
+                       where + ": permission denied (ports below 1024 need root or "
+                               "CAP_NET_BIND_SERVICE)");
+    if (why == boost::system::errc::address_not_available)
+      return makeError("address_not_available",
+                       where + ": address not available (no interface of this host has it)");
+    return makeError("bind_failed", where + ": " + why.message());
   };
   if (ec) return failed(ec);
   const tcp::endpoint endpoint(address, static_cast<uint16_t>(options_.port));

@@ -81,7 +81,10 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds the socket; returns the port actually bound.
+  // Binds the socket (SO_REUSEADDR, never SO_REUSEPORT: a second daemon on
+  // the same port must fail, not share it); returns the port actually bound.
+  // Errors name why: "address_in_use", "permission_denied",
+  // "address_not_available", "bind_failed" for anything else.
   Result<int> bind();
   // Serves until stop(). Call after a successful bind().
   void run();

@@ -11,7 +11,9 @@ namespace webhooker::server {
 
 namespace {
 
-Error failure(const char* reason, std::string message) { return makeError(reason, std::move(message)); }
+Error failure(std::string_view reason, std::string message) {
+  return makeError(std::string(reason), std::move(message));
+}
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
@@ -91,8 +93,16 @@ Result<void> verifyStripe(std::string_view secret, const HeaderLookup& header,
 
 }  // namespace
 
-bool isVerificationScheme(std::string_view s) {
-  return s == "none" || s == "standard" || s == "github" || s == "stripe";
+std::optional<VerificationScheme> verificationSchemeOf(std::string_view name) {
+  if (name == "none") return VerificationScheme::none;
+  if (name == "standard") return VerificationScheme::standard;
+  if (name == "github") return VerificationScheme::github;
+  if (name == "stripe") return VerificationScheme::stripe;
+  return std::nullopt;
+}
+
+bool isUnusableSettings(const Error& failure) {
+  return failure.code == kUnknownScheme || failure.code == kUnusableSecret;
 }
 
 Result<void> validateVerificationSecret(std::string_view scheme, std::string_view secret) {
@@ -106,10 +116,19 @@ Result<void> validateVerificationSecret(std::string_view scheme, std::string_vie
 
 Result<void> verifyInbound(std::string_view scheme, std::string_view secret,
                            const HeaderLookup& header, std::string_view body, TimePoint now) {
-  if (scheme == "standard") return verifyStandard(secret, header, body, now);
-  if (scheme == "github") return verifyGithub(secret, header, body);
-  if (scheme == "stripe") return verifyStripe(secret, header, body, now);
-  return {};
+  const std::optional<VerificationScheme> known = verificationSchemeOf(scheme);
+  if (!known) return failure(kUnknownScheme, "the entrypoint's verification scheme is unknown");
+  // The rules the admin API enforced when the secret was set: a row edited
+  // since (a NULL secret reads as "") must not verify against an empty key.
+  if (!validateVerificationSecret(scheme, secret))
+    return failure(kUnusableSecret, "the entrypoint's verification secret is unusable");
+  switch (*known) {
+    case VerificationScheme::none: return {};
+    case VerificationScheme::standard: return verifyStandard(secret, header, body, now);
+    case VerificationScheme::github: return verifyGithub(secret, header, body);
+    case VerificationScheme::stripe: return verifyStripe(secret, header, body, now);
+  }
+  return failure(kUnknownScheme, "the entrypoint's verification scheme is unknown");
 }
 
 }  // namespace webhooker::server

@@ -78,16 +78,22 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
   const Entrypoint& entrypoint = route.value()->entrypoint;
   if (!entrypoint.active)
     return refuse(410, "entrypoint_inactive", "this entrypoint is not accepting events");
-  if (entrypoint.verification != "none") {
-    const auto header = [&req](const char* name) { return req.get_header_value(name); };
-    if (auto verified = verifyInbound(entrypoint.verification, entrypoint.verificationSecret,
-                                      header, req.body, std::chrono::system_clock::now());
-        !verified) {
-      metrics_.verificationFailed(verified.error().code);
-      spdlog::info("ingest.verification_failed entrypoint_id={} reason={}", entrypoint.id,
-                   verified.error().code);
-      return refuse(401, "signature_invalid", verified.error().message);
+  const auto header = [&req](const char* name) { return req.get_header_value(name); };
+  if (auto verified = verifyInbound(entrypoint.verification, entrypoint.verificationSecret,
+                                    header, req.body, std::chrono::system_clock::now());
+      !verified) {
+    const Error& why = verified.error();
+    metrics_.verificationFailed(why.code);
+    if (isUnusableSettings(why)) {
+      // The operator has to act; the sender learns only that it was refused.
+      spdlog::error("ingest.verification_unusable entrypoint_id={} reason={}", entrypoint.id,
+                    why.code);
+      return refuse(401, "verification_failed",
+                    "this entrypoint cannot verify requests until its verification is set again");
     }
+    spdlog::info("ingest.verification_failed entrypoint_id={} reason={}", entrypoint.id,
+                 why.code);
+    return refuse(401, "signature_invalid", why.message);
   }
 
   auto idempotencyKey = idempotencyKeyOf(req, entrypoint.verification);

@@ -1,5 +1,7 @@
 #include "server/server_metrics.h"
 
+#include "server/inbound_verifier.h"
+
 namespace webhooker::server {
 
 namespace {
@@ -31,7 +33,12 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
       durations_(prometheus::BuildHistogram()
                      .Name("webhooker_http_request_duration_seconds")
                      .Help("Time to handle an HTTP request, by route pattern")
-                     .Register(registry)) {}
+                     .Register(registry)) {
+  // Every reason exists at 0 from start-up, like the other series, so an
+  // alert on its rate works before the first failure.
+  for (const std::string_view reason : kVerificationFailureReasons)
+    verificationFailures_.Add({{"reason", std::string(reason)}});
+}
 
 void ServerMetrics::eventReceived() { eventsReceived_.Increment(); }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/private_folder.h"
 #include "storage/sqlite_database.h"
 
 namespace webhooker {
@@ -27,26 +28,20 @@ Error invalidArgument(std::string message) {
   return makeError("invalid_argument", std::move(message));
 }
 
-// Refuses anything but a missing or empty folder; creates a missing one.
+// Refuses anything but a missing or empty folder; creates a missing one and
+// tightens an existing one to 0700 before anything is copied into it.
 // `created` tells the caller whether to remove it again on failure.
 Result<void> prepareTarget(const fs::path& target, bool& created) {
   std::error_code ec;
-  created = false;
-  if (fs::exists(target, ec)) {
+  created = !fs::exists(target, ec);
+  if (!created) {
     if (!fs::is_directory(target, ec))
       return invalidArgument(target.string() + " exists and is not a folder");
     if (!fs::is_empty(target, ec) || ec)
       return invalidArgument(target.string() +
                              " is not empty; back up into a new or empty folder");
-    return {};
   }
-  fs::create_directories(target, ec);
-  if (ec)
-    return makeError(error_code::kStorageError,
-                     fmt::format("cannot create {}: {}", target.string(), ec.message()));
-  created = true;
-  fs::permissions(target, fs::perms::owner_all, fs::perm_options::replace, ec);
-  return {};
+  return ensurePrivateFolder(target);
 }
 
 // One consistent snapshot of `source` into `copy`: read-only on the source,

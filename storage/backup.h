@@ -22,8 +22,9 @@ struct BackupFile {
 };
 
 // Copies every events-<id>.db, then webhooker.db, from `dataDir` into
-// `targetDir`, which is created (mode 0700: the copies hold the admin token
-// hash and target credentials) and must not hold anything yet. Errors:
+// `targetDir`, which is created, or tightened if it exists, to mode 0700 (the
+// copies hold the admin token hash and target credentials) and must not hold
+// anything yet. Errors:
 // "invalid_argument" (no webhooker.db in `dataDir`, `targetDir` not an empty
 // folder) with nothing written; "storage_error"/"storage_busy" for a copy
 // that failed, after removing what it had copied. An events DB deleted while

@@ -22,25 +22,66 @@ std::string cutUtf8(const std::string& text, size_t maxChars) {
   return text;
 }
 
+// Slack's mrkdwn reads &, < and > as control characters everywhere, code
+// blocks included ("<!channel>", "<https://x|a link>"): its rules say to send
+// them as &amp; &lt; &gt;, which Slack shows as the characters.
+std::string escapeMrkdwn(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else out += c;
+  }
+  return out;
+}
+
+// Inside the ``` block: three backticks in a row would end the block early
+// and let the rest of the body format the message, so a zero-width space
+// (U+200B) goes between backticks that touch. It is invisible, the text
+// reads the same, and no run of two backticks remains.
+std::string breakBacktickRuns(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '`' && i > 0 && text[i - 1] == '`') out += "\u200B";
+    out += text[i];
+  }
+  return out;
+}
+
+// Inside an inline `code` span one backtick ends it, so the sender's method
+// and content type show theirs as U+02CB (ˋ, which looks the same).
+std::string inlineCode(std::string_view text) {
+  std::string out;
+  for (const char c : escapeMrkdwn(text)) {
+    if (c == '`') out += "\u02CB";
+    else out += c;
+  }
+  return "`" + out + "`";
+}
+
 }  // namespace
 
 std::string slackMessageText(const EventPayload& p) {
-  std::string text = fmt::format("*Webhook event* `{} {}` · {} · {} bytes\n",
-                                 p.method, p.contentType.empty() ? "(no content type)" : p.contentType,
-                                 p.receivedAt, p.body.size());
+  std::string text = fmt::format(
+      "*Webhook event* {} · {} · {} bytes\n",
+      inlineCode(p.method + " " + (p.contentType.empty() ? "(no content type)" : p.contentType)),
+      p.receivedAt, p.body.size());
   if (p.body.empty()) return text + "_(empty body)_";
   std::string shown;
-  // ordered_json: shown with the keys in the sender's order, not sorted.
-  const auto json = parseJsonText(p.body);
-  if (!json.is_discarded())
-    shown = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Keys in the sender's order, numbers as written (prettyJsonText).
+  if (!parseJsonText(p.body).is_discarded())
+    shown = prettyJsonText(p.body);
   else if (isValidUtf8(p.body))
     shown = p.body;
   else
     return text + "_(binary body, not shown)_";
+  // Cut first, then escape: a cut never falls inside an entity.
   std::string kept = cutUtf8(shown, SlackTarget::kMaxBodyChars);
   const bool cut = kept.size() < shown.size();
-  shown = std::move(kept);
+  shown = breakBacktickRuns(escapeMrkdwn(kept));
   return text + "```\n" + shown + (cut ? "\n…" : "") + "\n```" +
          (cut ? fmt::format("\n_(body cut to {} characters)_", SlackTarget::kMaxBodyChars) : "");
 }

@@ -30,7 +30,9 @@ bool isTargetType(std::string_view type);
 Result<nlohmann::json> validateTargetConfig(std::string_view type, const nlohmann::json& config);
 
 // The config as the API shows it: signing secrets, the Slack webhook URL's
-// path, URL query strings and credential-looking header values replaced.
+// path, URL query strings and every header value replaced, except those of
+// a few headers that never carry credentials (Content-Type, User-Agent,
+// Accept, Accept-Language, Content-Language).
 nlohmann::json redactTargetConfig(std::string_view type, const nlohmann::json& config);
 
 // How long a replaced signing secret keeps being signed with by default.

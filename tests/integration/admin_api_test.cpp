@@ -46,14 +46,26 @@ const std::string kApiKeyValue = "apikey-canary-51d0";
 const std::string kQueryToken = "qs-canary-0b77";
 const std::string kSlackPath = "/services/T0CANARY/B0CANARY/slackcanary9x";
 const std::string kSlackUrl = "https://hooks.slack.com" + kSlackPath;
+// Header values under names off the short allow-list of headers that are
+// shown (User-Agent, ...): credentials whose names say nothing of a secret,
+// and X-Env, which is none but is not known not to be.
+const std::map<std::string, std::string> kUnlistedHeaders = {
+    {"X-Webhook-Pass", "pass-canary-4c1e"},
+    {"X-Client-Pw", "pw-canary-93bd"},
+    {"X-Hmac", "hmac-canary-2a60"},
+    {"X-Upstream", "Bearer upstream-canary-d81f"},
+    {"X-Env", "prod"}};
 
 json httpTargetBody(const std::string& name) {
+  json headers = kUnlistedHeaders;
+  headers["Authorization"] = kAuthHeaderValue;
+  headers["X-Api-Key"] = kApiKeyValue;
+  headers["User-Agent"] = "shop-relay/1.0";
   return {{"name", name},
           {"type", "http"},
           {"config",
            {{"url", "https://receiver.example.com/in?token=" + kQueryToken},
-            {"headers",
-             {{"Authorization", kAuthHeaderValue}, {"X-Api-Key", kApiKeyValue}, {"X-Env", "prod"}}},
+            {"headers", headers},
             {"signing_secret", kSigningSecret}}}};
 }
 
@@ -411,7 +423,11 @@ TEST_CASE("targets: create fills defaults, get and list show the same, secrets s
   CHECK(orders["config"]["signing_secret"] == "[redacted]");
   CHECK(orders["config"]["headers"]["Authorization"] == "[redacted]");
   CHECK(orders["config"]["headers"]["X-Api-Key"] == "[redacted]");
-  CHECK(orders["config"]["headers"]["X-Env"] == "prod");
+  for (const auto& [header, value] : kUnlistedHeaders) {
+    CAPTURE(header);
+    CHECK(orders["config"]["headers"][header] == "[redacted]");
+  }
+  CHECK(orders["config"]["headers"]["User-Agent"] == "shop-relay/1.0");
   CHECK(orders["config"]["url"].get<std::string>().rfind("https://receiver.example.com/in", 0) ==
         0);
 
@@ -466,6 +482,7 @@ TEST_CASE("targets: create fills defaults, get and list show the same, secrets s
   CHECK(stored["url"] == "https://receiver2.example.com/new");
   CHECK(stored["signing_secret"] == kSigningSecret);
   CHECK(stored["headers"]["Authorization"] == kAuthHeaderValue);
+  CHECK(stored["headers"]["X-Webhook-Pass"] == kUnlistedHeaders.at("X-Webhook-Pass"));
 
   // A nested merge: one header changes, the credential header stays.
   auto headerPatch = keep(patchJson(admin, ordersPath,
@@ -473,7 +490,7 @@ TEST_CASE("targets: create fills defaults, get and list show the same, secrets s
                                      {"config", {{"headers", {{"X-Env", "staging"}}}}}}));
   REQUIRE(statusOf(headerPatch) == 200);
   CHECK(jsonOf(headerPatch)["name"] == "orders-v2");
-  CHECK(jsonOf(headerPatch)["config"]["headers"]["X-Env"] == "staging");
+  CHECK(jsonOf(headerPatch)["config"]["headers"]["X-Env"] == "[redacted]");
   stored = json::parse(configInMainDb(server, orders["id"].get<std::string>()));
   CHECK(stored["headers"]["Authorization"] == kAuthHeaderValue);
   CHECK(stored["headers"]["X-Env"] == "staging");
@@ -500,6 +517,8 @@ TEST_CASE("targets: create fills defaults, get and list show the same, secrets s
     CHECK(body.find(kQueryToken) == std::string::npos);
     CHECK(body.find(kSlackPath) == std::string::npos);
     CHECK(body.find("slackcanary9x") == std::string::npos);
+    for (const char* canary : {"pass-canary", "pw-canary", "hmac-canary", "upstream-canary"})
+      CHECK(body.find(canary) == std::string::npos);
   }
   // The canaries are real: the main DB holds them, so the search above
   // could have found them.

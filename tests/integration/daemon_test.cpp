@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "tests/support/contains.h"
+#include "tests/support/daemon_api.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/receiver.h"
 #include "tests/support/temp_dir.h"
@@ -83,29 +85,81 @@ std::set<std::string> printedTokens(const std::string& text) {
   return tokens;
 }
 
+// The permission bits of a file or folder.
+unsigned modeOf(const std::filesystem::path& path) {
+  struct stat st {};
+  REQUIRE_MESSAGE(::stat(path.c_str(), &st) == 0, path.string());
+  return st.st_mode & 07777;
+}
+
+// `webhooker serve` with stdout and stderr on a pseudo-terminal, as started
+// from an interactive shell: what the terminal showed up to the listening
+// line. The daemon is stopped before this returns.
+std::string firstStartOnTerminal(const std::filesystem::path& dataDir) {
+  Fd terminal(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  REQUIRE(terminal.get() >= 0);
+  REQUIRE(::grantpt(terminal.get()) == 0);
+  REQUIRE(::unlockpt(terminal.get()) == 0);
+  Fd side(::open(::ptsname(terminal.get()), O_RDWR | O_NOCTTY | O_CLOEXEC));
+  REQUIRE(side.get() >= 0);
+  const pid_t pid = spawnChild(
+      {webhookerBin(), "serve", "--port", "0", "--data-dir", dataDir.string()}, {}, side.get(),
+      side.get());
+  side.reset();
+  std::string shown;
+  bool open = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (open && !contains(shown, "webhooker listening") &&
+         std::chrono::steady_clock::now() < deadline) {
+    pollfd p{terminal.get(), POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) appendAvailable(terminal.get(), shown, open);
+  }
+  ::kill(pid, SIGTERM);
+  if (!waitFor(pid, std::chrono::seconds(10))) {
+    ::kill(pid, SIGKILL);
+    waitFor(pid, std::chrono::seconds(10));
+  }
+  return shown;
+}
+
 }  // namespace
 
-TEST_CASE("the first start prints the admin token on stdout, and later starts do not") {
+TEST_CASE("the first start writes the admin token to a private file, never to its output") {
   TempDir dir;
+  const auto tokenFile = dir / "admin-token.txt";
   std::string token;
   {
     DaemonProcess daemon(dir.path());
-    REQUIRE(daemon.adminToken());
+    REQUIRE(daemon.adminToken());  // read from the file
     token = *daemon.adminToken();
     CHECK(token.rfind("whk_", 0) == 0);
-    CHECK(printedTokens(daemon.stdoutText()) == std::set<std::string>{token});
+    CHECK(modeOf(tokenFile) == 0600);
+    // Neither stream is a terminal here: both may end up in a log.
+    CHECK(printedTokens(daemon.stdoutText()).empty());
     CHECK(contains(daemon.stdoutText(),
                    "webhooker listening on http://127.0.0.1:" + std::to_string(daemon.port())));
     CHECK(listStatus(daemon, token) == 200);
     REQUIRE(daemon.stop() == 0);
     const std::string log = daemon.stderrText();
-    CHECK(contains(log, "daemon.started"));  // the log was captured...
-    CHECK_FALSE(contains(log, token));       // ...and the token is not in it
+    CHECK(contains(log, "daemon.admin_token_written path=" + tokenFile.string()));
+    CHECK_FALSE(contains(log, token));
   }
+  std::filesystem::remove(tokenFile);  // what the operator does once it is read
   DaemonProcess again(dir.path());
   CHECK_FALSE(again.adminToken());
+  CHECK_FALSE(std::filesystem::exists(tokenFile));
   CHECK_FALSE(contains(again.stdoutText(), "whk_"));
   CHECK(listStatus(again, token) == 200);  // the stored hash still matches
+}
+
+TEST_CASE("a first start from a terminal shows the admin token there and writes no file") {
+  TempDir dir;
+  const std::string shown = firstStartOnTerminal(dir.path());
+  const auto tokens = printedTokens(shown);
+  REQUIRE_MESSAGE(tokens.size() == 1, shown);
+  CHECK_FALSE(std::filesystem::exists(dir / "admin-token.txt"));
+  DaemonProcess daemon(dir.path());
+  CHECK(listStatus(daemon, *tokens.begin()) == 200);
 }
 
 TEST_CASE("WEBHOOKER_ADMIN_TOKEN sets the admin token") {
@@ -304,7 +358,8 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   CHECK(std::regex_search(list.out, std::regex(webhookId + " +shop +30 +1\n")));
 
   const auto target = run({"targets", "create", webhookId, "--name", "t", "--type", "http",
-                           "--target-url", "https://example.com/x", "--header", "X-Env: prod"},
+                           "--target-url", "https://example.com/x", "--header",
+                           "User-Agent: shop-cli/1"},
                           envWithUrl);
   REQUIRE_MESSAGE(target.exitCode == 0, describe(target));
   const auto targetId = json::parse(target.out)["id"].get<std::string>();
@@ -316,7 +371,7 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   CHECK(shownJson["name"] == "t");
   CHECK(shownJson["type"] == "http");
   CHECK(shownJson["config"]["url"] == "https://example.com/x");
-  CHECK(shownJson["config"]["headers"]["X-Env"] == "prod");
+  CHECK(shownJson["config"]["headers"]["User-Agent"] == "shop-cli/1");
 
   const auto off = run({"targets", "deactivate", webhookId, targetId}, envWithUrl);
   REQUIRE_MESSAGE(off.exitCode == 0, describe(off));
@@ -492,6 +547,103 @@ TEST_CASE("the CLI reads secrets from standard input, never from its command lin
     REQUIRE(count.executeStep());
     CHECK(count.getColumn(0).getInt() == 1);
   }
+}
+
+// The data folder and backups hold every tenant's events and every target
+// credential: nobody but their owner may read them, whatever umask webhooker
+// was started with.
+TEST_CASE("serve, backup and migrate create files 0600 and folders 0700") {
+  struct UsualUmask {  // inherited by the children; restored for the next test
+    mode_t previous = ::umask(022);
+    ~UsualUmask() { ::umask(previous); }
+  } usualUmask;
+  TempDir dir;
+  const auto checkPrivate = [](const std::filesystem::path& folder) {
+    CHECK(modeOf(folder) == 0700);
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+      CAPTURE(entry.path().string());
+      CHECK(modeOf(entry.path()) == (entry.is_directory() ? 0700u : 0600u));
+      names.insert(entry.path().filename().string());
+    }
+    return names;
+  };
+
+  const auto data = dir / "data";  // serve creates it
+  DaemonProcess daemon(data, {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  DaemonApi api(daemon.url());
+  const auto webhook = api.createWebhook("modes");
+  const auto ingested = api.sender().Post(DaemonApi::hookPath(webhook), "{}", "application/json");
+  REQUIRE(ingested);
+  REQUIRE(ingested->status == 200);
+  const auto created = checkPrivate(data);
+  const std::string eventsDb = "events-" + webhook["id"].get<std::string>() + ".db";
+  for (const std::string& name : {std::string("webhooker.db"), std::string("webhooker.db-wal"),
+                                  std::string("webhooker.db-shm"), eventsDb, eventsDb + "-wal"})
+    CHECK_MESSAGE(created.count(name) == 1, name);
+
+  SUBCASE("backup into a new folder") {
+    const auto target = dir / "backups" / "first";
+    const auto backup = runWebhooker({"backup", "--data-dir", data.string(), target.string()});
+    REQUIRE_MESSAGE(backup.exitCode == 0, describe(backup));
+    CHECK(modeOf(dir / "backups") == 0700);
+    CHECK(checkPrivate(target).count("webhooker.db") == 1);
+  }
+  SUBCASE("backup into an existing empty folder others could read tightens it") {
+    const auto target = dir / "shared";
+    std::filesystem::create_directory(target);
+    std::filesystem::permissions(target, std::filesystem::perms::owner_all |
+                                             std::filesystem::perms::group_read |
+                                             std::filesystem::perms::group_exec |
+                                             std::filesystem::perms::others_read |
+                                             std::filesystem::perms::others_exec);
+    const auto backup = runWebhooker({"backup", "--data-dir", data.string(), target.string()});
+    REQUIRE_MESSAGE(backup.exitCode == 0, describe(backup));
+    CHECK(checkPrivate(target).count(eventsDb) == 1);
+  }
+  SUBCASE("migrate creates a missing data folder") {
+    const auto fresh = dir / "fresh" / "data";
+    const auto migrate = runWebhooker({"migrate", "--data-dir", fresh.string()});
+    REQUIRE_MESSAGE(migrate.exitCode == 0, describe(migrate));
+    CHECK(modeOf(dir / "fresh") == 0700);
+    CHECK(checkPrivate(fresh).count("webhooker.db") == 1);
+  }
+}
+
+TEST_CASE("a second daemon on the same data folder refuses to start and names the first") {
+  TempDir dir;
+  DaemonProcess first(dir.path(), {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  const auto second = runCommand(
+      {webhookerBin(), "serve", "--port", "0", "--data-dir", dir.path().string()}, {},
+      std::chrono::seconds(10));
+  CHECK_MESSAGE(second.exitCode == 1, describe(second));
+  CHECK(contains(second.err, "daemon.data_dir_lock_failed reason=data_dir_locked"));
+  CHECK(contains(second.err, "another webhooker (pid " + std::to_string(first.pid()) + ")"));
+  CHECK_FALSE(contains(second.out, "listening"));
+  CHECK(listStatus(first, DaemonApi::kAdminToken) == 200);
+
+  // Commands that work beside a daemon still do.
+  TempDir copies;
+  const auto backup =
+      runWebhooker({"backup", "--data-dir", dir.path().string(), (copies / "b").string()});
+  CHECK_MESSAGE(backup.exitCode == 0, describe(backup));
+
+  // However the first one ends, the kernel drops its lock with it.
+  first.kill9();
+  DaemonProcess next(dir.path(), {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  CHECK(listStatus(next, DaemonApi::kAdminToken) == 200);
+}
+
+TEST_CASE("a daemon whose port is taken says why and exits non-zero") {
+  TempDir firstDir, secondDir;
+  DaemonProcess first(firstDir.path());
+  const auto second = runCommand({webhookerBin(), "serve", "--port", std::to_string(first.port()),
+                                  "--data-dir", secondDir.path().string()},
+                                 {}, std::chrono::seconds(10));
+  CHECK_MESSAGE(second.exitCode == 1, describe(second));
+  CHECK(contains(second.err, "daemon.listen_failed reason=address_in_use"));
+  CHECK(contains(second.err, "address in use"));
+  CHECK_FALSE(contains(second.out, "listening"));
 }
 
 }  // namespace webhooker::testing

@@ -11,6 +11,10 @@
 
 #include "base/hmac.h"
 #include "base/secret.h"
+#include "tests/support/contains.h"
+#include "tests/support/daemon_api.h"
+#include "tests/support/daemon_process.h"
+#include "tests/support/prometheus_text.h"
 #include "tests/support/test_server.h"
 
 using namespace webhooker;
@@ -149,4 +153,62 @@ TEST_CASE("a replayed signed Stripe event is stored once: the event's id is its 
   CHECK(jsonOf(send(R"({"type": "ping"})", unixNow()))["duplicate"] == false);
   CHECK(jsonOf(send(R"({"type": "ping"})", unixNow()))["duplicate"] == false);
   CHECK(countRows(hook.eventsDb, "events") == 4);
+}
+
+// The verification settings are read from the main DB, which an operator (or
+// damage) can change behind the daemon's back: whatever the row says that the
+// daemon cannot use refuses the request.
+TEST_CASE("a daemon refuses requests its entrypoint's edited settings cannot verify") {
+  TempDir dataDir;
+  DaemonProcess daemon(dataDir.path(), {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  DaemonApi api(daemon.url());
+  const auto webhook = api.createWebhook("edited");
+  const std::string webhookId = webhook["id"];
+  api.createTarget(webhookId, {{"name", "db"}, {"type", "database"}});
+  constexpr const char* kSecret = "a-secret-that-must-not-be-logged";
+  const auto addVerifiedEntrypoint = [&] {
+    auto admin = api.admin();
+    auto res = postJson(admin, "/api/v1/webhooks/" + webhookId + "/entrypoints",
+                        {{"verification", {{"scheme", "github"}, {"secret", kSecret}}}});
+    REQUIRE(statusOf(res) == 201);
+    return jsonOf(res)["id"].get<std::string>();
+  };
+  const std::string unknownScheme = addVerifiedEntrypoint();
+  const std::string nullSecret = addVerifiedEntrypoint();
+  {
+    SQLite::Database db((dataDir / "webhooker.db").string(), SQLite::OPEN_READWRITE);
+    // The schema's CHECK keeps unknown schemes out of writes that honour it;
+    // a damaged file, or one a newer version wrote, need not.
+    db.exec("PRAGMA ignore_check_constraints = ON");
+    db.exec("UPDATE entrypoints SET verification = 'sha512-hmac' WHERE id = '" + unknownScheme + "'");
+    db.exec("UPDATE entrypoints SET verification_secret = NULL WHERE id = '" + nullSecret + "'");
+  }
+
+  // Signed as GitHub would sign with the key each row now implies.
+  const std::string body = R"({"order": 1})";
+  const auto post = [&](const std::string& entrypointId, const std::string& key) {
+    const httplib::Headers signature{
+        {"X-Hub-Signature-256", "sha256=" + hexEncode(hmacSha256(key, body))}};
+    return api.sender().Post(("/hooks/" + entrypointId).c_str(), signature, body,
+                             "application/json");
+  };
+  const auto unknown = post(unknownScheme, kSecret);
+  CHECK(statusOf(unknown) == 401);
+  CHECK(errorCode(unknown) == "verification_failed");
+  const auto emptyKey = post(nullSecret, "");
+  CHECK(statusOf(emptyKey) == 401);
+  CHECK(errorCode(emptyKey) == "verification_failed");
+  CHECK(countRows(dataDir / ("events-" + webhookId + ".db"), "events") == 0);
+
+  auto metrics = api.sender().Get("/metrics");
+  REQUIRE(statusOf(metrics) == 200);
+  const std::string failures = "webhooker_ingest_verification_failures_total";
+  CHECK(valueIn(metrics->body, failures, {{"reason", "unknown_scheme"}}) == 1);
+  CHECK(valueIn(metrics->body, failures, {{"reason", "unusable_secret"}}) == 1);
+  const std::string log = daemon.stderrText();
+  CHECK(contains(log, "ingest.verification_unusable entrypoint_id=" + unknownScheme +
+                          " reason=unknown_scheme"));
+  CHECK(contains(log, "ingest.verification_unusable entrypoint_id=" + nullSecret +
+                          " reason=unusable_secret"));
+  CHECK_FALSE(contains(log, kSecret));
 }

@@ -236,11 +236,14 @@ struct DaemonOptions {
 // `webhooker serve --port 0 --data-dir <dataDir>`, started in the
 // constructor, which returns once the daemon printed its listening line.
 // stdout is read by a thread into a buffer; stderr (the log) goes to a file.
+// Neither is a terminal, so a generated admin token is written to
+// <dataDir>/admin-token.txt, where adminToken() reads it.
 // The destructor SIGKILLs a daemon still running.
 class DaemonProcess {
  public:
   explicit DaemonProcess(const std::filesystem::path& dataDir, DaemonOptions options = {})
-      : stderrPath_(logDir_ / "stderr.log") {
+      : stderrPath_(logDir_ / "stderr.log"), tokenFile_(dataDir / "admin-token.txt") {
+    const std::optional<std::string> tokenBefore = readTokenFile();
     std::vector<std::string> args = {webhookerBin(), "serve",         "--port", "0",
                                      "--data-dir",   dataDir.string()};
     args.insert(args.end(), options.args.begin(), options.args.end());
@@ -258,6 +261,9 @@ class DaemonProcess {
       stopReader();
       throw std::runtime_error(why);
     }
+    // The file is written before the listening line; a new token is one
+    // that was not there before this start.
+    if (auto token = readTokenFile(); token != tokenBefore) adminToken_ = std::move(token);
   }
 
   ~DaemonProcess() {
@@ -272,7 +278,8 @@ class DaemonProcess {
   std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }
   pid_t pid() const { return pid_; }
   bool running() const { return !exitStatus_; }
-  // The token the daemon printed on a first start; nullopt when it printed none.
+  // The token the daemon generated on this start (a first start); nullopt
+  // when it generated none.
   const std::optional<std::string>& adminToken() const { return adminToken_; }
 
   std::string stdoutText() const {
@@ -334,11 +341,18 @@ class DaemonProcess {
     if (reader_.joinable()) reader_.join();
   }
 
-  // Parses the port (and the token printed before it) once the listening
-  // line is complete; false on timeout or if the daemon exited first.
+  // The first line of the token file; nullopt when there is none.
+  std::optional<std::string> readTokenFile() const {
+    std::ifstream in(tokenFile_);
+    std::string line;
+    if (!in || !std::getline(in, line)) return std::nullopt;
+    return line;
+  }
+
+  // Parses the port once the listening line is complete; false on timeout
+  // or if the daemon exited first.
   bool waitUntilListening(std::chrono::milliseconds timeout) {
     static const std::regex listening(R"(webhooker listening on http://([^ ]+):([0-9]+)[^\n]*\n)");
-    static const std::regex token(R"(whk_[A-Za-z0-9_-]+)");
     std::unique_lock lock(stdoutMutex_);
     std::smatch m;
     const bool found = stdoutChanged_.wait_for(lock, timeout, [&] {
@@ -347,12 +361,12 @@ class DaemonProcess {
     if (!found || m.empty()) return false;
     host_ = m[1].str();
     port_ = std::stoi(m[2].str());
-    if (std::smatch t; std::regex_search(stdoutBuffer_, t, token)) adminToken_ = t[0].str();
     return true;
   }
 
   TempDir logDir_;
   const std::filesystem::path stderrPath_;
+  const std::filesystem::path tokenFile_;
   pid_t pid_ = -1;
   std::optional<int> exitStatus_;  // set once the child was reaped
   std::string host_;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "server/inbound_verifier.h"
 #include "server/router.h"
 #include "server/server_metrics.h"
 #include "tests/support/contains.h"
@@ -76,6 +77,17 @@ TEST_CASE("webhooker_events_received_total exists at 0 from construction") {
   prometheus::Registry registry;
   ServerMetrics metrics(registry);
   CHECK(contains(exposition(registry), "\nwebhooker_events_received_total 0\n"));
+}
+
+TEST_CASE("every verification failure reason exists at 0 from construction") {
+  prometheus::Registry registry;
+  ServerMetrics metrics(registry);
+  const std::string text = exposition(registry);
+  for (const std::string_view reason : server::kVerificationFailureReasons) {
+    CAPTURE(reason);
+    CHECK(contains(text, "\nwebhooker_ingest_verification_failures_total{reason=\"" +
+                             std::string(reason) + "\"} 0\n"));
+  }
 }
 
 }  // namespace webhooker::testing

@@ -124,12 +124,69 @@ TEST_CASE("a non-JSON text body is shown as is") {
         payload("name=ada&lang=c%2B%2B", "application/x-www-form-urlencoded");
     const std::string text = slackMessageText(p);
     checkHeaderLine(text, p);
-    CHECK(codeBlock(text) == "name=ada&lang=c%2B%2B");
+    CHECK(codeBlock(text) == "name=ada&amp;lang=c%2B%2B");
   }
   SUBCASE("almost JSON, multi-line, with non-ASCII text") {
     const std::string body = "{not json\nline two: grüße ✓";
     const std::string text = slackMessageText(payload(body, "text/plain"));
     CHECK(codeBlock(text) == body);
+  }
+}
+
+TEST_CASE("JSON numbers are shown as the sender wrote them, even beyond 64 bits") {
+  const std::string body =
+      R"({"id":123456789012345678901234567890,"max":18446744073709551616,)"
+      R"("min":-9223372036854775809,"exact":0.10000000000000000000001,"e":2E+3,)"
+      R"("list":[ 1 ,{}, [] ],"name":"caf\u00e9"})";
+  CHECK(codeBlock(slackMessageText(payload(body))) ==
+        "{\n"
+        "  \"id\": 123456789012345678901234567890,\n"
+        "  \"max\": 18446744073709551616,\n"
+        "  \"min\": -9223372036854775809,\n"
+        "  \"exact\": 0.10000000000000000000001,\n"
+        "  \"e\": 2E+3,\n"
+        "  \"list\": [\n"
+        "    1,\n"
+        "    {},\n"
+        "    []\n"
+        "  ],\n"
+        "  \"name\": \"café\"\n"
+        "}");
+}
+
+// Slack's mrkdwn: &, < and > are sent as entities everywhere; a backtick run
+// inside the code block gets a zero-width space between its backticks.
+TEST_CASE("what the sender wrote is shown, never read as Slack formatting") {
+  constexpr const char* kZeroWidthSpace = "\u200B";
+  const auto occurrences = [](const std::string& text, const std::string& part) {
+    size_t n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  };
+  SUBCASE("three backticks in the body cannot close the code block") {
+    const std::string body = "before\n```\n*bold* <!channel>\n````` after";
+    const std::string text = slackMessageText(payload(body, "text/plain"));
+    CHECK(occurrences(text, "```") == 2);  // the block's own fences
+    CHECK(occurrences(text, "``") == 4);  // two in each fence: none in the body
+    std::string shown = codeBlock(text);
+    for (size_t at; (at = shown.find(kZeroWidthSpace)) != std::string::npos;)
+      shown.erase(at, std::string(kZeroWidthSpace).size());
+    CHECK(shown == "before\n```\n*bold* &lt;!channel&gt;\n````` after");
+  }
+  SUBCASE("&, < and > become entities in the body, JSON included") {
+    const std::string text =
+        slackMessageText(payload(R"({"html":"<a href='x'>Tom & Jerry</a>"})"));
+    CHECK(codeBlock(text) ==
+          "{\n  \"html\": \"&lt;a href='x'&gt;Tom &amp; Jerry&lt;/a&gt;\"\n}");
+  }
+  SUBCASE("the sender's content type and method cannot leave their code span") {
+    const EventPayload p = payload("{}", "text/plain; x=<!channel>`*loud*`", "PO`ST");
+    const std::string text = slackMessageText(p);
+    const std::string first = text.substr(0, text.find('\n'));
+    CHECK(occurrences(first, "`") == 2);
+    CHECK(contains(first, "&lt;!channel&gt;"));
+    CHECK_FALSE(contains(first, "<!channel>"));
+    CHECK(contains(first, "PO\u02CBST text/plain; x=&lt;!channel&gt;\u02CB*loud*\u02CB"));
   }
 }
 

@@ -235,14 +235,26 @@ TEST_CASE("redactTargetConfig hides the http secrets and keeps the rest") {
                        {"headers",
                         {{"Authorization", "Bearer s3cr3t-bearer"},
                          {"X-Api-Key", "s3cr3t-key"},
-                         {"X-Env", "prod"}}},
+                         {"X-Webhook-Pass", "s3cr3t-pass"},
+                         {"X-Client-Pw", "s3cr3t-pw"},
+                         {"X-Hmac", "s3cr3t-hmac"},
+                         {"X-Forward-To", "Bearer s3cr3t-upstream"},
+                         {"X-Env", "prod"},
+                         {"user-agent", "relay/2"},
+                         {"Content-Type", "application/json"},
+                         {"Accept", "*/*"}}},
                        {"timeout_ms", 5000},
                        {"signing_secret", kSecret}};
   const json shown = redactTargetConfig("http", config);
   CHECK(shown["signing_secret"] == "[redacted]");
   CHECK(shown["headers"]["Authorization"] == "[redacted]");
   CHECK(shown["headers"]["X-Api-Key"] == "[redacted]");
-  CHECK(shown["headers"]["X-Env"] == "prod");
+  // Every value is hidden unless its name is on the short allow-list, in any case.
+  for (const char* name : {"X-Webhook-Pass", "X-Client-Pw", "X-Hmac", "X-Forward-To", "X-Env"})
+    CHECK_MESSAGE(shown["headers"][name] == "[redacted]", name);
+  CHECK(shown["headers"]["user-agent"] == "relay/2");
+  CHECK(shown["headers"]["Content-Type"] == "application/json");
+  CHECK(shown["headers"]["Accept"] == "*/*");
   CHECK(shown["url"] == "https://api.example.com/v1/hook?[redacted]");
   CHECK(shown["method"] == "POST");
   CHECK(shown["timeout_ms"] == 5000);
