@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -33,6 +35,16 @@
 namespace webhooker::app {
 
 namespace {
+
+// True when stdout is the systemd journal (a service): systemd then sets
+// JOURNAL_STREAM to the device:inode of that stream. What is printed there is
+// kept and readable by the adm group, so a generated token must not be.
+bool stdoutIsJournal() {
+  const char* stream = std::getenv("JOURNAL_STREAM");
+  struct stat out {};
+  if (!stream || ::fstat(STDOUT_FILENO, &out) != 0) return false;
+  return std::string(stream) == std::to_string(out.st_dev) + ":" + std::to_string(out.st_ino);
+}
 
 // Blocks SIGINT/SIGTERM in this thread and every thread started after it,
 // so only the watcher below receives them.
@@ -95,7 +107,7 @@ int runServe(const Config& config) {
 
   auto allowNetworks = Cidr::parseList(config.allowNetworks);
   if (!allowNetworks) {
-    spdlog::critical("daemon.invalid_config error=\"{}\"", allowNetworks.error().message);
+    spdlog::critical("daemon.invalid_config option=allow-networks error=\"{}\"", allowNetworks.error().message);
     return 1;
   }
   auto trustedProxies = Cidr::parseList(config.trustedProxies);
@@ -156,7 +168,10 @@ int runServe(const Config& config) {
   const std::string host = options.listenAddress.find(':') != std::string::npos
                                ? "[" + options.listenAddress + "]"
                                : options.listenAddress;
-  if (token->generated) {
+  if (token->generated && stdoutIsJournal()) {
+    std::cout << "An admin token was generated and only its hash stored; to get one, run as "
+                 "the service's user: webhooker admin-token --reset\n";
+  } else if (token->generated) {
     std::cout << "Admin token (shown once, only its hash is stored):\n  " << *token->generated
               << "\nUse it as:  export WEBHOOKER_TOKEN=" << *token->generated << "\n";
   }
