@@ -3,7 +3,8 @@ temp root (no second compile, nothing system-wide): the binary started the
 way the unit starts it, with the unit's environment and the installed
 environment file, answers /healthz; the environment file lists every setting
 of `webhooker serve --help` at its default; an invalid value there stops the
-daemon with one line naming the variable."""
+daemon with one line naming the variable; under systemd (stdout is the
+journal) a generated admin token is not printed."""
 import json
 import os
 import pathlib
@@ -99,4 +100,25 @@ with temp_dir() as name:
     assert bad.stdout == "" and bad.stderr.count("\n") == 1, f"not one line: {bad.stderr!r}"
     assert "WEBHOOKER_WORKERS" in bad.stderr, f"the variable is not named: {bad.stderr!r}"
     assert not (tmp / "fresh").exists(), "a refused start created the data folder"
+
+    # stdout as systemd's journal: JOURNAL_STREAM names the stream by
+    # device:inode, here a pipe's. The token goes into the database only.
+    read_end, write_end = os.pipe()
+    journal = os.fstat(write_end)
+    env = service_environment(unit, environment_file, tmp / "journal-data")
+    env["JOURNAL_STREAM"] = f"{journal.st_dev}:{journal.st_ino}"
+    service = subprocess.Popen([str(binary), "serve"], env=clean_environment(env),
+                               stdout=write_end, stderr=subprocess.STDOUT)
+    os.close(write_end)
+    with os.fdopen(read_end) as journal_lines:
+        printed = ""
+        for line in journal_lines:
+            printed += line
+            if "listening" in line:
+                break
+        service.terminate()
+        service.wait(timeout=30)
+    assert "listening" in printed, f"the service did not start:\n{printed}"
+    assert "whk_" not in printed, f"the admin token went to the journal:\n{printed}"
+    assert "admin-token --reset" in printed, f"no word on how to get a token:\n{printed}"
 print("installed, started from the environment file, /healthz answered")
