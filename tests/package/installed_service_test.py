@@ -92,14 +92,16 @@ with temp_dir() as name:
 
     # A wrong value in the environment file: exit 2 (the unit does not
     # restart on it), one line that names the variable, nothing written.
-    (tmp / "bad").write_text(environment_file.read_text() + "WEBHOOKER_WORKERS=lots\n")
-    env = service_environment(unit, tmp / "bad", tmp / "fresh")
-    bad = subprocess.run([str(binary), "serve"], env=clean_environment(env), capture_output=True,
-                         text=True, timeout=30)
-    assert bad.returncode == 2, f"exit {bad.returncode}: {bad.stderr}"
-    assert bad.stdout == "" and bad.stderr.count("\n") == 1, f"not one line: {bad.stderr!r}"
-    assert "WEBHOOKER_WORKERS" in bad.stderr, f"the variable is not named: {bad.stderr!r}"
-    assert not (tmp / "fresh").exists(), "a refused start created the data folder"
+    for setting in ("WEBHOOKER_WORKERS=lots", "WEBHOOKER_TRUSTED_PROXIES=10.0.0.0/33"):
+        (tmp / "bad").write_text(environment_file.read_text() + setting + "\n")
+        env = service_environment(unit, tmp / "bad", tmp / "fresh")
+        bad = subprocess.run([str(binary), "serve"], env=clean_environment(env),
+                             capture_output=True, text=True, timeout=30)
+        variable = setting.split("=")[0]
+        assert bad.returncode == 2, f"{setting}: exit {bad.returncode}: {bad.stderr}"
+        assert bad.stdout == "" and bad.stderr.count("\n") == 1, f"not one line: {bad.stderr!r}"
+        assert variable in bad.stderr, f"{variable} is not named: {bad.stderr!r}"
+        assert not (tmp / "fresh").exists(), f"{setting}: the data folder was created"
 
     # stdout as systemd's journal: JOURNAL_STREAM names the stream by
     # device:inode, here a pipe's. The token goes into the database only.
