@@ -1,30 +1,37 @@
 # Thin wrapper over meson. The build directory is build/.
-#   make build   install missing Debian packages, configure once, compile
-#   make run     build, then start the daemon with its data in ./data (ARGS="..." adds flags)
+#   make build   install missing Debian packages, configure once, compile everything
+#   make run     compile the daemon only, then start it with its data in ./data (ARGS="..." adds flags)
 #   make test    build, then run every test suite (last line: "N passed, M failed")
 #   make test-sanitizers   the suite and each fuzzer for a few seconds under
 #                ASan+UBSan, the engine tests under TSan
 #   make fuzz    run each fuzzer for FUZZ_SECONDS (default 300)
 #   make bench   build, then run every benchmark scenario (BENCH_ARGS="--large" for 10,000 webhooks)
+#   make deb     build the Debian package in build-deb/ (dpkg-buildpackage) and check it with lintian
 #   make clean   remove build/
 BUILD_DIR := build
 DATA_DIR ?= $(CURDIR)/data
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all deps build run test bench clean
+.PHONY: all deps setup build daemon run test bench deb clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps
 
-build: deps
+setup: deps
 	@test -f $(BUILD_DIR)/build.ninja || meson setup $(BUILD_DIR) --wrap-mode=nodownload
+
+build: setup
 	meson compile -C $(BUILD_DIR)
 
+# The daemon alone: a first start does not wait for the tests and benchmarks.
+daemon: setup
+	meson compile -C $(BUILD_DIR) app/webhooker
+
 # DATA_DIR is exported to the daemon only, so tests never see it.
-run: build
+run: daemon
 	@mkdir -p "$(DATA_DIR)"
 	DATA_DIR="$(DATA_DIR)" exec ./$(BUILD_DIR)/app/webhooker serve $(ARGS)
 
@@ -37,8 +44,18 @@ bench: build
 	WEBHOOKER_BIN=$(BUILD_DIR)/app/webhooker ./$(BUILD_DIR)/bench/webhooker_bench \
 		--out $(BUILD_DIR)/bench/results.json $(BENCH_ARGS)
 
+# Compiles everything again, in a copy of the working tree in build-deb/src,
+# so not part of `make test`; dpkg-buildpackage leaves the .deb beside that
+# copy, in build-deb/.
+DEB_DIR := build-deb
+deb: deps
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	git ls-files --cached --others --exclude-standard | tar -cf - -T - | tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && dpkg-buildpackage -b -us -uc
+	lintian --info $(DEB_DIR)/*.changes
+
 clean:
-	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(TSAN_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(TSAN_DIR) $(DEB_DIR)
 
 # Fuzzing: libFuzzer targets in fuzz/, built with clang, ASan and UBSan in
 # build-fuzz/. `make test-sanitizers` runs each for a few seconds; `make fuzz` for

@@ -12,6 +12,30 @@
 #include "app/commands.h"
 #include "app/config.h"
 #include "app/logging.h"
+#include "app/version.h"
+
+namespace {
+
+// A bad value must stop a service with one line that names the setting as
+// the admin wrote it: in the environment file that is the variable, which
+// CLI11's own message ("--workers: Value lots not in range ...") leaves out.
+std::string oneLineFailure(const CLI::App* app, const CLI::Error& e) {
+  std::string line = std::string("webhooker: ") + e.what();
+  const std::string what = e.what();
+  const std::string flag = what.substr(0, what.find(':'));
+  if (flag.starts_with("--")) {
+    for (const CLI::App* command : app->get_subcommands([](const CLI::App*) { return true; })) {
+      const CLI::Option* option = command->get_option_no_throw(flag);
+      if (option && !option->get_envname().empty()) {
+        line += " (environment " + option->get_envname() + ")";
+        break;
+      }
+    }
+  }
+  return line + "\n";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace webhooker::app;
@@ -22,7 +46,8 @@ int main(int argc, char** argv) {
   // Named, so usage lines read `Usage: webhooker serve [OPTIONS]`.
   CLI::App app{"webhooker: a self-hosted webhook delivery engine", "webhooker"};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", "webhooker 0.1.0");
+  app.failure_message(oneLineFailure);  // before the subcommands, which copy it
+  app.set_version_flag("--version", versionText());
 
   // One Config per command: CLI11 applies environment variables to the
   // options of every subcommand, run or not, so a shared Config would let
@@ -57,7 +82,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // Every usage error is exit 2, like an invalid config below: the unit
+    // does not restart on it (RestartPreventExitStatus=2).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   Config* config = *serve ? &serveConfig : *migrate ? &migrateConfig : *adminToken ? &tokenConfig : nullptr;
   if (*backup) config = &backupConfig;

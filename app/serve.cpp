@@ -73,6 +73,24 @@ void keepFreedMemory() {
 
 int runServe(const Config& config) {
   const sigset_t stopSignals = blockStopSignals();
+  // Settings first, so an invalid one changes nothing on disk; exit 2 as for
+  // any invalid setting, which a service does not restart on.
+  auto allowNetworks = Cidr::parseList(config.allowNetworks);
+  if (!allowNetworks) {
+    spdlog::critical(
+        "daemon.invalid_config option=allow-networks environment=WEBHOOKER_ALLOW_NETWORKS "
+        "error=\"{}\"",
+        allowNetworks.error().message);
+    return 2;
+  }
+  auto trustedProxies = Cidr::parseList(config.trustedProxies);
+  if (!trustedProxies) {
+    spdlog::critical(
+        "daemon.invalid_config option=trusted-proxies environment=WEBHOOKER_TRUSTED_PROXIES "
+        "error=\"{}\"",
+        trustedProxies.error().message);
+    return 2;
+  }
   const std::filesystem::path dataDir = config.dataPath();
   if (auto folder = ensurePrivateFolder(dataDir); !folder) {
     spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(),
@@ -100,17 +118,6 @@ int runServe(const Config& config) {
     return 1;
   }
 
-  auto allowNetworks = Cidr::parseList(config.allowNetworks);
-  if (!allowNetworks) {
-    spdlog::critical("daemon.invalid_config error=\"{}\"", allowNetworks.error().message);
-    return 1;
-  }
-  auto trustedProxies = Cidr::parseList(config.trustedProxies);
-  if (!trustedProxies) {
-    spdlog::critical("daemon.invalid_config option=trusted-proxies error=\"{}\"",
-                     trustedProxies.error().message);
-    return 1;
-  }
   raiseDescriptorLimit();
   keepFreedMemory();
   SystemResolver resolver;
