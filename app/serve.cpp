@@ -75,22 +75,18 @@ int runServe(const Config& config) {
   const sigset_t stopSignals = blockStopSignals();
   // Settings first, so an invalid one changes nothing on disk; exit 2 as for
   // any invalid setting, which a service does not restart on.
-  auto allowNetworks = Cidr::parseList(config.allowNetworks);
-  if (!allowNetworks) {
-    spdlog::critical(
-        "daemon.invalid_config option=allow-networks environment=WEBHOOKER_ALLOW_NETWORKS "
-        "error=\"{}\"",
-        allowNetworks.error().message);
-    return 2;
-  }
-  auto trustedProxies = Cidr::parseList(config.trustedProxies);
-  if (!trustedProxies) {
-    spdlog::critical(
-        "daemon.invalid_config option=trusted-proxies environment=WEBHOOKER_TRUSTED_PROXIES "
-        "error=\"{}\"",
-        trustedProxies.error().message);
-    return 2;
-  }
+  const auto networks = [](const std::string& list, const char* option, const char* variable) {
+    auto parsed = Cidr::parseList(list);
+    if (!parsed)
+      spdlog::critical("daemon.invalid_config option={} environment={} error=\"{}\"", option,
+                       variable, parsed.error().message);
+    return parsed;
+  };
+  auto allowNetworks = networks(config.allowNetworks, "allow-networks", "WEBHOOKER_ALLOW_NETWORKS");
+  if (!allowNetworks) return 2;
+  auto trustedProxies =
+      networks(config.trustedProxies, "trusted-proxies", "WEBHOOKER_TRUSTED_PROXIES");
+  if (!trustedProxies) return 2;
   const std::filesystem::path dataDir = config.dataPath();
   if (auto folder = ensurePrivateFolder(dataDir); !folder) {
     spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(),
