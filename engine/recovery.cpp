@@ -21,10 +21,12 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
       MutexLock lock(engine.engineMutex_);
       auto& starts = engine.reconcileStarts_;
       starts.erase(starts.find(started));
-      // Releases before the oldest running reconcile matter to none.
-      std::erase_if(engine.released_, [&](const auto& entry) {
-        return starts.empty() || entry.second <= *starts.begin();
-      });
+      // Releases before the oldest running reconcile matter to none. (Read
+      // here, not in the predicate, which the lock check cannot see holds it.)
+      const bool none = starts.empty();
+      const uint64_t oldest = none ? 0 : *starts.begin();
+      std::erase_if(engine.released_,
+                    [&](const auto& entry) { return none || entry.second <= oldest; });
     }
   } endReconcile{*this, started};
 
