@@ -423,7 +423,8 @@ TEST_CASE("targets: create fills defaults, get and list show the same, secrets s
   CHECK(orders["config"]["signing_secret"] == "[redacted]");
   CHECK(orders["config"]["headers"]["Authorization"] == "[redacted]");
   CHECK(orders["config"]["headers"]["X-Api-Key"] == "[redacted]");
-  for (const auto& [header, value] : kUnlistedHeaders) {
+  for (const auto& unlisted : kUnlistedHeaders) {
+    const std::string header = unlisted.first;  // a copy: clang's CAPTURE takes no binding
     CAPTURE(header);
     CHECK(orders["config"]["headers"][header] == "[redacted]");
   }
