@@ -13,7 +13,11 @@ uint64_t AttemptWatchdog::watch(httplib::Client& client, Deadline deadline) {
   MutexLock lock(watchedMutex_);
   const uint64_t ticket = nextTicket_++;
   watched_.emplace(ticket, Watched{&client, deadline});
-  changed_.notify_all();
+  if (deadline < wakeAt_) {
+    wakeAt_ = deadline;
+    rescan_ = true;
+    changed_.notify_one();
+  }
   return ticket;
 }
 
@@ -38,10 +42,13 @@ void AttemptWatchdog::run(std::stop_token stop) {
       }
       earliest = std::min(earliest, watched.deadline);
     }
+    wakeAt_ = earliest;
+    rescan_ = false;
+    const auto rescan = [&]() REQUIRES(watchedMutex_) { return rescan_; };
     if (earliest == Deadline::max())
-      changed_.wait(lock, stop, [&]() REQUIRES(watchedMutex_) { return !watched_.empty(); });
+      changed_.wait(lock, stop, rescan);
     else
-      changed_.wait_until(lock, stop, earliest, [] { return false; });
+      changed_.wait_until(lock, stop, earliest, rescan);
   }
 }
 

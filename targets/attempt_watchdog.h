@@ -50,6 +50,11 @@ class AttemptWatchdog {
   std::condition_variable_any changed_;
   std::map<uint64_t, Watched> watched_ GUARDED_BY(watchedMutex_);
   uint64_t nextTicket_ GUARDED_BY(watchedMutex_) = 1;
+  // When the watch thread wakes next. A watch() whose deadline comes later
+  // lets it sleep: with one timeout per target that is nearly every watch(),
+  // and a wake-up per attempt would cost a thread switch per delivery.
+  Deadline wakeAt_ GUARDED_BY(watchedMutex_) = Deadline::max();
+  bool rescan_ GUARDED_BY(watchedMutex_) = false;  // a deadline before wakeAt_ arrived
   std::jthread watchThread_;
 };
 

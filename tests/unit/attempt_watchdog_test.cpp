@@ -92,6 +92,28 @@ TEST_CASE("an attempt past its deadline is cut off even if every read is quick")
   CHECK(took >= 400ms);
 }
 
+TEST_CASE("a shorter deadline watched after a longer one is kept") {
+  // The watch thread sleeps until the earliest deadline it knows; a later
+  // watch with an earlier deadline must wake it, not wait behind the first.
+  httplib::Client idle("127.0.0.1", 9);  // watched only, never used
+  TricklingServer server;
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(5, 0);
+  webhooker::AttemptWatchdog watchdog;
+  const auto start = std::chrono::steady_clock::now();
+  const uint64_t longer = watchdog.watch(idle, start + 30s);
+  std::this_thread::sleep_for(50ms);  // the watch thread is asleep until +30 s
+  const uint64_t shorter = watchdog.watch(client, start + 400ms);
+  auto result = client.Get("/");
+  watchdog.unwatch(shorter);
+  watchdog.unwatch(longer);
+  const auto took = std::chrono::steady_clock::now() - start;
+
+  CHECK_FALSE(result);
+  CHECK(took >= 400ms);
+  CHECK(took < 5s);  // the trickle would have ended it after 10 s
+}
+
 TEST_CASE("an attempt that finishes in time is left alone") {
   httplib::Server server;
   server.Get("/", [](const httplib::Request&, httplib::Response& res) {
