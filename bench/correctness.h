@@ -1,7 +1,10 @@
 // The correctness check every scenario ends with, read straight from the
 // events DBs with SQLite: every acknowledged event is stored with exactly one
-// delivery per target, and every delivery the DB calls `delivered` reached
-// that target's receiver. A benchmark that loses events is no benchmark.
+// delivery per target; every delivery the DB calls `delivered` reached that
+// target's receiver once, with the stored body; the receivers got nothing
+// else; and the deliveries of a drained target are all delivered. A
+// benchmark that loses events is no benchmark, and a check that has nothing
+// to check (no acknowledged event) is a violation, not a pass.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +28,9 @@ struct CorrectnessSpec {
   std::filesystem::path dataDir;
   std::vector<WebhookExpectation> webhooks;
   std::map<std::string, const BenchReceiver*> receivers;  // by target id
-  std::set<std::string> drainedTargets;  // the scenario waited for all their deliveries
+  // The scenario waited for all their deliveries: each must be delivered,
+  // whether or not the wait ended in time.
+  std::set<std::string> drainedTargets;
 };
 
 // Each violation as one readable line; empty when everything holds.

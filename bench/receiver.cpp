@@ -6,13 +6,22 @@
 
 namespace webhooker::bench {
 
+uint64_t bodyHash(std::string_view body) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (const unsigned char c : body) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
 BenchReceiver::BenchReceiver(int threads, std::chrono::milliseconds delay) : delay_(delay) {
   server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   server_.set_tcp_nodelay(true);
   server_.set_keep_alive_max_count(1'000'000);
   server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
     const auto now = std::chrono::steady_clock::now();
-    Arrival a{-1, now};
+    Arrival a{-1, now, bodyHash(req.body)};
     if (req.has_header(kSeqHeader)) a.seq = std::stoll(req.get_header_value(kSeqHeader));
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     {

@@ -1,8 +1,8 @@
 // BenchReceiver: a fast loopback webhook receiver on 127.0.0.1:<free port>.
 // Keep-alive, TCP_NODELAY, a pool of server threads; it answers 200 (after
 // an optional delay, to play a slow target) and records each request's
-// X-Bench-Seq header with its steady-clock arrival time, for the latency
-// figures and the correctness check.
+// X-Bench-Seq header with its steady-clock arrival time and a hash of its
+// body, for the latency figures and the correctness check.
 //
 // Threading: handlers run on the server's pool; every public method may be
 // called from any thread. arrivalsMutex_ guards arrivals_.
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -30,7 +31,12 @@ inline constexpr const char* kSeqHeader = "X-Bench-Seq";
 struct Arrival {
   int64_t seq = -1;  // -1: the request carried no X-Bench-Seq
   SteadyTime at;
+  uint64_t bodyHash = 0;  // bodyHash() of what arrived
 };
+
+// FNV-1a: the correctness check compares each delivered body with the
+// stored one without keeping either.
+uint64_t bodyHash(std::string_view body);
 
 class BenchReceiver {
  public:

@@ -44,14 +44,15 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchRece
   spec.path = webhook.hookPath;
   spec.firstSeq = reserveSeqs(spec.requests);
   LoadResult result = runner ? runner(daemon, spec) : runLoad(spec, config.bodies);
-  const bool drained = receiver.waitForCount(result.ok(), config.drainCap);
+  // A wait that ends at the cap shows in the check as undelivered deliveries.
+  receiver.waitForCount(result.ok(), config.drainCap);
   daemon.stop();
 
   WebhookExpectation expectation{webhook.id, {target}, {}};
   for (const RequestOutcome& r : result.requests)
     if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
   report.addCheck(scenario, checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                              drained ? std::set{target} : std::set<std::string>{}}));
+                                              std::set{target}}));
   return result;
 }
 
