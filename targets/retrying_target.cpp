@@ -50,11 +50,11 @@ void finishAttempt(const Result<void>& written, const AttemptRecord& record, mil
                  "reason={} status_code={} error=\"{}\"",
                  task.webhookId, task.deliveryId, task.targetId, task.attempt,
                  *record.failureReason, record.statusCode.value_or(0), record.error);
-  else
-    spdlog::info("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
-                 "status_code={} duration_ms={}",
-                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                 record.statusCode.value_or(0), record.durationMs);
+  else  // debug: at thousands a second, successes would be most of the log
+    spdlog::debug("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
+                  "status_code={} duration_ms={}",
+                  task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                  record.statusCode.value_or(0), record.durationMs);
   if (record.newStatus == DeliveryStatus::kRetrying) {
     ++task.attempt;
     scheduler.scheduleRetry(std::move(task), delay);
