@@ -39,7 +39,7 @@ void runMemory(const BenchConfig& config, Report& report) {
   const size_t pending = static_cast<size_t>(config.memoryWebhooks * config.memoryTargets) *
                          config.memoryEvents;
   report.add({"memory", "peak RSS, " + std::to_string(pending) + " pending", rss, "MB", idleRss,
-              "idle daemon peak RSS", Goal{Goal::Kind::kValueAtMost, 300}});
+              "idle daemon peak RSS", Goal{Goal::Kind::kValueAtMost, 100}});
   report.addCheck("memory", checkCorrectness({data.path(), webhooks, {}, {}}));
 }
 

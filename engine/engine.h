@@ -54,7 +54,7 @@ namespace webhooker {
 struct EngineOptions {
   int workers = 8;
   size_t maxQueuedPerTarget = 10'000;
-  size_t maxQueued = 100'000;  // over all targets
+  size_t maxQueued = 20'000;  // over all targets; ~640 bytes each
   std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
 };
 
