@@ -12,6 +12,7 @@
 
 #include "base/result.h"
 #include "storage/db_options.h"
+#include "storage/events_db_pool.h"
 
 namespace webhooker::app {
 
@@ -19,7 +20,7 @@ struct Config {
   std::string environment = "dev";  // dev | prod
   std::string dataDir;              // "" → dev: $XDG_DATA_HOME/webhooker, prod: /data
   std::string syncMode = "full";    // full | normal
-  size_t maxOpenEventsDbs = 256;
+  size_t maxOpenEventsDbs = EventsDbPool::kDefaultCapacity;
 
   std::string listenAddress;        // "" → dev: 127.0.0.1, prod: 0.0.0.0
   int port = 8080;

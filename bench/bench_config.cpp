@@ -28,6 +28,7 @@ BenchConfig BenchConfig::smokeSized() {
   c.floodRate = 100;
   c.floodSeconds = 1;
   c.deliverBacklog = 200;
+  c.deliverTenants = 10;
   c.endToEndRate = 200;
   c.endToEndSeconds = 1;
   c.isolationEvents = 100;

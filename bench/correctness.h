@@ -27,7 +27,9 @@ struct WebhookExpectation {
 struct CorrectnessSpec {
   std::filesystem::path dataDir;
   std::vector<WebhookExpectation> webhooks;
-  std::map<std::string, const BenchReceiver*> receivers;  // by target id
+  // By target id. Targets of different webhooks may share a receiver; two
+  // targets of one webhook may not (each event would arrive there twice).
+  std::map<std::string, const BenchReceiver*> receivers;
   // The scenario waited for all their deliveries: each must be delivered,
   // whether or not the wait ended in time.
   std::set<std::string> drainedTargets;

@@ -1,8 +1,16 @@
-// deliver: how fast the daemon drains a backlog to one fast http target,
-// against a bare keep-alive client loop posting the same bodies to the same
-// kind of receiver with the same concurrency (the daemon's worker count).
-// Both rates are taken at the receiver, between its first and last arrival.
+// deliver: how fast the daemon drains a backlog, against a bare keep-alive
+// client loop posting the same bodies to the same kind of receiver with the
+// same concurrency (the daemon's worker count). Three shapes of the same
+// number of deliveries: one target; one webhook fanned out to several
+// targets, each with its own receiver; and many webhooks with one target
+// each, all sent to one receiver (what a tenant costs: a DB, a lane, a
+// target to look up). Rates are taken at the receivers, between the first
+// and the last arrival.
+#include <algorithm>
 #include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "bench/correctness.h"
 #include "bench/load_generator.h"
@@ -13,21 +21,22 @@
 
 namespace webhooker::bench {
 
-void runDeliver(const BenchConfig& config, Report& report) {
-  const size_t n = config.deliverBacklog;
-  double bareRate = 0;
-  {
-    BenchReceiver receiver(config.workers);
-    LoadSpec spec;
-    spec.baseUrl = "http://127.0.0.1:" + std::to_string(receiver.port());
-    spec.path = "/hook";
-    spec.connections = config.workers;
-    spec.requests = n;
-    spec.firstSeq = reserveSeqs(n);
-    runLoad(spec, config.bodies);
-    bareRate = receiver.arrivalRate();
-  }
+namespace {
 
+double bareClientLoopRate(const BenchConfig& config, size_t n) {
+  BenchReceiver receiver(config.workers);
+  LoadSpec spec;
+  spec.baseUrl = "http://127.0.0.1:" + std::to_string(receiver.port());
+  spec.path = "/hook";
+  spec.connections = config.workers;
+  spec.requests = n;
+  spec.firstSeq = reserveSeqs(n);
+  runLoad(spec, config.bodies);
+  return receiver.arrivalRate();
+}
+
+void deliverOneTarget(const BenchConfig& config, double bareRate, Report& report) {
+  const size_t n = config.deliverBacklog;
   testing::TempDir data;
   BenchReceiver receiver(config.workers);
   WebhookExpectation expectation;
@@ -38,13 +47,71 @@ void runDeliver(const BenchConfig& config, Report& report) {
   const Drain drain = drainBacklog(config, data.path(), receiver, n);
   report.add({"deliver", "deliveries/s draining the backlog", drain.rate(receiver), "1/s", bareRate,
               "bare keep-alive client loop req/s", Goal{Goal::Kind::kRatioAtLeast, 0.6}});
-  report.add({"deliver", "deliveries/s while deliveries arrived", receiver.arrivalRate(), "1/s",
-              bareRate, "bare keep-alive client loop req/s", std::nullopt});
   report.add({"deliver", "delivered within the cap", static_cast<double>(receiver.count()), "",
               static_cast<double>(n), "backlog", std::nullopt});
   const std::string target = expectation.targetIds.at(0);
   report.addCheck("deliver", checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
                                                std::set{target}}));
+}
+
+void deliverFannedOut(const BenchConfig& config, double bareRate, Report& report) {
+  const size_t targets = static_cast<size_t>(config.deliverFanOut);
+  const size_t events = config.deliverBacklog / targets;
+  testing::TempDir data;
+  std::vector<std::unique_ptr<BenchReceiver>> receivers;
+  std::vector<SeedTarget> seeded;
+  for (size_t i = 0; i < targets; ++i) {
+    receivers.push_back(std::make_unique<BenchReceiver>(config.workers));
+    seeded.push_back({receivers.back()->url(), config.workers});
+  }
+  WebhookExpectation expectation;
+  {
+    Seeder seeder(data.path());
+    expectation = seedWebhook(seeder, "fan-out", seeded, events, config.bodies);
+  }
+  std::vector<ExpectedArrivals> expected;
+  CorrectnessSpec check{data.path(), {expectation}, {}, {}};
+  for (size_t i = 0; i < targets; ++i) {
+    expected.push_back({receivers[i].get(), events});
+    check.receivers[expectation.targetIds.at(i)] = receivers[i].get();
+    check.drainedTargets.insert(expectation.targetIds.at(i));
+  }
+  const MultiDrain drain = drainBacklog(config, data.path(), expected);
+  report.add({"deliver", "deliveries/s, " + std::to_string(targets) + " targets of one webhook",
+              drain.rate, "1/s", bareRate, "bare keep-alive client loop req/s", std::nullopt});
+  report.addCheck("deliver (fan-out)", checkCorrectness(check));
+}
+
+void deliverManyTenants(const BenchConfig& config, double bareRate, Report& report) {
+  const size_t tenants = static_cast<size_t>(config.deliverTenants);
+  const size_t events = std::max<size_t>(1, config.deliverBacklog / tenants);
+  testing::TempDir data;
+  BenchReceiver receiver(config.workers);
+  CorrectnessSpec check{data.path(), {}, {}, {}};
+  {
+    Seeder seeder(data.path());
+    // The API's default max_concurrency: no tenant can take every worker.
+    for (size_t i = 0; i < tenants; ++i) {
+      check.webhooks.push_back(seedWebhook(seeder, "tenant-" + std::to_string(i),
+                                           {{receiver.url(), 4}}, events, config.bodies));
+      const std::string& target = check.webhooks.back().targetIds.at(0);
+      check.receivers[target] = &receiver;
+      check.drainedTargets.insert(target);
+    }
+  }
+  const MultiDrain drain = drainBacklog(config, data.path(), {{&receiver, tenants * events}});
+  report.add({"deliver", "deliveries/s, " + std::to_string(tenants) + " webhooks x 1 target",
+              drain.rate, "1/s", bareRate, "bare keep-alive client loop req/s", std::nullopt});
+  report.addCheck("deliver (many webhooks)", checkCorrectness(check));
+}
+
+}  // namespace
+
+void runDeliver(const BenchConfig& config, Report& report) {
+  const double bareRate = bareClientLoopRate(config, config.deliverBacklog);
+  deliverOneTarget(config, bareRate, report);
+  deliverFannedOut(config, bareRate, report);
+  deliverManyTenants(config, bareRate, report);
 }
 
 }  // namespace webhooker::bench

@@ -1,5 +1,6 @@
 #include "bench/scenario_support.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "bench/daemon.h"
@@ -30,6 +31,31 @@ Drain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataD
   drain.drained = receiver.waitForCount(n, config.drainCap);
   drain.end = std::chrono::steady_clock::now();
   daemon.stop();
+  return drain;
+}
+
+MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
+                        const std::vector<ExpectedArrivals>& expected) {
+  BenchDaemon daemon(dataDir, config.daemonSettings());
+  MultiDrain drain;
+  const auto deadline = std::chrono::steady_clock::now() + config.drainCap;
+  drain.drained = true;
+  for (const ExpectedArrivals& e : expected) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    drain.drained = drain.drained && e.receiver->waitForCount(e.count, std::max(left, {}));
+  }
+  const SteadyTime end = std::chrono::steady_clock::now();
+  daemon.stop();
+  std::vector<SteadyTime> times;
+  for (const ExpectedArrivals& e : expected)
+    for (const Arrival& a : e.receiver->arrivals()) times.push_back(a.at);
+  if (times.size() >= 2) {
+    const auto [first, last] = std::minmax_element(times.begin(), times.end());
+    const double seconds =
+        std::chrono::duration<double>((drain.drained ? *last : end) - *first).count();
+    if (seconds > 0) drain.rate = static_cast<double>(times.size() - 1) / seconds;
+  }
   return drain;
 }
 

@@ -36,6 +36,21 @@ struct Drain {
 Drain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
                    const BenchReceiver& receiver, size_t n);
 
+// A backlog delivered to several receivers, each expecting its own count.
+struct ExpectedArrivals {
+  const BenchReceiver* receiver;
+  size_t count;
+};
+// As above, until every receiver has its count (or the cap passed). The
+// rate is over all receivers' arrivals, from the first to the last (or to
+// the end of an unfinished wait).
+struct MultiDrain {
+  bool drained = false;
+  double rate = 0;
+};
+MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
+                        const std::vector<ExpectedArrivals>& expected);
+
 // How a scenario posts its load once the daemon is up (by default: runLoad).
 using LoadRunner = std::function<LoadResult(BenchDaemon& daemon, const LoadSpec& spec)>;
 

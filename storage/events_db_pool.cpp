@@ -1,5 +1,7 @@
 #include "storage/events_db_pool.h"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 namespace webhooker {
@@ -15,27 +17,41 @@ std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const 
 
 Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId) {
   MutexLock lock(poolMutex_);
+  opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
   if (auto it = index_.find(webhookId); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
   }
   if (removed_.count(webhookId))
     return makeError(error_code::kNotFound, "webhook " + webhookId + " was deleted with its events");
+  opening_.insert(webhookId);
+  lock.unlock();
   auto db = EventsDb::open(pathFor(webhookId), options_, clock_);
+  lock.lock();
+  opening_.erase(webhookId);
+  opened_.notify_all();
   if (!db) return db.error();
   lru_.emplace_front(webhookId, db.value());
   index_[webhookId] = lru_.begin();
+  // Closing a DB commits what is queued and may flush: the evicted ones
+  // close once the lock is let go (or when their last holder lets go).
+  std::vector<std::shared_ptr<EventsDb>> evicted;
   while (lru_.size() > capacity_) {
     ++closings_[lru_.back().first];
     index_.erase(lru_.back().first);
+    evicted.push_back(std::move(lru_.back().second));
     lru_.pop_back();
   }
+  lock.unlock();
+  evicted.clear();
   return db;
 }
 
 Result<void> EventsDbPool::remove(const std::string& webhookId) {
   {
     MutexLock lock(poolMutex_);
+    // An open in flight would create the file again after it is deleted.
+    opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
     removed_.insert(webhookId);
     if (auto it = index_.find(webhookId); it != index_.end()) {
       lru_.erase(it->second);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/uuid.h"
@@ -167,6 +168,42 @@ TEST_CASE("many webhooks with a small pool: every file keeps its own events") {
     CHECK(raw.execAndGet("SELECT COUNT(DISTINCT CAST(body AS TEXT)) FROM events").getInt() == 1);
     CHECK(raw.execAndGet("SELECT CAST(body AS TEXT) FROM events LIMIT 1").getString() ==
           "event " + std::to_string(i));
+  }
+}
+
+TEST_CASE("threads opening more webhooks than the pool holds each get their own file") {
+  // Files open and close outside the pool's lock: two callers of one
+  // webhook must still share one open, and no write may land elsewhere.
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 4);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back(webhooker::newUuid());
+  constexpr int kThreads = 6;
+  constexpr int kRounds = 3;
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (int round = 0; round < kRounds; ++round)
+          for (size_t i = 0; i < ids.size(); ++i) {
+            // Each thread walks the webhooks from its own start, so opens
+            // of one webhook and evictions of another overlap.
+            const size_t k = (i + static_cast<size_t>(t) * 2) % ids.size();
+            auto db = pool.get(ids[k]);
+            CHECK(db);
+            if (!db) return;
+            ingestOne(*db.value(), "event " + std::to_string(k));
+          }
+      });
+  }
+  CHECK(pool.openCount() <= 4);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    CAPTURE(i);
+    SQLite::Database raw(pool.pathFor(ids[i]).string(), SQLite::OPEN_READONLY);
+    CHECK(raw.execAndGet("SELECT COUNT(*) FROM events").getInt() == kThreads * kRounds);
+    CHECK(raw.execAndGet("SELECT COUNT(*) FROM events WHERE CAST(body AS TEXT) != 'event " +
+                         std::to_string(i) + "'").getInt() == 0);
   }
 }
 
