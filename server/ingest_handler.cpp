@@ -187,10 +187,10 @@ void IngestHandler::finish(const IngestRoute& route, Result<IngestOutcome> store
     if (inlined && &d == &stored->deliveries.back())
       task.payload = EventPayload{std::move(event.method), std::move(event.headers),
                                   std::move(event.contentType), std::move(event.body),
-                                  stored->receivedAt};
+                                  stored->receivedAt, event.eventType};
     else if (inlined)
       task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
-                                  stored->receivedAt};
+                                  stored->receivedAt, event.eventType};
     tasks.push_back(std::move(task));
   }
   dispatcher_.submit(std::move(tasks));

@@ -383,7 +383,7 @@ class EngineHarness {
       task.targetType = target ? target->type : "";
       if (event.body.size() <= Task::kInlineBodyLimit)
         task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
-                                    stored.receivedAt};
+                                    stored.receivedAt, event.eventType};
       tasks.push_back(std::move(task));
     }
     engine_->submit(std::move(tasks));
