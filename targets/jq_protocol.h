@@ -2,6 +2,7 @@
 // (jq_worker.h) exchange over a socket pair. Both ends are this binary, so
 // the layout is native-endian and versionless.
 //
+//   ready:   u8 1, once, when the worker has started and limited itself
 //   request: u8 op, u32 program size, u32 input size, program, input
 //   reply:   u8 outcome, u8 retiring, u32 count, count x (u32 size, bytes)
 //
@@ -10,6 +11,7 @@
 // carries one text, jq's message.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace webhooker::jq {
@@ -19,6 +21,8 @@ enum class Outcome : uint8_t { kOutputs = 0, kError = 1 };
 
 inline constexpr uint32_t kMaxFrameText = 64u * 1024 * 1024;  // any one program, input or output
 inline constexpr uint32_t kMaxOutputs = 2;
+// Compiled programs a worker keeps; past it, it forgets them all.
+inline constexpr size_t kMaxCompiled = 256;
 
 // The hidden first argument that makes the binary a worker.
 inline constexpr const char* kWorkerArgument = "--jq-worker";

@@ -21,6 +21,8 @@ namespace {
 
 using Deadline = std::chrono::steady_clock::time_point;
 
+constexpr std::chrono::seconds kStartTimeout{10};
+
 int millisecondsLeft(Deadline deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(
       deadline - std::chrono::steady_clock::now());
@@ -136,6 +138,9 @@ Result<JqSandbox::Worker> JqSandbox::spawn() const {
   posix_spawn_file_actions_adddup2(&files, fds[1], 0);  // dup2 clears close-on-exec
   posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
+  // Nothing else of ours (sockets, databases, the data folder's lock) may
+  // live on in a worker, whatever its close-on-exec flag.
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);
   posix_spawn_file_actions_addchdir_np(&files, "/");
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -165,12 +170,33 @@ Result<JqSandbox::Worker> JqSandbox::spawn() const {
                          std::strerror(spawned));
   }
   ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-  return Worker{pid, fds[0]};
+  // Only a worker that has started takes calls: starting one (loading the
+  // binary) may take longer than a call's budget.
+  char ready = 0;
+  if (!receiveAll(fds[0], &ready, 1, std::chrono::steady_clock::now() + kStartTimeout)) {
+    ::kill(pid, SIGKILL);
+    ::close(fds[0]);
+    ::waitpid(pid, nullptr, 0);
+    return makeError(jq_error::kUnavailable,
+                     "a jq worker (" + options_.executable + ") did not start");
+  }
+  return Worker{pid, fds[0], std::make_shared<std::unordered_set<std::string>>()};
 }
 
 Result<void> JqSandbox::compile(std::string_view program) {
-  auto r = call(static_cast<uint8_t>(jq::Op::kCompile), program, "null");
+  auto r = call(static_cast<uint8_t>(jq::Op::kCompile), program, "");
   if (!r) return r.error();
+  return {};
+}
+
+Result<void> JqSandbox::compileIn(Worker& worker, std::string_view program, bool& retiring) {
+  const std::string text(program);
+  if (worker.compiled->count(text)) return {};
+  if (worker.compiled->size() >= jq::kMaxCompiled) worker.compiled->clear();
+  auto r = exchange(worker, static_cast<uint8_t>(jq::Op::kCompile), program, "",
+                    std::chrono::steady_clock::now() + kCompileTimeout, retiring);
+  if (!r) return r.error();
+  worker.compiled->insert(text);
   return {};
 }
 
@@ -192,8 +218,17 @@ Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::str
     worker = idle_.back();
     idle_.pop_back();
   }
-  bool retiring = false;
-  auto result = exchange(worker, op, program, input, deadline, retiring);
+  bool retiring = false;  // a worker retires only after a run
+  Result<JqOutputs> result = JqOutputs{};
+  const bool fresh = !worker.compiled->count(std::string(program));
+  if (auto compiled = compileIn(worker, program, retiring); !compiled) {
+    result = compiled.error();
+  } else if (op == static_cast<uint8_t>(jq::Op::kRun)) {
+    // The budget is the run's: a compile just made does not eat it.
+    result = exchange(worker, op, program, input,
+                      fresh ? std::chrono::steady_clock::now() + options_.timeout : deadline,
+                      retiring);
+  }
   if (!result && result.error().code != jq_error::kError) {
     spdlog::warn("jq.worker_replaced pid={} reason={}", worker.pid, result.error().code);
     replace(worker);

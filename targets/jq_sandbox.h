@@ -7,7 +7,11 @@
 // for the answer until its deadline (`timeout` after the call began, waiting
 // for a free worker included); past it the worker is killed and a fresh one
 // started in the background. So no caller waits longer than the budget,
-// whatever the program does. A worker that dies meanwhile (its memory limit,
+// whatever the program does. Compiling is not running: a worker compiles a
+// program once (libjq 1.6 compiles its builtins with it, tens of
+// milliseconds) within kCompileTimeout, which programs capped at
+// kMaxProgramLength (routing_rules.h) never come near; the budget then
+// bounds the run. A worker that dies meanwhile (its memory limit,
 // a crash) fails its call the same way. Workers are this binary started
 // again (`executable`, with jq::kWorkerArgument) with an empty environment,
 // cwd "/", stderr to /dev/null, their own address-space and CPU limits.
@@ -29,6 +33,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "base/mutex.h"
@@ -42,6 +47,8 @@ inline constexpr std::string_view kTimeout = "jq_timeout";
 inline constexpr std::string_view kMemory = "jq_memory";
 inline constexpr std::string_view kUnavailable = "jq_unavailable";
 }  // namespace jq_error
+
+inline constexpr std::chrono::seconds kCompileTimeout{5};
 
 struct JqSandboxOptions {
   int workers = 2;
@@ -77,11 +84,15 @@ class JqSandbox {
   struct Worker {
     pid_t pid = -1;
     int channel = -1;  // our end of the socket pair, non-blocking
+    // What its cache holds (jq_worker.cpp keeps the same, by the same rule).
+    std::shared_ptr<std::unordered_set<std::string>> compiled;
   };
 
   explicit JqSandbox(JqSandboxOptions options);
   Result<Worker> spawn() const;
   Result<JqOutputs> call(uint8_t op, std::string_view program, std::string_view input);
+  // Compiles `program` in `worker` unless it has; kCompileTimeout.
+  Result<void> compileIn(Worker& worker, std::string_view program, bool& retiring);
   // Sends the request and reads the reply on `worker` by `deadline`; sets
   // `retiring` when the worker said it leaves after this reply.
   Result<JqOutputs> exchange(const Worker& worker, uint8_t op, std::string_view program,

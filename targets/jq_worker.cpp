@@ -33,7 +33,6 @@ constexpr bool kAddressSanitizer = false;
 #endif
 
 constexpr int kChannel = 0;
-constexpr size_t kMaxCompiled = 256;
 
 bool readAll(void* data, size_t size) {
   auto* p = static_cast<char*>(data);
@@ -91,7 +90,7 @@ class Programs {
   // The compiled program, or nullptr with jq's message in `error`.
   jq_state* get(const std::string& text, std::string& error) {
     if (auto it = compiled_.find(text); it != compiled_.end()) return it->second;
-    if (compiled_.size() >= kMaxCompiled) clear();
+    if (compiled_.size() >= jq::kMaxCompiled) clear();
     jq_state* state = jq_init();
     if (!state) {
       error = "jq could not start";
@@ -181,6 +180,8 @@ double cpuSecondsUsed() {
 
 int serve(rlim_t memoryBytes, rlim_t cpuSeconds) {
   limitSelf(memoryBytes, cpuSeconds);
+  const uint8_t ready = 1;
+  if (!writeAll(&ready, 1)) return 0;
   Programs programs;
   std::string program, input;
   while (true) {
@@ -194,7 +195,11 @@ int serve(rlim_t memoryBytes, rlim_t cpuSeconds) {
     if (!state) reply = errorReply(std::move(error));
     else if (op == static_cast<uint8_t>(jq::Op::kRun)) reply = run(state, input);
 
-    const uint8_t retiring = cpuSecondsUsed() > static_cast<double>(cpuSeconds) / 2 ? 1 : 0;
+    // Only after a run: a compile is always followed by its run.
+    const uint8_t retiring = op == static_cast<uint8_t>(jq::Op::kRun) &&
+                                     cpuSecondsUsed() > static_cast<double>(cpuSeconds) / 2
+                                 ? 1
+                                 : 0;
     std::string frame;
     frame.push_back(static_cast<char>(reply.outcome));
     frame.push_back(static_cast<char>(retiring));

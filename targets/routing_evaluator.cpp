@@ -45,15 +45,8 @@ std::optional<std::string> RoutingEvaluator::eventType(const EventTypeRule& rule
   return value.get<std::string>();
 }
 
-Result<bool> RoutingEvaluator::matches(const TargetRouting& routing,
-                                       const std::optional<std::string>& eventType,
-                                       const std::string& input) {
-  if (!routing.eventTypes.empty() &&
-      std::none_of(routing.eventTypes.begin(), routing.eventTypes.end(),
-                   [&](const std::string& p) { return eventTypeMatches(p, eventType); }))
-    return false;
-  if (routing.filterJq.empty()) return true;
-  auto out = sandbox_.run(routing.filterJq, input);
+Result<bool> RoutingEvaluator::passes(const std::string& program, const std::string& input) {
+  auto out = sandbox_.run(program, input);
   if (!out) return out.error();
   return !out->texts.empty() && truthy(out->texts.front());
 }

@@ -38,12 +38,10 @@ class RoutingEvaluator {
   std::optional<std::string> eventType(const EventTypeRule& rule, const HeaderList& headers,
                                        const std::string& body, const std::string& receivedAt);
 
-  // Whether `routing`'s filter lets the event through. `input` is its
-  // jqInput() (computed once per event by the caller, only if a filter has
-  // jq). A jq filter passes when its first output is neither false nor null;
-  // an error ("jq_*" codes) counts as no match for the caller.
-  Result<bool> matches(const TargetRouting& routing, const std::optional<std::string>& eventType,
-                       const std::string& input);
+  // Whether the jq filter `program` lets the event whose jqInput() is
+  // `input` through: its first output is neither false nor null. Errors
+  // ("jq_*" codes) count as no match for the caller.
+  Result<bool> passes(const std::string& program, const std::string& input);
 
   // The body `routing`'s transform makes of `payload`: exactly one output
   // or an error whose message is jq's (or says none/several).

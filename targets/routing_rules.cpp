@@ -290,6 +290,12 @@ bool eventTypeMatches(std::string_view pattern, const std::optional<std::string>
   return *type == pattern;
 }
 
+bool eventTypesMatch(const TargetRouting& routing, const std::optional<std::string>& type) {
+  return routing.eventTypes.empty() ||
+         std::any_of(routing.eventTypes.begin(), routing.eventTypes.end(),
+                     [&](const std::string& p) { return eventTypeMatches(p, type); });
+}
+
 Result<TargetRouting> applyTargetRouting(const json& body, TargetRouting base) {
   if (body.contains("filter"))
     if (auto r = applyFilter(body["filter"], base); !r) return r.error();

@@ -72,6 +72,9 @@ struct TargetRouting {
   bool operator==(const TargetRouting&) const = default;
 };
 
+// Whether the event's type passes `routing`'s event_types (none: all pass).
+bool eventTypesMatch(const TargetRouting& routing, const std::optional<std::string>& type);
+
 // Applies the "filter", "transform" and "rate_limit" members present in
 // `body` onto `base` (a member set to null removes that part).
 Result<TargetRouting> applyTargetRouting(const nlohmann::json& body, TargetRouting base);
