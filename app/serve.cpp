@@ -157,6 +157,9 @@ int runServe(const Config& config) {
   options.port = config.port;
   options.threads = config.httpThreads;
   options.ingest.bodyLimit = config.bodyLimit;
+  // A routing thread mostly waits for a jq worker's answer: two per worker
+  // keep every worker busy.
+  options.ingest.routingThreads = 2 * config.jqWorkers;
   options.metricsUsername = config.metricsUsername;
   options.metricsPassword = config.metricsPassword;
   options.headerTimeout = std::chrono::milliseconds(config.headerTimeoutMs);

@@ -207,27 +207,23 @@ Result<JqOutputs> JqSandbox::run(std::string_view program, std::string_view inpu
 Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::string_view input) {
   if (program.size() > jq::kMaxFrameText || input.size() > jq::kMaxFrameText)
     return makeError(jq_error::kError, "the program or its input is too large");
-  const Deadline deadline = std::chrono::steady_clock::now() + options_.timeout;
   Worker worker;
   {
     MutexLock lock(poolMutex_);
-    if (!workerIdle_.wait_until(lock, deadline, [&]() REQUIRES(poolMutex_) {
+    if (!workerIdle_.wait_for(lock, options_.timeout * kQueueBudgets, [&]() REQUIRES(poolMutex_) {
           return !idle_.empty();
         }))
-      return makeError(jq_error::kTimeout, "no jq worker was free within the time budget");
+      return makeError(jq_error::kTimeout, "no jq worker was free in time");
     worker = idle_.back();
     idle_.pop_back();
   }
   bool retiring = false;  // a worker retires only after a run
   Result<JqOutputs> result = JqOutputs{};
-  const bool fresh = !worker.compiled->count(std::string(program));
   if (auto compiled = compileIn(worker, program, retiring); !compiled) {
     result = compiled.error();
   } else if (op == static_cast<uint8_t>(jq::Op::kRun)) {
-    // The budget is the run's: a compile just made does not eat it.
     result = exchange(worker, op, program, input,
-                      fresh ? std::chrono::steady_clock::now() + options_.timeout : deadline,
-                      retiring);
+                      std::chrono::steady_clock::now() + options_.timeout, retiring);
   }
   if (!result && result.error().code != jq_error::kError) {
     spdlog::warn("jq.worker_replaced pid={} reason={}", worker.pid, result.error().code);

@@ -3,11 +3,12 @@
 // one worker, never a thread of ours: libjq has no interrupt, and a runaway
 // jq_next() can only be stopped from outside its process.
 //
-// A call takes an idle worker, sends the program and its input, and waits
-// for the answer until its deadline (`timeout` after the call began, waiting
-// for a free worker included); past it the worker is killed and a fresh one
-// started in the background. So no caller waits longer than the budget,
-// whatever the program does. Compiling is not running: a worker compiles a
+// A call takes an idle worker (waiting at most kQueueBudgets budgets for
+// one: under a burst, a legitimate program waits its turn rather than fail),
+// sends the program and its input, and waits for the answer for `timeout`;
+// past it the worker is killed and a fresh one started in the background. So
+// a runaway program holds a worker for one budget, and a caller never waits
+// longer than its queue allowance plus one budget, whatever the program does. Compiling is not running: a worker compiles a
 // program once (libjq 1.6 compiles its builtins with it, tens of
 // milliseconds) within kCompileTimeout, which programs capped at
 // kMaxProgramLength (routing_rules.h) never come near; the budget then
@@ -49,10 +50,11 @@ inline constexpr std::string_view kUnavailable = "jq_unavailable";
 }  // namespace jq_error
 
 inline constexpr std::chrono::seconds kCompileTimeout{5};
+inline constexpr int kQueueBudgets = 10;
 
 struct JqSandboxOptions {
   int workers = 2;
-  std::chrono::milliseconds timeout{100};  // per call, the wait for a worker included
+  std::chrono::milliseconds timeout{100};  // per run
   size_t memoryBytes = 512u * 1024 * 1024;  // address space of a worker
   int cpuSeconds = 60;  // a worker's CPU allowance before it is replaced
   std::string executable = "/proc/self/exe";
