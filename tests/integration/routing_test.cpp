@@ -302,4 +302,28 @@ TEST_CASE("a rate limit spreads 20 deliveries over 3.5 s while another target dr
   for (const DeliveryRow& d : h.deliveriesOf(hook.webhookId, limitedTarget)) CHECK(d.attempts == 1);
 }
 
+TEST_CASE("after a restart, the pending deliveries of a rate-limited target keep its rate") {
+  HarnessOptions options = withJq();
+  options.startEngine = false;  // as if the daemon had stopped with a backlog
+  EngineHarness h(options);
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  TargetRecord target = h.createHttpTarget(hook.webhookId, r.url());
+  target.routingJson = json{{"rate_limit", {{"per_second", 5}}}}.dump();
+  REQUIRE(h.store().updateTarget(target));
+  for (int i = 0; i < 6; ++i) {
+    InboundEvent event;
+    event.entrypointId = hook.entrypointId;
+    event.method = "POST";
+    event.path = "/hooks/" + hook.entrypointId;
+    event.body = json{{"n", i}}.dump();
+    h.ingestDirect(hook.webhookId, event, {target.id}, /*submit=*/false);
+  }
+  h.startEngine();  // recovery queues the six pending deliveries
+  REQUIRE(r.waitForRequests(6, 10s));
+  const auto requests = r.requests();
+  CHECK(requests.back().at - requests.front().at >= 950ms);  // 1 at once, then one per 200 ms
+  REQUIRE(h.waitForCount(hook.webhookId, target.id, "delivered", 6, 5s));
+}
+
 }  // namespace webhooker::testing
