@@ -404,8 +404,12 @@ bool Engine::applyTransform(const CachedTarget& target, const Task& task, Events
   if (transformed) {
     payload.body = std::move(transformed->body);
     payload.contentType = "application/json";
+    // What described the body received does not describe this one.
     std::erase_if(payload.headers, [](const auto& h) {
-      return h.first.size() == 12 && strcasecmp(h.first.c_str(), "Content-Type") == 0;
+      return strcasecmp(h.first.c_str(), "Content-Type") == 0 ||
+             strcasecmp(h.first.c_str(), "Content-Encoding") == 0 ||
+             strcasecmp(h.first.c_str(), "Content-MD5") == 0 ||
+             strcasecmp(h.first.c_str(), "Digest") == 0;
     });
     payload.headers.emplace_back("Content-Type", "application/json");
     return true;
