@@ -431,6 +431,45 @@ void addVerificationOptions(CLI::App& cmd, const SessionPtr& s, bool required) {
                   "the sender's signing secret (write-only), or - to read it from standard input");
 }
 
+// How an entrypoint finds an event's type: one of three rules, or the default.
+void addEventTypeOptions(CLI::App& cmd, const SessionPtr& s) {
+  auto* header = addBodyOption<std::string>(cmd, s, "--event-type-header", "/event_type/header",
+                                            "the event type is this request header's value");
+  auto* pointer = addBodyOption<std::string>(
+      cmd, s, "--event-type-pointer", "/event_type/json_pointer",
+      "the event type is the string at this JSON pointer of the body (/type)");
+  auto* jq = addBodyOption<std::string>(
+      cmd, s, "--event-type-jq", "/event_type/jq",
+      "the event type is this jq expression's string, over {event_type, headers, body, "
+      "received_at}");
+  auto* byDefault = cmd.add_flag_callback(
+      "--default-event-type", [s] { s->body["event_type"] = nullptr; },
+      "back to the default: X-GitHub-Event, then the JSON body's \"type\"");
+  for (CLI::Option* a : {header, pointer, jq, byDefault})
+    for (CLI::Option* b : {header, pointer, jq, byDefault})
+      if (a != b) a->excludes(b);
+}
+
+// A target's subscription, transformation and rate limit.
+void addRoutingOptions(CLI::App& cmd, const SessionPtr& s) {
+  addBodyOption<std::vector<std::string>>(
+      cmd, s, "--event-types", "/filter/event_types",
+      "only events of these types: name, prefix.* or * (repeatable; replaces the list)")
+      ->delimiter(',');
+  addBodyOption<std::string>(cmd, s, "--filter-jq", "/filter/jq",
+                             "only events for which this jq expression is true");
+  cmd.add_flag_callback("--no-filter", [s] { s->body["filter"] = nullptr; },
+                        "every event again");
+  addBodyOption<std::string>(cmd, s, "--transform-jq", "/transform/jq",
+                             "send this jq program's output (JSON) instead of the body received");
+  cmd.add_flag_callback("--no-transform", [s] { s->body["transform"] = nullptr; },
+                        "send the body as received again");
+  addBodyOption<double>(cmd, s, "--rate-limit", "/rate_limit/per_second",
+                        "deliveries per second at most (0.01 to 10000)");
+  cmd.add_flag_callback("--no-rate-limit", [s] { s->body["rate_limit"] = nullptr; },
+                        "no rate limit");
+}
+
 // "Name: value" → config.headers.Name = "value"; repeatable.
 void addHeaderOption(CLI::App& cmd, const SessionPtr& s) {
   auto isHeader = [](const std::string& text) -> std::string {
@@ -503,6 +542,7 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
                          "retries after the first attempt");
   addBodyOption<int64_t>(cmd, s, "--base-delay-ms", "/retry/base_delay_ms", "first retry delay");
   addBodyOption<int64_t>(cmd, s, "--max-delay-ms", "/retry/max_delay_ms", "longest retry delay");
+  addRoutingOptions(cmd, s);
   cmd.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                         "deliver nothing to it until activated");
   // The deprecated --url names the target here, so the daemon's comes
@@ -563,6 +603,7 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
       [s] { return ApiCall{"POST", webhookPath(*s) + "/entrypoints", s->body}; }, showObject);
   addWebhookIdArg(create, s);
   addVerificationOptions(create, s, false);
+  addEventTypeOptions(create, s);
   create.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                            "accept nothing on it (410) until activated");
   addActivation(group, s, "entrypoints", "entrypoint");
@@ -572,6 +613,12 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
   addWebhookIdArg(verify, s);
   addChildIdArg(verify, s, "entrypoint");
   addVerificationOptions(verify, s, true);
+  auto& typing = addLeaf(
+      group, s, "event-type", "set how an entrypoint finds the type of its events",
+      [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), s->body}; }, showObject);
+  addWebhookIdArg(typing, s);
+  addChildIdArg(typing, s, "entrypoint");
+  addEventTypeOptions(typing, s);
   auto& remove = addLeaf(
       group, s, "delete", "delete an entrypoint",
       [s] { return ApiCall{"DELETE", childPath(*s, "entrypoints"), {}}; },
@@ -637,6 +684,7 @@ std::string targetCell(const json& row) {
 std::vector<Column> deliveryColumns() {
   return {fieldColumn("ID", "id"),
           fieldColumn("EVENT", "event_id"),
+          fieldColumn("EVENT_TYPE", "event_type"),
           {"TARGET", targetCell},
           fieldColumn("STATUS", "status"),
           fieldColumn("ATTEMPTS", "attempts"),
@@ -649,7 +697,7 @@ std::vector<Column> deliveryColumns() {
 
 std::vector<Column> eventColumns() {
   return {fieldColumn("ID", "id"), fieldColumn("RECEIVED_AT", "received_at"),
-          fieldColumn("METHOD", "method"), fieldColumn("CONTENT_TYPE", "content_type"),
+          fieldColumn("EVENT_TYPE", "event_type"), fieldColumn("METHOD", "method"), fieldColumn("CONTENT_TYPE", "content_type"),
           fieldColumn("SIZE", "body_size"),
           // One "target=status" per delivery.
           {"DELIVERIES", [](const json& row) {
@@ -675,6 +723,7 @@ Render showPage(const char* listKey, std::vector<Column> columns) {
 void showEvent(const json& e) {
   std::cout << "event        " << cellText(field(e, "id")) << "\n"
             << "received_at  " << cellText(field(e, "received_at")) << "\n"
+            << "event_type   " << cellText(field(e, "event_type")) << "\n"
             << "request      " << cellText(field(e, "method")) << " " << cellText(field(e, "path"));
   const json query = field(e, "query");
   if (query.is_string() && !query.get<std::string>().empty())
@@ -749,6 +798,8 @@ void addListOptions(CLI::App& cmd, const SessionPtr& s) {
                   false);
   addQueryOption(cmd, s, "--since", "since", "received at or after this ISO-8601 time");
   addQueryOption(cmd, s, "--until", "until", "received before this ISO-8601 time");
+  addQueryOption(cmd, s, "--event-type", "event_type",
+                 "events of this type, or of every type starting with prefix. (prefix.*)");
   addQueryOption(cmd, s, "--limit", "limit", "rows per page (default 50, at most 500)")
       ->type_name("INT")
       ->check(CLI::Range(1, 500));
@@ -850,6 +901,8 @@ void addRedriveCommands(CLI::App& app, const SessionPtr& s) {
                              "events received at or after this ISO-8601 time");
   addBodyOption<std::string>(replay, s, "--until", "/until",
                              "events received before this ISO-8601 time");
+  addBodyOption<std::string>(replay, s, "--event-type", "/event_type",
+                             "events of this type, or prefix.*");
   replay.add_flag_callback("--dry-run", [s] { s->body["dry_run"] = true; },
                            "only count what would be replayed");
 }

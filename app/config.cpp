@@ -120,6 +120,22 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_BREAKER_COOLDOWN_MS")
       ->check(CLI::Range(int64_t{10}, int64_t{3'600'000}))
       ->capture_default_str();
+  cmd.add_option("--jq-workers", c.jqWorkers,
+                 "worker processes that run routing's jq programs (event types, filters, "
+                 "transforms)")
+      ->envname("WEBHOOKER_JQ_WORKERS")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd.add_option("--jq-timeout-ms", c.jqTimeoutMs,
+                 "time budget of one jq evaluation; past it the event or delivery fails")
+      ->envname("WEBHOOKER_JQ_TIMEOUT_MS")
+      ->check(CLI::Range(int64_t{10}, int64_t{10'000}))
+      ->capture_default_str();
+  cmd.add_option("--jq-memory-mb", c.jqMemoryMb,
+                 "address space of a jq worker process, in MiB")
+      ->envname("WEBHOOKER_JQ_MEMORY_MB")
+      ->check(CLI::Range(int64_t{64}, int64_t{16'384}))
+      ->capture_default_str();
   cmd.add_flag("--debug", c.debug, "log at debug level")->envname("DEBUG");
   cmd.add_option("--log-level", c.logLevel, "trace, debug, info, warn or error")
       ->envname("WEBHOOKER_LOG_LEVEL")

@@ -38,6 +38,11 @@ struct Config {
   int64_t sweepIntervalMs = 60'000;
   int breakerThreshold = 5;            // consecutive retryable failures that open a breaker
   int64_t breakerCooldownMs = 30'000;  // how long it stays open before one probe
+  // Routing's jq programs (targets/jq_sandbox.h): worker processes, the time
+  // budget of one evaluation, a worker's address space.
+  int jqWorkers = 2;
+  int64_t jqTimeoutMs = 100;
+  int64_t jqMemoryMb = 512;
 
   bool debug = false;
   std::string logLevel = "info";    // trace | debug | info | warn | error

@@ -13,6 +13,7 @@
 #include "app/config.h"
 #include "app/logging.h"
 #include "app/version.h"
+#include "targets/jq_worker.h"
 
 namespace {
 
@@ -38,6 +39,8 @@ std::string oneLineFailure(const CLI::App* app, const CLI::Error& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The daemon's jq workers are this binary again (targets/jq_worker.h).
+  if (const auto worker = webhooker::runJqWorkerIfAsked(argc, argv)) return *worker;
   using namespace webhooker::app;
   // Whatever this process creates (databases and their -wal and -shm,
   // backups, the admin token file, folders) is its owner's alone: 0600 and

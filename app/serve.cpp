@@ -133,17 +133,33 @@ int runServe(const Config& config) {
     metrics.setBreakersOpen(breakers.openCountByType());
   });
 
+  JqSandboxOptions jqOptions;
+  jqOptions.workers = config.jqWorkers;
+  jqOptions.timeout = std::chrono::milliseconds(config.jqTimeoutMs);
+  jqOptions.memoryBytes = static_cast<size_t>(config.jqMemoryMb) * 1024 * 1024;
+  auto jq = JqSandbox::start(jqOptions);
+  if (!jq) {
+    spdlog::critical("daemon.jq_failed error=\"{}\"", jq.error().message);
+    return 1;
+  }
+  RoutingEvaluator routing(*jq.value());
+  RoutingMetrics routingMetrics(registry);
+
   EventsDbPool eventsDbs(dataDir, config.dbOptions(), clock, config.maxOpenEventsDbs);
   EngineOptions engineOptions;
   engineOptions.workers = config.workers;
   engineOptions.sweepInterval = std::chrono::milliseconds(config.sweepIntervalMs);
-  Engine engine(engineOptions, *store.value(), eventsDbs, targets, clock, metrics);
+  Engine engine(engineOptions, *store.value(), eventsDbs, targets, clock, metrics,
+                {&routing, &routingMetrics});
 
   server::ServerOptions options;
   options.listenAddress = config.listenHost();
   options.port = config.port;
   options.threads = config.httpThreads;
   options.ingest.bodyLimit = config.bodyLimit;
+  // A routing thread mostly waits for a jq worker's answer: two per worker
+  // keep every worker busy.
+  options.ingest.routingThreads = 2 * config.jqWorkers;
   options.metricsUsername = config.metricsUsername;
   options.metricsPassword = config.metricsPassword;
   options.headerTimeout = std::chrono::milliseconds(config.headerTimeoutMs);
@@ -152,7 +168,8 @@ int runServe(const Config& config) {
   options.maxConnections = config.maxConnections;
   options.maxConnectionsPerAddress = config.maxConnectionsPerAddress;
   options.trustedProxies = std::move(trustedProxies.value());
-  server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, breakers, registry});
+  server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, breakers, registry,
+                                    &routing, &routingMetrics});
   BacklogSampler sampler(*store.value(), eventsDbs, metrics,
                          std::chrono::milliseconds(config.samplerIntervalMs));
   RetentionPruner pruner(*store.value(), eventsDbs,

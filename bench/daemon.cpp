@@ -46,11 +46,12 @@ CreatedWebhook BenchDaemon::createWebhook(const std::string& name) {
 }
 
 std::string BenchDaemon::createHttpTarget(const std::string& webhookId, const std::string& url,
-                                          int maxConcurrency) {
-  const nlohmann::json body = {{"name", "bench"},
-                               {"type", "http"},
-                               {"max_concurrency", maxConcurrency},
-                               {"config", {{"url", url}}}};
+                                          int maxConcurrency, const nlohmann::json& routing) {
+  nlohmann::json body = {{"name", "bench"},
+                         {"type", "http"},
+                         {"max_concurrency", maxConcurrency},
+                         {"config", {{"url", url}}}};
+  body.update(routing);
   const auto target = nlohmann::json::parse(
       adminPost("/api/v1/webhooks/" + webhookId + "/targets", body.dump()));
   return target.at("id").get<std::string>();

@@ -5,6 +5,8 @@
 // Threading: drive it from one thread.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -38,8 +40,10 @@ class BenchDaemon {
 
   // Admin API calls; a failure throws std::runtime_error with the answer.
   CreatedWebhook createWebhook(const std::string& name);
+  // `routing`: the target's filter, transform and rate_limit fields, if any.
   std::string createHttpTarget(const std::string& webhookId, const std::string& url,
-                               int maxConcurrency);
+                               int maxConcurrency,
+                               const nlohmann::json& routing = nlohmann::json::object());
 
   // Peak resident set size (VmHWM) so far, in MB.
   double peakRssMb() const;

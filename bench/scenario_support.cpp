@@ -61,11 +61,13 @@ MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& 
 
 LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver& receiver,
                              const std::string& scenario, Report& report,
-                             std::vector<std::string> extraArgs, const LoadRunner& runner) {
+                             std::vector<std::string> extraArgs, const LoadRunner& runner,
+                             const nlohmann::json& routing) {
   testing::TempDir data;
   BenchDaemon daemon(data.path(), config.daemonSettings(std::move(extraArgs)));
   const CreatedWebhook webhook = daemon.createWebhook(scenario);
-  const std::string target = daemon.createHttpTarget(webhook.id, receiver.url(), config.workers);
+  const std::string target =
+      daemon.createHttpTarget(webhook.id, receiver.url(), config.workers, routing);
   spec.baseUrl = daemon.url();
   spec.path = webhook.hookPath;
   spec.firstSeq = reserveSeqs(spec.requests);

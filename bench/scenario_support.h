@@ -60,6 +60,7 @@ using LoadRunner = std::function<LoadResult(BenchDaemon& daemon, const LoadSpec&
 LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver& receiver,
                              const std::string& scenario, Report& report,
                              std::vector<std::string> extraArgs = {},
-                             const LoadRunner& runner = nullptr);
+                             const LoadRunner& runner = nullptr,
+                             const nlohmann::json& routing = nlohmann::json::object());
 
 }  // namespace webhooker::bench

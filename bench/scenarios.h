@@ -56,6 +56,7 @@ struct BenchConfig {
 
 void runIngest(const BenchConfig& config, Report& report);
 void runDeliver(const BenchConfig& config, Report& report);
+void runRouted(const BenchConfig& config, Report& report);
 void runEndToEnd(const BenchConfig& config, Report& report);
 void runIsolation(const BenchConfig& config, Report& report);
 void runScale(const BenchConfig& config, Report& report);

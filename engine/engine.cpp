@@ -1,17 +1,23 @@
 #include "engine/engine.h"
 
+#include <strings.h>
+
 #include <spdlog/spdlog.h>
+
+#include "storage/events_db.h"
 
 namespace webhooker {
 
 Engine::Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
-               const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer)
+               const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer,
+               EngineRouting routing)
     : options_(options),
       store_(store),
       eventsDbs_(eventsDbs),
       targets_(targets),
       clock_(clock),
       observer_(observer),
+      routing_(routing),
       timer_([this](Task task) { enqueueHeld(std::move(task)); }) {}
 
 Engine::~Engine() {
@@ -147,7 +153,11 @@ void Engine::enqueueHeld(Task task) {
     return;
   }
   Lane& lane = lanes_[task.targetId];
-  if (target) lane.maxConcurrency = std::max(1, target->maxConcurrency);
+  if (target) {
+    lane.maxConcurrency = std::max(1, target->maxConcurrency);
+    lane.targetType = target->type;
+    applyRateLimitLocked(task.targetId, target->routing);
+  }
   if (stopping_ || lane.queue.size() >= options_.maxQueuedPerTarget) {
     // Memory is full; the row is on disk and a refill brings it back once
     // the lane has drained (the next start-up, if stopping).
@@ -163,10 +173,46 @@ void Engine::enqueueHeld(Task task) {
 }
 
 void Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
-  if (lane.ready || lane.queue.empty() || lane.inFlight >= lane.maxConcurrency) return;
+  if (lane.ready || lane.throttled || lane.queue.empty() || lane.inFlight >= lane.maxConcurrency)
+    return;
+  if (auto bucket = buckets_.find(targetId); bucket != buckets_.end()) {
+    const TimePoint now = clock_.now();
+    if (!bucket->second.take(now)) {
+      // The delivery waits in its lane: no attempt is made or counted.
+      lane.throttled = true;
+      throttled_.emplace(bucket->second.nextTokenAt(now), targetId);
+      if (routing_.metrics) routing_.metrics->throttled(lane.targetType);
+      workAvailable_.notify_one();  // a waiting worker times its wake-up by the earliest
+      return;
+    }
+  }
   lane.ready = true;
   ready_.push_back(targetId);
   workAvailable_.notify_one();
+}
+
+void Engine::applyRateLimitLocked(const std::string& targetId, const TargetRouting& routing) {
+  if (!routing.ratePerSecond) {
+    buckets_.erase(targetId);
+    return;
+  }
+  auto it = buckets_.find(targetId);
+  if (it == buckets_.end() || it->second.rate() != *routing.ratePerSecond)
+    buckets_.insert_or_assign(targetId, TokenBucket(*routing.ratePerSecond, clock_.now()));
+}
+
+std::optional<TimePoint> Engine::releaseThrottledLocked() {
+  const TimePoint now = clock_.now();
+  while (!throttled_.empty() && throttled_.begin()->first <= now) {
+    const std::string targetId = std::move(throttled_.begin()->second);
+    throttled_.erase(throttled_.begin());
+    auto lane = lanes_.find(targetId);
+    if (lane == lanes_.end()) continue;
+    lane->second.throttled = false;
+    markReadyLocked(targetId, lane->second);  // may throttle it again
+  }
+  if (throttled_.empty()) return std::nullopt;
+  return throttled_.begin()->first;
 }
 
 void Engine::requestRefillsLocked(const std::string& targetId, Lane& lane) {
@@ -190,9 +236,22 @@ void Engine::queueRefillLocked(const std::string& webhookId, const std::string& 
 void Engine::work(std::stop_token stop) {
   MutexLock lock(engineMutex_);
   while (true) {
-    workAvailable_.wait(lock, stop,
-                        [&]() REQUIRES(engineMutex_) { return stopping_ || !ready_.empty(); });
+    const std::optional<TimePoint> nextToken = releaseThrottledLocked();
+    if (!nextToken) {
+      workAvailable_.wait(lock, stop, [&]() REQUIRES(engineMutex_) {
+        return stopping_ || !ready_.empty() || !throttled_.empty();
+      });
+    } else if (ready_.empty()) {
+      // Until the next token, or sooner if a lane is throttled until earlier.
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*nextToken - clock_.now());
+      workAvailable_.wait_for(lock, stop, std::max(wait, std::chrono::milliseconds(1)),
+                              [&]() REQUIRES(engineMutex_) {
+                                return stopping_ || !ready_.empty() || throttled_.empty() ||
+                                       throttled_.begin()->first < *nextToken;
+                              });
+    }
     if (stopping_ || stop.stop_requested()) return;
+    if (ready_.empty()) continue;
     const std::string targetId = std::move(ready_.front());
     ready_.pop_front();
     Lane& lane = lanes_[targetId];
@@ -266,7 +325,9 @@ Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::str
                    loaded.error().message);
     return nullptr;
   }
-  auto target = std::make_shared<const TargetRecord>(std::move(loaded.value()));
+  auto target = std::make_shared<CachedTarget>();
+  static_cast<TargetRecord&>(*target) = std::move(loaded.value());
+  target->routing = storedTargetRouting(target->routingJson);
   MutexLock lock(targetsMutex_);
   targetCache_[targetId] = target;
   return target;
@@ -305,6 +366,7 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   {
     MutexLock lock(engineMutex_);
     lanes_[task.targetId].maxConcurrency = target->maxConcurrency;
+    applyRateLimitLocked(task.targetId, target->routing);
   }
   Target* impl = targets_.find(target->type);
   if (!impl) {
@@ -321,12 +383,62 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
     task.payload = std::move(payload.value());
   }
   task.targetType = target->type;
-  const EventPayload payload = std::move(*task.payload);
+  EventPayload payload = std::move(*task.payload);
   // Retries reload a large body from disk rather than keep it in memory.
   if (payload.body.size() <= Task::kInlineBodyLimit) task.payload = payload;
   else task.payload.reset();
+  if (!applyTransform(*target, task, *db.value(), payload, hold)) return;
   DeliveryContext context{*db.value(), *target, payload, *this, observer_, std::move(hold)};
   impl->deliver(context, std::move(task));
+}
+
+bool Engine::applyTransform(const CachedTarget& target, const Task& task, EventsDb& db,
+                            EventPayload& payload, const AttemptHold& hold) {
+  if (target.routing.transformJq.empty()) return true;
+  // From the stored event at every attempt, so a fixed program applies on
+  // a retry; the stored event stays as received.
+  Result<TransformedBody> transformed =
+      routing_.evaluator ? routing_.evaluator->transform(target.routing, payload)
+                         : Result<TransformedBody>(makeError(jq_error::kUnavailable,
+                                                             "no jq evaluator is running"));
+  if (transformed) {
+    payload.body = std::move(transformed->body);
+    payload.contentType = "application/json";
+    // What described the body received does not describe this one.
+    std::erase_if(payload.headers, [](const auto& h) {
+      return strcasecmp(h.first.c_str(), "Content-Type") == 0 ||
+             strcasecmp(h.first.c_str(), "Content-Encoding") == 0 ||
+             strcasecmp(h.first.c_str(), "Content-MD5") == 0 ||
+             strcasecmp(h.first.c_str(), "Digest") == 0;
+    });
+    payload.headers.emplace_back("Content-Type", "application/json");
+    return true;
+  }
+  // Deterministic: the same program fails the same way on every retry, so
+  // the delivery ends at once (a `retry` after the program is fixed works).
+  if (routing_.metrics)
+    routing_.metrics->programFailed(RoutingStage::kTransform, transformed.error().code);
+  AttemptRecord record;
+  record.deliveryId = task.deliveryId;
+  record.attempt = task.attempt;
+  record.error = transformed.error().message;
+  record.newStatus = DeliveryStatus::kFailed;
+  record.failureReason = "transform_failed";
+  spdlog::warn("delivery.transform_failed webhook_id={} delivery_id={} target_id={} reason={} "
+               "error=\"{}\"",
+               task.webhookId, task.deliveryId, task.targetId, transformed.error().code,
+               transformed.error().message);
+  db.recordAttemptAsync(std::move(record),
+                        [&observer = observer_, type = target.type, deliveryId = task.deliveryId,
+                         hold /* released with this callback */](Result<void> written) {
+                          if (!written) {
+                            spdlog::error("delivery.record_failed delivery_id={} error=\"{}\"",
+                                          deliveryId, written.error().message);
+                            return;
+                          }
+                          observer.outcome(type, DeliveryStatus::kFailed, "transform_failed");
+                        });
+  return false;
 }
 
 }  // namespace webhooker

@@ -19,6 +19,7 @@
 // Ownership: references to the stores, registry, clock and observer must
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
 // thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_, the
+// rate limits (buckets_, throttled_), the
 // reconcile bookkeeping (releases_, reconcileStarts_, released_), queued_,
 // globalOverflow_, refills_, refillsQueued_, inFlight_ (attempts whose hold
 // lives) and stopping_; handoffMutex_ guards the open handoffs;
@@ -31,6 +32,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -44,8 +46,11 @@
 #include "base/mutex.h"
 #include "engine/dispatcher.h"
 #include "engine/retry_timer.h"
+#include "engine/routing_metrics.h"
+#include "engine/token_bucket.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
+#include "targets/routing_evaluator.h"
 #include "targets/target.h"
 #include "targets/target_registry.h"
 
@@ -58,10 +63,19 @@ struct EngineOptions {
   std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
 };
 
+// What the engine needs for targets with a transform or a rate limit
+// (targets/routing_rules.h); both must outlive the engine. Without an
+// evaluator, a delivery of a target with a transform fails transform_failed.
+struct EngineRouting {
+  RoutingEvaluator* evaluator = nullptr;
+  RoutingMetrics* metrics = nullptr;
+};
+
 class Engine final : public Dispatcher, public Scheduler {
  public:
   Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
-         const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer);
+         const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer,
+         EngineRouting routing = {});
   ~Engine() override;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -89,7 +103,10 @@ class Engine final : public Dispatcher, public Scheduler {
     std::deque<Task> queue;
     int inFlight = 0;
     int maxConcurrency = 4;
+    std::string targetType;
     bool ready = false;  // listed in ready_
+    // Waiting in throttled_ for a token of its target's rate limit.
+    bool throttled = false;
     // Set when a task was dropped because the queue was full: the webhook
     // whose events DB holds the rest. Cleared when a refill is asked for.
     std::string overflowWebhookId;
@@ -98,7 +115,11 @@ class Engine final : public Dispatcher, public Scheduler {
     std::string webhookId;
     std::string targetId;
   };
-  using TargetPtr = std::shared_ptr<const TargetRecord>;
+  // A target as cached: its row and its routing, parsed once.
+  struct CachedTarget : TargetRecord {
+    TargetRouting routing;
+  };
+  using TargetPtr = std::shared_ptr<const CachedTarget>;
 
   // engine.cpp
   void work(std::stop_token stop);
@@ -117,7 +138,19 @@ class Engine final : public Dispatcher, public Scheduler {
   // Returns once every handoff opened before the call has closed.
   void waitForOpenHandoffs();
   void enqueueHeld(Task task);           // for tasks already in held_
+  // Lists a lane in ready_ if it has work, room to run and (with a rate
+  // limit) a token; without a token it waits in throttled_.
   void markReadyLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
+  // Sets (or drops) the target's token bucket after its rate limit.
+  void applyRateLimitLocked(const std::string& targetId, const TargetRouting& routing)
+      REQUIRES(engineMutex_);
+  // Moves the throttled lanes whose next token is due back to ready_, and
+  // returns when the next one is due (nullopt: none throttled).
+  std::optional<TimePoint> releaseThrottledLocked() REQUIRES(engineMutex_);
+  // The body `task` is sent with, transformed if its target says so; false
+  // when the transform failed (the delivery is then failed and recorded).
+  bool applyTransform(const CachedTarget& target, const Task& task, EventsDb& db,
+                      EventPayload& payload, const AttemptHold& hold);
   // An overflowed lane that drained below the low-water mark asks the
   // refill thread to read its target's deliveries again; so do the lanes
   // that overflowed the global cap once the total is below its mark.
@@ -138,6 +171,7 @@ class Engine final : public Dispatcher, public Scheduler {
   const TargetRegistry& targets_;
   const Clock& clock_;
   AttemptObserver& observer_;
+  const EngineRouting routing_;
 
   mutable Mutex engineMutex_;
   std::condition_variable_any workAvailable_;
@@ -159,6 +193,10 @@ class Engine final : public Dispatcher, public Scheduler {
   std::multiset<uint64_t> reconcileStarts_ GUARDED_BY(engineMutex_);
   std::unordered_map<std::string, uint64_t> released_ GUARDED_BY(engineMutex_);
   size_t queued_ GUARDED_BY(engineMutex_) = 0;  // tasks in all lanes' queues
+  // Rate-limited targets' buckets, kept while their lanes come and go.
+  std::unordered_map<std::string, TokenBucket> buckets_ GUARDED_BY(engineMutex_);
+  // Throttled lanes by the time their next token is due.
+  std::multimap<TimePoint, std::string> throttled_ GUARDED_BY(engineMutex_);
   // Targets that had a task dropped because queued_ reached maxQueued, and
   // their webhooks.
   std::unordered_map<std::string, std::string> globalOverflow_ GUARDED_BY(engineMutex_);

@@ -6,12 +6,14 @@
 namespace webhooker::server {
 
 AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                   const SsrfGuard& guard, const CircuitBreakers& breakers)
+                   const SsrfGuard& guard, const CircuitBreakers& breakers,
+                   RoutingEvaluator* routing)
     : store_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
       guard_(guard),
-      breakers_(breakers) {}
+      breakers_(breakers),
+      routing_(routing) {}
 
 std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what) {
@@ -45,6 +47,7 @@ void AdminApi::registerRoutes(Router& router) {
   router.add("GET", webhook + "/targets/{id}", bind(&AdminApi::getTarget));
   router.add("PATCH", webhook + "/targets/{id}", bind(&AdminApi::updateTarget));
   router.add("DELETE", webhook + "/targets/{id}", bind(&AdminApi::deleteTarget));
+  router.add("POST", webhook + "/targets/{id}/preview", bind(&AdminApi::previewTarget));
   // History and redrive.
   router.add("GET", webhook + "/events", bind(&AdminApi::listEvents));
   router.add("GET", webhook + "/events/{id}", bind(&AdminApi::getEvent));

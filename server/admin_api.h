@@ -16,6 +16,7 @@
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
+#include "targets/routing_evaluator.h"
 #include "targets/ssrf_guard.h"
 
 namespace webhooker::server {
@@ -23,7 +24,8 @@ namespace webhooker::server {
 class AdminApi {
  public:
   AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-           const SsrfGuard& guard, const CircuitBreakers& breakers);
+           const SsrfGuard& guard, const CircuitBreakers& breakers,
+           RoutingEvaluator* routing = nullptr);
   void registerRoutes(Router& router);
 
  private:
@@ -47,6 +49,14 @@ class AdminApi {
   void updateTarget(const HttpRequest& req, HttpResponse& res);
   void deleteTarget(const HttpRequest& req, HttpResponse& res);
 
+  // --- Routing (admin_routing.cpp) ---
+  // POST .../targets/{id}/preview {"event_id"}: what the target's routing
+  // does with a stored event, without delivering anything.
+  void previewTarget(const HttpRequest& req, HttpResponse& res);
+  // The programs of a rule compile ("jq_unavailable" without an evaluator).
+  Result<void> checkPrograms(const EventTypeRule& rule);
+  Result<void> checkPrograms(const TargetRouting& routing);
+
   // --- History (admin_history.cpp): read-only, newest first, paged ---
   void listEvents(const HttpRequest& req, HttpResponse& res);
   void getEvent(const HttpRequest& req, HttpResponse& res);
@@ -66,6 +76,7 @@ class AdminApi {
   Dispatcher& dispatcher_;  // told about target changes, handed redriven deliveries
   const SsrfGuard& guard_;  // refuses literal internal addresses in target URLs
   const CircuitBreakers& breakers_;
+  RoutingEvaluator* const routing_;  // null: programs cannot be saved
 };
 
 // The id captured by the route at `index`, if it is a uuid; otherwise a 404

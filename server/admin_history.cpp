@@ -33,10 +33,12 @@ std::optional<std::string> param(const std::map<std::string, std::string>& param
   return it->second;
 }
 
-// ?status=&target_id=&since=&until=&limit=&cursor=, as both listings take them.
+// ?status=&target_id=&since=&until=&event_type=&limit=&cursor=, as both
+// listings take them.
 Result<ListQuery> readListQuery(const HttpRequest& req, MainStore& store,
                                 const std::string& webhookId, const char* cursorKind) {
-  auto params = queryParams(req, {"status", "target_id", "since", "until", "limit", "cursor"});
+  auto params = queryParams(
+      req, {"status", "target_id", "since", "until", "limit", "cursor", "event_type"});
   if (!params) return params.error();
   ListQuery query;
   if (const auto status = param(*params, "status")) {
@@ -54,6 +56,7 @@ Result<ListQuery> readListQuery(const HttpRequest& req, MainStore& store,
   }
   if (auto r = readTimeRange(param(*params, "since"), param(*params, "until"), query.filter); !r)
     return r.error();
+  if (auto r = readEventType(param(*params, "event_type"), query.filter); !r) return r.error();
   if (const auto limit = param(*params, "limit")) {
     const char* end = limit->data() + limit->size();
     const auto [ptr, ec] = std::from_chars(limit->data(), end, query.limit);

@@ -158,7 +158,9 @@ void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
   if (!db) return sendError(res, db.error());
   auto body = optionalJsonObject(req, res);
   if (!body) return;
-  if (auto r = refuseUnknownFields(*body, {"status", "target_id", "since", "until", "dry_run"}); !r)
+  if (auto r = refuseUnknownFields(
+          *body, {"status", "target_id", "since", "until", "event_type", "dry_run"});
+      !r)
     return sendError(res, r.error());
 
   ReplayRequest replay;
@@ -178,6 +180,9 @@ void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
   if (!until) return sendError(res, until.error());
   if (auto r = readTimeRange(since.value(), until.value(), replay.filter); !r)
     return sendError(res, r.error());
+  auto eventType = stringField(*body, "event_type", kMaxEventTypeLength);
+  if (!eventType) return sendError(res, eventType.error());
+  if (auto r = readEventType(eventType.value(), replay.filter); !r) return sendError(res, r.error());
   auto targetId = stringField(*body, "target_id", kMaxTimeText);
   if (!targetId) return sendError(res, targetId.error());
   if (targetId.value()) {

@@ -8,6 +8,7 @@
 #include "server/admin_api.h"
 #include "server/json_io.h"
 #include "server/request_fields.h"
+#include "targets/routing_rules.h"
 #include "targets/target_config.h"
 #include "targets/webhook_signature.h"
 
@@ -32,6 +33,7 @@ json targetJson(const TargetRecord& t) {
               {"created_at", t.createdAt},
               {"updated_at", t.updatedAt}};
   if (t.deletedAt) out["deleted_at"] = *t.deletedAt;
+  out.update(targetRoutingJson(storedTargetRouting(t.routingJson)));
   return out;
 }
 
@@ -88,6 +90,9 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
     if (!retry) return retry.error();
     target.retry = retry.value();
   }
+  auto routing = applyTargetRouting(body, storedTargetRouting(target.routingJson));
+  if (!routing) return routing.error();
+  target.routingJson = targetRoutingText(routing.value());
   return {};
 }
 
@@ -110,7 +115,8 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   auto body = parseJsonObject(req, res);
   if (!body) return;
   if (auto r = refuseUnknownFields(
-          *body, {"name", "type", "active", "max_concurrency", "config", "retry"});
+          *body, {"name", "type", "active", "max_concurrency", "config", "retry", "filter",
+                     "transform", "rate_limit"});
       !r)
     return sendError(res, r.error());
   auto type = stringField(*body, "type", 32);
@@ -124,6 +130,8 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   target.type = *type.value();
   std::optional<std::string> generated;
   if (auto r = applyCommonFields(*body, guard_, target, generated); !r)
+    return sendError(res, r.error());
+  if (auto r = checkPrograms(storedTargetRouting(target.routingJson)); !r)
     return sendError(res, r.error());
 
   auto created = store_.createTarget(std::move(target));
@@ -154,7 +162,8 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
   auto body = parseJsonObject(req, res);
   if (!body) return;
   if (auto r = refuseUnknownFields(
-          *body, {"name", "type", "active", "max_concurrency", "config", "retry"});
+          *body, {"name", "type", "active", "max_concurrency", "config", "retry", "filter",
+                     "transform", "rate_limit"});
       !r)
     return sendError(res, r.error());
   auto target = store_.getTarget(*id, *tid);
@@ -165,6 +174,8 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
                      "type cannot change; create a new target instead");
   std::optional<std::string> generated;
   if (auto r = applyCommonFields(*body, guard_, target.value(), generated); !r)
+    return sendError(res, r.error());
+  if (auto r = checkPrograms(storedTargetRouting(target->routingJson)); !r)
     return sendError(res, r.error());
   auto updated = store_.updateTarget(target.value());
   if (!updated) return sendError(res, updated.error());

@@ -47,15 +47,23 @@ Result<std::optional<std::pair<std::string, std::string>>> verificationField(con
 struct EntrypointFields {
   std::optional<bool> active;
   std::optional<std::pair<std::string, std::string>> verification;
+  std::optional<EventTypeRule> eventType;
 };
 
 Result<EntrypointFields> entrypointFields(const json& body) {
-  if (auto r = refuseUnknownFields(body, {"active", "verification"}); !r) return r.error();
+  if (auto r = refuseUnknownFields(body, {"active", "verification", "event_type"}); !r)
+    return r.error();
   auto active = boolField(body, "active");
   if (!active) return active.error();
   auto verification = verificationField(body);
   if (!verification) return verification.error();
-  return EntrypointFields{active.value(), verification.value()};
+  std::optional<EventTypeRule> eventType;
+  if (body.contains("event_type")) {
+    auto rule = parseEventTypeRule(body["event_type"]);
+    if (!rule) return rule.error();
+    eventType = rule.value();
+  }
+  return EntrypointFields{active.value(), verification.value(), eventType};
 }
 
 json entrypointJson(const Entrypoint& e) {
@@ -63,6 +71,7 @@ json entrypointJson(const Entrypoint& e) {
           {"url", "/hooks/" + e.id},
           {"active", e.active},
           {"verification", e.verification},  // the secret is never shown
+          {"event_type", eventTypeRuleJson(storedEventTypeRule(e.eventTypeRule))},
           {"created_at", e.createdAt},
           {"updated_at", e.updatedAt}};
 }
@@ -247,6 +256,10 @@ void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
       settings.verification = fields->verification->first;
       settings.verificationSecret = fields->verification->second;
     }
+    if (fields->eventType) {
+      if (auto r = checkPrograms(*fields->eventType); !r) return sendError(res, r.error());
+      settings.eventTypeRule = eventTypeRuleText(*fields->eventType);
+    }
   }
   auto created = store_.createEntrypoint(*id, settings);
   if (!created) return sendError(res, created.error());
@@ -262,8 +275,10 @@ void AdminApi::updateEntrypoint(const HttpRequest& req, HttpResponse& res) {
   if (!body) return;
   auto fields = entrypointFields(*body);
   if (!fields) return sendError(res, fields.error());
-  if (!fields->active && !fields->verification)
-    return sendError(res, 400, "invalid_field", "active or verification is required");
+  if (!fields->active && !fields->verification && !fields->eventType)
+    return sendError(res, 400, "invalid_field", "active, verification or event_type is required");
+  if (fields->eventType)
+    if (auto r = checkPrograms(*fields->eventType); !r) return sendError(res, r.error());
 
   Result<Entrypoint> updated = makeError("not_found", "no such entrypoint");
   if (fields->verification) {
@@ -273,6 +288,10 @@ void AdminApi::updateEntrypoint(const HttpRequest& req, HttpResponse& res) {
   }
   if (fields->active) {
     updated = store_.setEntrypointActive(*id, *eid, *fields->active);
+    if (!updated) return sendError(res, updated.error());
+  }
+  if (fields->eventType) {
+    updated = store_.setEntrypointEventTypeRule(*id, *eid, eventTypeRuleText(*fields->eventType));
     if (!updated) return sendError(res, updated.error());
   }
   sendJson(res, 200, entrypointJson(updated.value()));

@@ -1,5 +1,7 @@
 #include "server/history_params.h"
 
+#include "targets/routing_rules.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,6 +38,15 @@ Result<std::map<std::string, std::string>> queryParams(
       return makeError("invalid_parameter", fmt::format("{} is given more than once", name));
   }
   return out;
+}
+
+Result<void> readEventType(const std::optional<std::string>& eventType, HistoryFilter& filter) {
+  if (!eventType) return {};
+  if (*eventType == "*" || !isEventTypePattern(*eventType))
+    return makeError("invalid_field",
+                     "event_type must be an event type or \"prefix.*\" (at most 255 bytes)");
+  filter.eventType = *eventType;
+  return {};
 }
 
 Result<void> readTimeRange(const std::optional<std::string>& since,

@@ -31,6 +31,10 @@ Result<std::map<std::string, std::string>> queryParams(
 Result<void> readTimeRange(const std::optional<std::string>& since,
                            const std::optional<std::string>& until, HistoryFilter& filter);
 
+// Sets filter.eventType: an event type or "prefix.*"; "invalid_field"
+// otherwise. Nothing for nullopt.
+Result<void> readEventType(const std::optional<std::string>& eventType, HistoryFilter& filter);
+
 // The target of `webhookId` that request field `field` names (soft-deleted
 // ones too; callers decide what those mean): "invalid_field" unless a uuid,
 // "unknown_target" unless it is one of this webhook's.

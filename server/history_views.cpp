@@ -70,6 +70,7 @@ json deliveryJson(const DeliveryRecord& d, TargetLabels& labels) {
               {"last_attempt_at", orNull(d.lastAttemptAt)},
               {"last_error", orNull(d.lastError)},
               {"event_received_at", d.eventReceivedAt},
+              {"event_type", orNull(d.eventType)},
               {"created_at", d.createdAt},
               {"updated_at", d.updatedAt}});
   if (!d.attemptRows.empty()) {
@@ -85,6 +86,7 @@ json eventSummaryJson(const EventRecord& e, TargetLabels& labels) {
   for (const DeliveryRecord& d : e.deliveries) deliveries.push_back(deliveryJson(d, labels));
   return {{"id", e.id},
           {"received_at", e.receivedAt},
+          {"event_type", orNull(e.eventType)},
           {"entrypoint_id", e.entrypointId},
           {"method", e.method},
           {"path", e.path},

@@ -72,6 +72,10 @@ struct ServerParts {
   const SsrfGuard& guard;            // refuses literal internal target URLs at write time
   const CircuitBreakers& breakers;   // their states are shown by the admin API
   prometheus::Registry& registry;    // served on /metrics; the server adds its own series
+  // Routing's jq programs and counters (optional: without an evaluator no
+  // program can be saved and jq rules match nothing).
+  RoutingEvaluator* routing = nullptr;
+  RoutingMetrics* routingMetrics = nullptr;
 };
 
 class HttpServer {

@@ -39,12 +39,15 @@ std::optional<std::string> idempotencyKeyOf(const HttpRequest& req, std::string_
 }  // namespace
 
 IngestHandler::IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                             ServerMetrics& metrics, IngestOptions options)
+                             ServerMetrics& metrics, IngestOptions options,
+                             IngestRoutingParts routing)
     : routes_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
       metrics_(metrics),
-      options_(options) {}
+      options_(options),
+      routing_(routing.evaluator, routing.metrics, options.routingThreads,
+               options.maxRoutingQueue) {}
 
 IngestHandler::~IngestHandler() {
   MutexLock lock(parkedMutex_);
@@ -109,10 +112,6 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     return refuse(503, "storage_unavailable", "the event was not stored; retry later");
   }
 
-  std::vector<std::string> targetIds;
-  targetIds.reserve(route.value()->targets.size());
-  for (const IngestRoute::ActiveTarget& t : route.value()->targets) targetIds.push_back(t.id);
-
   InboundEvent event;
   event.entrypointId = entrypoint.id;
   event.method = req.method;
@@ -130,24 +129,56 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     MutexLock lock(parkedMutex_);
     ++parked_;
   }
-  db.value()->ingestAsync(
+  if (!route.value()->runsJq)
+    return routeAndStore(std::move(route.value()), std::move(db.value()), std::move(event),
+                         std::move(respond));
+  // A jq program may take its whole time budget: not on the event loop.
+  auto job = std::make_shared<std::tuple<std::shared_ptr<const IngestRoute>,
+                                         std::shared_ptr<EventsDb>, InboundEvent, Respond>>(
+      std::move(route.value()), std::move(db.value()), std::move(event), std::move(respond));
+  if (!routing_.post([this, job]() {
+        auto& [r, d, e, answer] = *job;
+        routeAndStore(std::move(r), std::move(d), std::move(e), std::move(answer));
+      })) {
+    auto& answer = std::get<Respond>(*job);
+    HttpResponse res = errorResponse(503, "routing_busy",
+                                     "too many events are waiting for their routing; retry shortly");
+    res.set_header("Retry-After", "1");
+    answer(std::move(res));
+    job.reset();
+    unpark();
+  }
+}
+
+void IngestHandler::unpark() {
+  MutexLock lock(parkedMutex_);
+  --parked_;
+  parkedDone_.notify_all();
+}
+
+void IngestHandler::routeAndStore(std::shared_ptr<const IngestRoute> route,
+                                  std::shared_ptr<EventsDb> db, InboundEvent event,
+                                  Respond respond) {
+  RoutedEvent routed = routing_.route(*route, event);
+  event.eventType = routed.eventType;
+  std::vector<std::string> targetIds = std::move(routed.targetIds);
+  db->ingestAsync(
       std::move(event), std::move(targetIds), options_.idempotencyWindow,
-      [this, route = std::move(route.value()), respond = std::move(respond),
+      [this, route = std::move(route), routed = std::move(routed), respond = std::move(respond),
        handoff = dispatcher_.openHandoff()](Result<IngestOutcome> stored,
                                             InboundEvent& committed) mutable {
         // Nothing of the request (its connection) may outlive the count.
         Respond answer = std::move(respond);
-        finish(*route, std::move(stored), committed, answer);
+        finish(*route, routed, std::move(stored), committed, answer);
         answer = nullptr;
         handoff = nullptr;  // what the commit stored is submitted
-        MutexLock lock(parkedMutex_);
-        --parked_;
-        parkedDone_.notify_all();
+        unpark();
       });
 }
 
-void IngestHandler::finish(const IngestRoute& route, Result<IngestOutcome> stored,
-                           InboundEvent& event, const Respond& respond) {
+void IngestHandler::finish(const IngestRoute& route, const RoutedEvent& routed,
+                           Result<IngestOutcome> stored, InboundEvent& event,
+                           const Respond& respond) {
   const std::string& webhookId = route.entrypoint.webhookId;
   if (!stored) {
     spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", webhookId,
@@ -168,6 +199,7 @@ void IngestHandler::finish(const IngestRoute& route, Result<IngestOutcome> store
     return respond(std::move(res));
   }
   metrics_.eventReceived();
+  routing_.countSkipped(routed);
   spdlog::debug("ingest.stored webhook_id={} event_id={} deliveries={}", webhookId,
                 stored->eventId, stored->deliveries.size());
 
@@ -187,10 +219,10 @@ void IngestHandler::finish(const IngestRoute& route, Result<IngestOutcome> store
     if (inlined && &d == &stored->deliveries.back())
       task.payload = EventPayload{std::move(event.method), std::move(event.headers),
                                   std::move(event.contentType), std::move(event.body),
-                                  stored->receivedAt};
+                                  stored->receivedAt, event.eventType};
     else if (inlined)
       task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
-                                  stored->receivedAt};
+                                  stored->receivedAt, event.eventType};
     tasks.push_back(std::move(task));
   }
   dispatcher_.submit(std::move(tasks));

@@ -1,7 +1,8 @@
 // IngestHandler: POST /hooks/<entrypoint-uuid>.
 //
-// Looks up the entrypoint (cached, IngestRoutes), stores the event and one pending delivery per
-// active target in one transaction of the webhook's events DB, answers 200
+// Looks up the entrypoint (cached, IngestRoutes), works out the event's type
+// and the targets whose filters it passes (IngestRouting), stores the event
+// and one pending delivery per such target in one transaction of the webhook's events DB, answers 200
 // only after that commit, then hands the deliveries to the Dispatcher.
 // Never answers 200 for an event that was not stored.
 //
@@ -9,7 +10,9 @@
 // for a commit: the request is parked in the events DB's group commit and
 // answered from its flusher thread (EventsDb::ingestAsync). It reads the
 // main DB only when an entrypoint is not cached, and opens an events DB only
-// when the pool does not hold it open. setAccepting() from any thread.
+// when the pool does not hold it open; an event whose routing runs jq is
+// routed and queued for its commit from IngestRouting's threads instead.
+// setAccepting() from any thread.
 #pragma once
 
 
@@ -23,6 +26,7 @@
 #include "storage/events_db_pool.h"
 #include "server/http_message.h"
 #include "server/ingest_routes.h"
+#include "server/ingest_routing.h"
 #include "server/server_metrics.h"
 #include "storage/main_store.h"
 
@@ -31,12 +35,22 @@ namespace webhooker::server {
 struct IngestOptions {
   size_t bodyLimit = 1024 * 1024;
   std::chrono::milliseconds idempotencyWindow = std::chrono::hours(24);
+  // Events waiting for a routing thread at most; beyond, ingest answers 503.
+  size_t maxRoutingQueue = 1024;
+  int routingThreads = 2;
+};
+
+// What routing needs (both optional: without an evaluator, jq rules find no
+// type and jq filters match nothing); they must outlive the handler.
+struct IngestRoutingParts {
+  RoutingEvaluator* evaluator = nullptr;
+  RoutingMetrics* metrics = nullptr;
 };
 
 class IngestHandler {
  public:
   IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                ServerMetrics& metrics, IngestOptions options);
+                ServerMetrics& metrics, IngestOptions options, IngestRoutingParts routing = {});
   // Waits until every parked request has had its answer: their commits
   // finish on their own, within one group's time.
   ~IngestHandler();
@@ -54,9 +68,14 @@ class IngestHandler {
   bool accepting() const { return accepting_; }
 
  private:
+  // Routes the event and queues its write; the request is parked (counted
+  // in parked_) from before the call until its answer.
+  void routeAndStore(std::shared_ptr<const IngestRoute> route, std::shared_ptr<EventsDb> db,
+                     InboundEvent event, Respond respond);
   // On the flusher, after the commit: the answer, then the deliveries.
-  void finish(const IngestRoute& route, Result<IngestOutcome> stored, InboundEvent& event,
-              const Respond& respond);
+  void finish(const IngestRoute& route, const RoutedEvent& routed, Result<IngestOutcome> stored,
+              InboundEvent& event, const Respond& respond);
+  void unpark();
 
   IngestRoutes routes_;
   EventsDbPool& eventsDbs_;
@@ -67,6 +86,7 @@ class IngestHandler {
   Mutex parkedMutex_;
   std::condition_variable_any parkedDone_;
   size_t parked_ GUARDED_BY(parkedMutex_) = 0;  // requests waiting for their commit
+  IngestRouting routing_;  // after parked_: its queued jobs run before it goes
 };
 
 }  // namespace webhooker::server

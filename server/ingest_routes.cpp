@@ -28,8 +28,13 @@ Result<std::shared_ptr<const IngestRoute>> IngestRoutes::lookup(const std::strin
   if (!targets) return targets.error();
   auto route = std::make_shared<IngestRoute>();
   route->entrypoint = std::move(entrypoint.value());
-  for (const TargetRecord& t : targets.value())
-    if (t.active) route->targets.push_back({t.id, t.type});  // inactive: no deliveries while off
+  route->eventTypeRule = storedEventTypeRule(route->entrypoint.eventTypeRule);
+  route->runsJq = route->eventTypeRule.source == EventTypeSource::kJq;
+  for (const TargetRecord& t : targets.value()) {
+    if (!t.active) continue;  // inactive: no deliveries while off
+    route->targets.push_back({t.id, t.type, storedTargetRouting(t.routingJson)});
+    route->runsJq = route->runsJq || !route->targets.back().routing.filterJq.empty();
+  }
 
   std::unique_lock lock(routesMutex_);
   Entry& entry = routes_[entrypointId];

@@ -18,6 +18,7 @@
 
 #include "base/result.h"
 #include "storage/main_store.h"
+#include "targets/routing_rules.h"
 
 namespace webhooker::server {
 
@@ -25,9 +26,14 @@ struct IngestRoute {
   struct ActiveTarget {
     std::string id;
     std::string type;
+    TargetRouting routing;
   };
   Entrypoint entrypoint;
   std::vector<ActiveTarget> targets;  // active ones, oldest first
+  EventTypeRule eventTypeRule;
+  // Routing this event runs a jq program (its type or a target's filter):
+  // ingest then works it out off the event loop.
+  bool runsJq = false;
 };
 
 class IngestRoutes {

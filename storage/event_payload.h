@@ -3,6 +3,7 @@
 // value: copyable, no shared state.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@ struct EventPayload {
   std::string contentType;
   std::string body;  // raw bytes
   std::string receivedAt;
+  std::optional<std::string> eventType;  // what its entrypoint's rule found
 };
 
 }  // namespace webhooker

@@ -68,8 +68,8 @@ Result<void> writeIngest(storage::StatementCache& sql, const InboundEvent& event
   out.eventId = newTimeOrderedUuid();
   auto insert = sql.get(
       "INSERT INTO events (id, entrypoint_id, method, path, query, headers, content_type, body, "
-      "body_size, remote_addr, idempotency_key, received_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "body_size, remote_addr, idempotency_key, received_at, event_type) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   insert->bind(1, out.eventId);
   insert->bind(2, event.entrypointId);
   insert->bind(3, event.method);
@@ -82,6 +82,7 @@ Result<void> writeIngest(storage::StatementCache& sql, const InboundEvent& event
   insert->bind(10, event.remoteAddr);
   if (event.idempotencyKey) insert->bind(11, *event.idempotencyKey);
   insert->bind(12, out.receivedAt);
+  if (event.eventType) insert->bind(13, *event.eventType);
   insert->exec();
 
   auto delivery = sql.get(
@@ -265,7 +266,8 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
       readStatements_ = std::make_unique<storage::StatementCache>(*reader_);
     }
     auto q = readStatements_->get(
-        "SELECT method, headers, content_type, body, received_at FROM events WHERE id = ?");
+        "SELECT method, headers, content_type, body, received_at, event_type FROM events "
+        "WHERE id = ?");
     q->bind(1, eventId);
     if (!q->executeStep()) return makeError(error_code::kNotFound, "event " + eventId + " is gone");
     EventPayload p;
@@ -279,6 +281,7 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
     const SQLite::Column body = q->getColumn(3);
     p.body.assign(static_cast<const char*>(body.getBlob()), static_cast<size_t>(body.getBytes()));
     p.receivedAt = q->getColumn(4).getString();
+    if (!q->getColumn(5).isNull()) p.eventType = q->getColumn(5).getString();
     return p;
   } catch (const std::exception& e) {
     return storage::storageError("load payload", e);

@@ -13,14 +13,14 @@ namespace {
 constexpr const char* kDeliverySelect =
     "SELECT d.id, d.event_id, d.target_id, d.status, d.attempts, d.series_start, "
     "d.next_attempt_at, d.last_status_code, d.failure_reason, d.created_at, d.updated_at, "
-    "e.received_at, r.created_at, r.error "
+    "e.received_at, r.created_at, r.error, e.event_type "
     "FROM deliveries d JOIN events e ON e.id = d.event_id "
     "LEFT JOIN delivery_results r ON r.id = (SELECT id FROM delivery_results "
     "WHERE delivery_id = d.id ORDER BY attempt DESC, id DESC LIMIT 1) ";
 
 constexpr const char* kEventSelect =
     "SELECT e.id, e.entrypoint_id, e.method, e.path, e.query, e.content_type, e.body_size, "
-    "e.remote_addr, e.idempotency_key, e.received_at FROM events e ";
+    "e.remote_addr, e.idempotency_key, e.received_at, e.event_type FROM events e ";
 
 std::optional<std::string> optionalText(const SQLite::Column& c) {
   if (c.isNull()) return std::nullopt;
@@ -48,6 +48,7 @@ DeliveryRecord readDelivery(SQLite::Statement& q) {
   d.eventReceivedAt = q.getColumn(11).getString();
   d.lastAttemptAt = optionalText(q.getColumn(12));
   d.lastError = optionalText(q.getColumn(13));
+  d.eventType = optionalText(q.getColumn(14));
   return d;
 }
 
@@ -63,6 +64,7 @@ EventRecord readEvent(SQLite::Statement& q) {
   e.remoteAddr = q.getColumn(7).getString();
   e.idempotencyKey = optionalText(q.getColumn(8));
   e.receivedAt = q.getColumn(9).getString();
+  e.eventType = optionalText(q.getColumn(10));
   return e;
 }
 
@@ -107,7 +109,7 @@ HistoryPage<T> readPage(SQLite::Statement& q, int limit, Read read, KeyOf keyOf)
 Result<HistoryPage<EventRecord>> EventsDb::listEvents(const HistoryFilter& filter, int limit,
                                                       const std::optional<PageKey>& after) {
   storage::SqlConditions where;
-  where.addReceivedRange(filter);
+  where.addEventMatch(filter);
   storage::SqlConditions match;
   match.addDeliveryMatch(filter);
   if (!match.empty())
@@ -167,7 +169,7 @@ Result<HistoryPage<DeliveryRecord>> EventsDb::listDeliveries(const HistoryFilter
                                                              const std::optional<PageKey>& after) {
   storage::SqlConditions where;
   where.addDeliveryMatch(filter);
-  where.addReceivedRange(filter);
+  where.addEventMatch(filter);
   if (after) where.addBefore(*after, "d.created_at", "d.id");
 
   MutexLock lock(dbMutex_);

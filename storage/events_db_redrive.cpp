@@ -90,7 +90,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::redeliverEvent(
 Result<ReplayOutcome> EventsDb::replay(const ReplayRequest& request) {
   storage::SqlConditions where;
   where.addDeliveryMatch(request.filter);
-  where.addReceivedRange(request.filter);
+  where.addEventMatch(request.filter);
   if (request.targetIds.empty()) where.add("0");  // no live target: nothing to replay
   else where.add("d.target_id IN (" + storage::placeholders(request.targetIds.size()) + ")",
                  request.targetIds);

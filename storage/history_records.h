@@ -29,6 +29,9 @@ struct HistoryFilter {
   std::optional<std::string> targetId;
   std::optional<std::string> since;
   std::optional<std::string> until;
+  // The event's type: exact, or "prefix.*" for every type that starts with
+  // "prefix." (checked by the API: routing_rules.h's isEventTypePattern).
+  std::optional<std::string> eventType;
 };
 
 // One delivery_results row.
@@ -56,6 +59,7 @@ struct DeliveryRecord {
   std::string createdAt;
   std::string updatedAt;
   std::string eventReceivedAt;
+  std::optional<std::string> eventType;
   std::optional<std::string> lastAttemptAt;
   std::optional<std::string> lastError;
   std::vector<AttemptRow> attemptRows;  // every attempt, oldest first; only in showEvent()
@@ -73,6 +77,7 @@ struct EventRecord {
   std::string remoteAddr;
   std::optional<std::string> idempotencyKey;
   std::string receivedAt;
+  std::optional<std::string> eventType;
   HeaderList headers;
   std::string body;
   std::vector<DeliveryRecord> deliveries;  // oldest first

@@ -22,6 +22,7 @@ struct InboundEvent {
   std::string body;  // raw bytes
   std::string remoteAddr;
   std::optional<std::string> idempotencyKey;
+  std::optional<std::string> eventType;  // from the entrypoint's rule; none found: null
 };
 
 struct StoredDelivery {

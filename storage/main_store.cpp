@@ -15,7 +15,7 @@ constexpr const char* kWebhookColumns =
 
 constexpr const char* kTargetColumns =
     "id, webhook_id, name, type, active, max_concurrency, config, max_retries, base_delay_ms, "
-    "max_delay_ms, jitter, created_at, updated_at, deleted_at";
+    "max_delay_ms, jitter, created_at, updated_at, deleted_at, routing";
 
 // mask_pointers is a JSON array of strings; the API wrote it, so anything
 // else in it is skipped rather than fatal.
@@ -47,13 +47,13 @@ Webhook readWebhook(SQLite::Statement& q) {
 
 constexpr const char* kEntrypointColumns =
     "id, webhook_id, active, created_at, updated_at, verification, "
-    "COALESCE(verification_secret, '')";
+    "COALESCE(verification_secret, ''), COALESCE(event_type_rule, '')";
 
 Entrypoint readEntrypoint(SQLite::Statement& q) {
   return Entrypoint{q.getColumn(0).getString(), q.getColumn(1).getString(),
                     q.getColumn(2).getInt() != 0, q.getColumn(3).getString(),
                     q.getColumn(4).getString(), q.getColumn(5).getString(),
-                    q.getColumn(6).getString()};
+                    q.getColumn(6).getString(), q.getColumn(7).getString()};
 }
 
 // Binds what a target's create and update both write, from active to
@@ -84,6 +84,7 @@ TargetRecord readTarget(SQLite::Statement& q) {
   t.createdAt = q.getColumn(11).getString();
   t.updatedAt = q.getColumn(12).getString();
   if (!q.getColumn(13).isNull()) t.deletedAt = q.getColumn(13).getString();
+  t.routingJson = q.getColumn(14).getString();
   return t;
 }
 
@@ -240,14 +241,15 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
                                               const EntrypointSettings& settings) {
   const std::string now = formatTime(clock_.now());
   Entrypoint ep{newUuid(), webhookId, settings.active, now, now, settings.verification,
-                settings.verificationSecret};
+                settings.verificationSecret, settings.eventTypeRule};
   return write("create entrypoint", [&](SQLite::Database& db) -> Result<Entrypoint> {
     SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, webhookId);
     if (!exists.executeStep()) return notFound("webhook", webhookId);
     SQLite::Statement q(db,
                         "INSERT INTO entrypoints (id, webhook_id, active, created_at, updated_at, "
-                        "verification, verification_secret) VALUES (?, ?, ?, ?, ?, ?, ?)");
+                        "verification, verification_secret, event_type_rule) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, ep.id);
     q.bind(2, ep.webhookId);
     q.bind(3, ep.active ? 1 : 0);
@@ -255,6 +257,7 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
     q.bind(5, now);
     q.bind(6, ep.verification);
     if (ep.verification != "none") q.bind(7, ep.verificationSecret);
+    if (!ep.eventTypeRule.empty()) q.bind(8, ep.eventTypeRule);
     q.exec();
     return ep;
   });
@@ -320,6 +323,24 @@ Result<Entrypoint> MainStore::setEntrypointActive(const std::string& webhookId,
   return getEntrypoint(id);
 }
 
+Result<Entrypoint> MainStore::setEntrypointEventTypeRule(const std::string& webhookId,
+                                                        const std::string& id,
+                                                        const std::string& rule) {
+  auto written = write("update entrypoint", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "UPDATE entrypoints SET event_type_rule = ?, updated_at = ? "
+                        "WHERE id = ? AND webhook_id = ?");
+    if (!rule.empty()) q.bind(1, rule);
+    q.bind(2, formatTime(clock_.now()));
+    q.bind(3, id);
+    q.bind(4, webhookId);
+    if (q.exec() == 0) return notFound("entrypoint", id);
+    return {};
+  });
+  if (!written) return written.error();
+  return getEntrypoint(id);
+}
+
 Result<void> MainStore::deleteEntrypoint(const std::string& webhookId, const std::string& id) {
   return write("delete entrypoint", [&](SQLite::Database& db) -> Result<void> {
     SQLite::Statement q(db, "DELETE FROM entrypoints WHERE id = ? AND webhook_id = ?");
@@ -341,7 +362,7 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
     exists.bind(1, t.webhookId);
     if (!exists.executeStep()) return notFound("webhook", t.webhookId);
     SQLite::Statement q(db, std::string("INSERT INTO targets (") + kTargetColumns +
-                                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)");
+                                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)");
     q.bind(1, t.id);
     q.bind(2, t.webhookId);
     q.bind(3, t.name);
@@ -349,6 +370,7 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
     bindTargetSettings(q, t, 5);
     q.bind(12, now);
     q.bind(13, now);
+    q.bind(14, t.routingJson);
     q.exec();
     return t;
   });
@@ -382,13 +404,14 @@ Result<TargetRecord> MainStore::updateTarget(const TargetRecord& t) {
     SQLite::Statement q(db,
                         "UPDATE targets SET name = ?, active = ?, max_concurrency = ?, "
                         "config = ?, max_retries = ?, base_delay_ms = ?, max_delay_ms = ?, "
-                        "jitter = ?, updated_at = ? "
+                        "jitter = ?, updated_at = ?, routing = ? "
                         "WHERE id = ? AND webhook_id = ? AND deleted_at IS NULL");
     q.bind(1, t.name);
     bindTargetSettings(q, t, 2);
     q.bind(9, formatTime(clock_.now()));
-    q.bind(10, t.id);
-    q.bind(11, t.webhookId);
+    q.bind(10, t.routingJson);
+    q.bind(11, t.id);
+    q.bind(12, t.webhookId);
     if (q.exec() == 0) return notFound("target", t.id);
     return {};
   });

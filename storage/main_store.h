@@ -68,6 +68,9 @@ class MainStore {
                                                const std::string& secret);
   Result<Entrypoint> setEntrypointActive(const std::string& webhookId, const std::string& id,
                                          bool active);
+  // Sets the event type rule (JSON, checked by the caller; empty: the default).
+  Result<Entrypoint> setEntrypointEventTypeRule(const std::string& webhookId,
+                                                const std::string& id, const std::string& rule);
   Result<void> deleteEntrypoint(const std::string& webhookId, const std::string& id);
 
   // `target.id`, times and deletedAt are set by the store.

@@ -33,6 +33,9 @@ struct Entrypoint {
   std::string updatedAt;
   std::string verification = "none";  // none | standard | github | stripe
   std::string verificationSecret;     // the sender's secret: never leaves the main DB
+  // How an event's type is found, as JSON (targets/routing_rules.h); empty:
+  // the default rule.
+  std::string eventTypeRule;
 };
 
 // What a new entrypoint starts with.
@@ -40,6 +43,7 @@ struct EntrypointSettings {
   bool active = true;
   std::string verification = "none";
   std::string verificationSecret;
+  std::string eventTypeRule;  // as Entrypoint::eventTypeRule
 };
 
 // Defaults from the retry rules: 6 attempts, 2 s doubling up to 300 s, ±20 %.
@@ -62,6 +66,9 @@ struct TargetRecord {
   std::string createdAt;
   std::string updatedAt;
   std::optional<std::string> deletedAt;
+  // Subscription, transformation and rate limit, as JSON
+  // (targets/routing_rules.h); checked when written.
+  std::string routingJson = "{}";
 };
 
 }  // namespace webhooker

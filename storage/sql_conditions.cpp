@@ -18,9 +18,18 @@ void SqlConditions::addDeliveryMatch(const HistoryFilter& filter) {
   if (filter.targetId) add("d.target_id = ?", {*filter.targetId});
 }
 
-void SqlConditions::addReceivedRange(const HistoryFilter& filter) {
+void SqlConditions::addEventMatch(const HistoryFilter& filter) {
   if (filter.since) add("e.received_at >= ?", {*filter.since});
   if (filter.until) add("e.received_at < ?", {*filter.until});
+  if (!filter.eventType) return;
+  const std::string& type = *filter.eventType;
+  if (type.ends_with(".*")) {
+    // A range on the index: "prefix." <= type < "prefix/" ('/' follows '.').
+    const std::string prefix = type.substr(0, type.size() - 1);
+    add("e.event_type >= ? AND e.event_type < ?", {prefix, prefix.substr(0, prefix.size() - 1) + "/"});
+  } else {
+    add("e.event_type = ?", {type});
+  }
 }
 
 void SqlConditions::addBefore(const PageKey& key, const std::string& timeColumn,

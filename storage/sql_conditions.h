@@ -18,8 +18,8 @@ class SqlConditions {
   void add(std::string clause, std::vector<std::string> params = {});
   // d.status / d.target_id of `filter`, for `deliveries d`.
   void addDeliveryMatch(const HistoryFilter& filter);
-  // since <= e.received_at < until, for `events e`.
-  void addReceivedRange(const HistoryFilter& filter);
+  // since <= e.received_at < until and the event type, for `events e`.
+  void addEventMatch(const HistoryFilter& filter);
   // Rows before `key` in newest-first order of (timeColumn, idColumn).
   void addBefore(const PageKey& key, const std::string& timeColumn, const std::string& idColumn);
 

@@ -5,6 +5,7 @@
 
 #include "base/json_text.h"
 #include "base/utf8.h"
+#include "targets/routing_rules.h"
 
 namespace webhooker {
 
@@ -95,6 +96,12 @@ Result<OutboundRequest> SlackTarget::buildRequest(const DeliveryContext& ctx, co
   OutboundRequest request;
   request.url = std::move(*url);
   request.headers = {{"Content-Type", "application/json"}};
+  // With a transform, its output is the Slack message itself ({"text"} or
+  // {"blocks"}), not an event to describe.
+  if (!storedTargetRouting(ctx.target.routingJson).transformJq.empty()) {
+    request.body = ctx.payload.body;
+    return request;
+  }
   request.body = nlohmann::json{{"text", slackMessageText(ctx.payload)}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
   return request;

@@ -601,7 +601,7 @@ TEST_CASE("an outage: dead letters, the receiver returns, one replay command del
   const auto dead = runWebhooker(
       {"deliveries", "list", webhookId, "--status", "failed", "--url", daemon.url()}, env);
   REQUIRE_MESSAGE(dead.exitCode == 0, dead.err);
-  CHECK(std::regex_search(dead.out, std::regex("^ID +EVENT +TARGET +STATUS")));
+  CHECK(std::regex_search(dead.out, std::regex("^ID +EVENT +EVENT_TYPE +TARGET +STATUS")));
   size_t rows = 0;
   for (size_t at = 0; (at = dead.out.find(" orders ", at)) != std::string::npos; ++at) ++rows;
   CHECK(rows == kEvents);

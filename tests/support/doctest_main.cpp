@@ -7,6 +7,8 @@
 
 #include <cstdio>
 
+#include "targets/jq_worker.h"
+
 namespace {
 
 unsigned testCasesRun = 0;
@@ -34,6 +36,8 @@ REGISTER_LISTENER("run_counter", 1, RunCounter);
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Tests that run jq start this executable again as the jq worker.
+  if (const auto worker = webhooker::runJqWorkerIfAsked(argc, argv)) return *worker;
   doctest::Context context(argc, argv);
   const int result = context.run();
   if (context.shouldExit()) return result;  // --help, --list-test-cases, ...

@@ -152,6 +152,10 @@ struct HarnessOptions {
   size_t maxQueuedPerTarget = EngineOptions{}.maxQueuedPerTarget;
   size_t maxQueued = EngineOptions{}.maxQueued;
   bool startEngine = true;  // false: call startEngine() later (restart tests)
+  // Runs routing's jq programs in worker processes (this test executable
+  // again); without it jq rules match nothing and cannot be saved.
+  bool jq = false;
+  std::chrono::milliseconds jqTimeout{100};
 };
 
 struct Hook {
@@ -235,8 +239,18 @@ class EngineHarness {
     engineOptions.sweepInterval = options_.sweepInterval;
     engineOptions.maxQueuedPerTarget = options_.maxQueuedPerTarget;
     engineOptions.maxQueued = options_.maxQueued;
+    routingMetrics_ = std::make_unique<RoutingMetrics>(metricsRegistry_);
+    if (options_.jq) {
+      JqSandboxOptions jqOptions;
+      jqOptions.timeout = options_.jqTimeout;
+      auto sandbox = JqSandbox::start(jqOptions);
+      if (!sandbox) throw std::runtime_error("harness: jq: " + sandbox.error().message);
+      sandbox_ = std::move(sandbox.value());
+      evaluator_ = std::make_unique<RoutingEvaluator>(*sandbox_);
+    }
     engine_ = std::make_unique<Engine>(engineOptions, *store_, *eventsDbs_, *registry_, clock_,
-                                       observer_);
+                                       observer_,
+                                       EngineRouting{evaluator_.get(), routingMetrics_.get()});
 
     server::ServerOptions serverOptions;
     serverOptions.listenAddress = "127.0.0.1";
@@ -244,7 +258,8 @@ class EngineHarness {
     serverOptions.threads = 8;
     http_ = std::make_unique<server::HttpServer>(
         serverOptions,
-        server::ServerParts{*store_, *eventsDbs_, *engine_, *guard_, *breakers_, metricsRegistry_});
+        server::ServerParts{*store_, *eventsDbs_, *engine_, *guard_, *breakers_, metricsRegistry_,
+                            evaluator_.get(), routingMetrics_.get()});
     auto port = http_->bind();
     if (!port) throw std::runtime_error("harness: bind: " + port.error().message);
     port_ = port.value();
@@ -281,6 +296,9 @@ class EngineHarness {
   CircuitBreakers& breakers() { return *breakers_; }
   RecordingObserver& observer() { return observer_; }
   Engine& engine() { return *engine_; }
+  // With options_.jq only.
+  JqSandbox& jqSandbox() { return *sandbox_; }
+  prometheus::Registry& metricsRegistry() { return metricsRegistry_; }
   const Clock& clock() const { return clock_; }
   int port() const { return port_; }
   // openCount() after each breaker state change, in order.
@@ -383,7 +401,7 @@ class EngineHarness {
       task.targetType = target ? target->type : "";
       if (event.body.size() <= Task::kInlineBodyLimit)
         task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
-                                    stored.receivedAt};
+                                    stored.receivedAt, event.eventType};
       tasks.push_back(std::move(task));
     }
     engine_->submit(std::move(tasks));
@@ -526,6 +544,9 @@ class EngineHarness {
   std::vector<int> breakerEvents_;
   std::unique_ptr<TargetRegistry> registry_;
   RecordingObserver observer_;
+  std::unique_ptr<JqSandbox> sandbox_;  // with options_.jq
+  std::unique_ptr<RoutingEvaluator> evaluator_;
+  std::unique_ptr<RoutingMetrics> routingMetrics_;
   std::unique_ptr<Engine> engine_;
   prometheus::Registry metricsRegistry_;
   std::unique_ptr<server::HttpServer> http_;

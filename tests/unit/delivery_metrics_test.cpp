@@ -487,7 +487,8 @@ TEST_CASE("a rejected status write moves no outcome counter") {
                              {{"Content-Type", "application/json"}},
                              "application/json",
                              R"({"order":42})",
-                             "2026-01-01T00:00:00.000Z"};
+                             "2026-01-01T00:00:00.000Z",
+                             std::nullopt};
 
   // One delivery to `target`, attempted once by the real target.
   const auto deliverOnce = [&](const TargetRecord& target) {

@@ -420,12 +420,18 @@
     const targetForm = newTargetForm(id, () => refresh());
     targetForm.hidden = true;
 
-    const events = { status: '', cursors: [null] };  // the cursor of each page shown so far
+    const events = { status: '', eventType: '', cursors: [null] };  // the cursor of each page shown so far
     const statusFilter = h('select', { 'aria-label': 'Status filter' },
       h('option', { value: '' }, 'Any status'),
       STATUSES.map((s) => h('option', { value: s }, s)));
     statusFilter.addEventListener('change', () => {
       events.status = statusFilter.value;
+      events.cursors = [null];
+      loadEvents().catch(reportError);
+    });
+    const typeFilter = h('input', { type: 'text', 'aria-label': 'Event type filter', placeholder: 'event type, or prefix.*', maxlength: 255, autocomplete: 'off' });
+    typeFilter.addEventListener('change', () => {
+      events.eventType = typeFilter.value.trim();
       events.cursors = [null];
       loadEvents().catch(reportError);
     });
@@ -443,12 +449,13 @@
       entrypointsCard(webhook),
       card('Last 24 hours', { tools: chartLegend() }, chartBody),
       card('Targets', { tools: addTarget }, targetForm, targetsBody),
-      card('Events', { tools: h('div', { class: 'toolbar' }, statusFilter) }, eventsBody));
+      card('Events', { tools: h('div', { class: 'toolbar' }, typeFilter, statusFilter) }, eventsBody));
 
     async function loadEvents() {
       const cursor = events.cursors[events.cursors.length - 1];
       const q = new URLSearchParams({ limit: String(EVENTS_PAGE) });
       if (events.status) q.set('status', events.status);
+      if (events.eventType) q.set('event_type', events.eventType);
       if (cursor) q.set('cursor', cursor);
       const page = await api('GET', `${webhookPath(id)}/events?${q}`);
       if (mine !== view) return;
@@ -460,12 +467,14 @@
     onResize = () => { if (hourly) fill(chartBody, chart(hourly, chartBody)); };
 
     async function refresh() {
-      const stats = await api('GET', webhookPath(id) + '/stats');
+      const [stats, listed] = await Promise.all([
+        api('GET', webhookPath(id) + '/stats'), api('GET', webhookPath(id) + '/targets')]);
       if (mine !== view) return;
       renderStats(statsRow, stats);
       hourly = stats.hourly;
       fill(chartBody, chart(hourly, chartBody));
-      fill(targetsBody, targetTable(id, stats.targets, refresh));
+      const routing = new Map(listed.targets.map((t) => [t.id, t]));
+      fill(targetsBody, targetTable(id, stats.targets, routing, refresh));
       await loadEvents();
     }
 
@@ -585,7 +594,18 @@
     return [h('span', { class: 'cell-error' }, attemptOutcome(f)), h('span', { class: 'cell-sub' }, time(f.at))];
   }
 
-  function targetTable(webhookId, targets, refresh) {
+  // What a target subscribes to, reshapes and how fast it is sent to.
+  function routingSummary(t) {
+    if (!t) return null;
+    const parts = [];
+    if (t.filter && t.filter.event_types) parts.push(t.filter.event_types.join(', '));
+    if (t.filter && t.filter.jq) parts.push('jq filter');
+    if (t.transform) parts.push('transform');
+    if (t.rate_limit) parts.push(`\u2264 ${t.rate_limit.per_second}/s`);
+    return parts.length ? h('span', { class: 'cell-sub routing' }, parts.join(' \u00b7 ')) : null;
+  }
+
+  function targetTable(webhookId, targets, routing, refresh) {
     if (targets.length === 0) {
       return h('p', { class: 'empty' }, 'No targets: events are stored but go nowhere. Add one to deliver them.');
     }
@@ -598,17 +618,21 @@
         await refresh();
       }));
       const replayButton = h('button', { type: 'button', class: 'btn btn-small', disabled: d.failed === 0 }, 'Replay failed');
+      const routingButton = h('button', { type: 'button', class: 'btn btn-small' }, 'Routing');
+      routingButton.addEventListener('click', () => act(routingButton,
+        () => editRouting(webhookId, routing.get(t.target_id), refresh)));
       replayButton.addEventListener('click', () => act(replayButton,
         () => replay(webhookId, t.target_id, `target \u201c${t.target_name}\u201d`, refresh)));
       const labelled = (label, cls, ...content) => h('td', { class: cls, 'data-label': label }, content);
       return h('tr', { 'data-target-id': t.target_id },
-        td('lead', h('strong', null, t.target_name), h('span', { class: 'cell-sub' }, t.target_type)),
+        td('lead', h('strong', null, t.target_name), h('span', { class: 'cell-sub' }, t.target_type),
+          routingSummary(routing.get(t.target_id))),
         td(null, chip(t.active ? 'active' : 'inactive', t.active ? 'active' : 'inactive')),
         td(null, breakerCell(t)),
         labelled('waiting', 'num', count(d.pending + d.retrying)),
         labelled('failed', 'num' + (d.failed > 0 ? ' bad-text' : ''), count(d.failed)),
         td('lead', lastErrorCell(t)),
-        td('actions', toggle, replayButton));
+        td('actions', toggle, routingButton, replayButton));
     });
     return table([
       { title: 'Target' }, { title: 'State' }, { title: 'Breaker' },
@@ -638,6 +662,95 @@
     await refresh();
   }
 
+  // The filter, transform and rate-limit fields of a target form, and the
+  // body fields they make (null clears one).
+  function routingFields(t) {
+    const types = h('input', { type: 'text', name: 'event_types', placeholder: 'push, pull_request.*', autocomplete: 'off',
+      value: t && t.filter && t.filter.event_types ? t.filter.event_types.join(', ') : '' });
+    const filter = h('textarea', { name: 'filter_jq', rows: 2, placeholder: '.body.ref == "refs/heads/main"', spellcheck: false },
+      t && t.filter && t.filter.jq ? t.filter.jq : '');
+    const transform = h('textarea', { name: 'transform_jq', rows: 3, placeholder: '{ref: .body.ref}', spellcheck: false },
+      t && t.transform ? t.transform.jq : '');
+    const rate = h('input', { type: 'number', name: 'rate_limit', min: 0.01, max: 10000, step: 'any', placeholder: 'no limit',
+      value: t && t.rate_limit ? t.rate_limit.per_second : '' });
+    return {
+      nodes: [
+        h('label', { class: 'field wide' }, h('span', null, 'Event types (comma-separated; empty: all)'), types),
+        h('label', { class: 'field wide' }, h('span', null, 'Filter (jq, true to deliver)'), filter),
+        h('label', { class: 'field wide' }, h('span', null, 'Transform (jq, its output is the body sent)'), transform),
+        h('label', { class: 'field' }, h('span', null, 'Rate limit (per second)'), rate),
+      ],
+      body() {
+        const list = types.value.split(',').map((s) => s.trim()).filter((s) => s);
+        const f = {};
+        if (list.length) f.event_types = list;
+        if (filter.value.trim()) f.jq = filter.value;
+        return {
+          filter: Object.keys(f).length ? f : null,
+          transform: transform.value.trim() ? { jq: transform.value } : null,
+          rate_limit: rate.value ? { per_second: Number(rate.value) } : null,
+        };
+      },
+    };
+  }
+
+  // A target's routing: edit and save (jq's error shown as the API gives
+  // it), or test it on a stored event (POST .../preview).
+  async function editRouting(webhookId, t, refresh) {
+    if (!t) return;
+    const fields = routingFields(t);
+    const error = h('div', { class: 'form-error wide', role: 'alert' });
+    const eventId = h('input', { type: 'text', name: 'event_id', placeholder: 'event id', autocomplete: 'off' });
+    const result = h('pre', { class: 'preview wide', 'aria-label': 'Preview result' });
+    result.hidden = true;
+    const save = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Save routing');
+    const test = h('button', { type: 'button', class: 'btn' }, 'Test on this event');
+    const dialog = h('dialog', { class: 'routing-dialog', 'aria-label': 'Routing of ' + t.name });
+    const form = h('form', { class: 'grid', method: 'dialog' },
+      h('h2', { class: 'wide' }, 'Routing of \u201c' + t.name + '\u201d'),
+      fields.nodes, error,
+      h('label', { class: 'field wide' }, h('span', null, 'Test the saved routing on a stored event'), eventId),
+      h('div', { class: 'form-actions wide' }, test), result,
+      h('div', { class: 'form-actions wide' }, save,
+        h('button', { type: 'button', class: 'btn', onclick: () => dialog.close() }, 'Close')));
+    dialog.append(form);
+    document.body.append(dialog);
+    dialog.addEventListener('close', () => dialog.remove());
+    const path = `${webhookPath(webhookId)}/targets/${encodeURIComponent(t.id)}`;
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      error.textContent = '';
+      act(save, async () => {
+        try {
+          await api('PATCH', path, fields.body());
+          showNotice(`Routing of \u201c${t.name}\u201d saved.`, 'ok');
+          dialog.close();
+          await refresh();
+        } catch (err) {
+          if (err.status === 401) return;
+          error.textContent = err.message;
+        }
+      });
+    });
+    test.addEventListener('click', () => act(test, async () => {
+      result.hidden = false;
+      try {
+        const p = await api('POST', path + '/preview', { event_id: eventId.value.trim() });
+        const lines = [`event type: ${p.event_type === null ? '(none)' : p.event_type}`,
+          `matches: ${p.matched ? 'yes' : 'no'}${p.filter_error ? ' (filter failed: ' + p.filter_error + ')' : ''}`];
+        if (p.transformed) {
+          lines.push(p.transform_error ? 'transform failed: ' + p.transform_error
+            : 'body sent:\n' + JSON.stringify(p.body, null, 2));
+        }
+        result.textContent = lines.join('\n');
+      } catch (err) {
+        if (err.status === 401) return;
+        result.textContent = err.message;
+      }
+    }));
+    dialog.showModal();
+  }
+
   function newTargetForm(webhookId, onCreated) {
     const name = h('input', { type: 'text', name: 'name', required: true, maxlength: 200, autocomplete: 'off' });
     const type = h('select', { name: 'type' }, ['http', 'slack', 'database', 'log'].map((t) => h('option', { value: t }, t)));
@@ -647,6 +760,7 @@
     const retries = h('input', { type: 'number', name: 'max_retries', min: 0, max: 20, value: 5, required: true });
     const concurrency = h('input', { type: 'number', name: 'max_concurrency', min: 1, max: 64, value: 4, required: true });
     const active = h('input', { type: 'checkbox', name: 'active', checked: true });
+    const routing = routingFields(null);
     const error = h('div', { class: 'form-error wide', role: 'alert' });
     const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Create target');
 
@@ -671,7 +785,7 @@
     const form = h('form', { class: 'grid', 'aria-label': 'New target' },
       h('label', { class: 'field' }, h('span', null, 'Name'), name),
       h('label', { class: 'field' }, h('span', null, 'Type'), type),
-      urlField, methodField, slackField, retryFields,
+      urlField, methodField, slackField, retryFields, routing.nodes,
       h('label', { class: 'field check' }, active, h('span', null, 'Active')),
       error,
       h('div', { class: 'form-actions wide' }, submit,
@@ -681,7 +795,7 @@
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       error.textContent = '';
-      const body = { name: name.value, type: type.value, active: active.checked, config: {} };
+      const body = { name: name.value, type: type.value, active: active.checked, config: {}, ...routing.body() };
       if (type.value === 'http') body.config = { url: url.value, method: method.value };
       if (type.value === 'slack') body.config = { webhook_url: slackUrl.value };
       if (type.value === 'http' || type.value === 'slack') {
@@ -724,12 +838,13 @@
       const href = `#/webhooks/${encodeURIComponent(webhookId)}/events/${encodeURIComponent(e.id)}`;
       return h('tr', { 'data-event-id': e.id },
         td(null, link(href, h('span', null, time(e.received_at)), 'event-link'), h('span', { class: 'cell-sub mono' }, e.id.slice(0, 8))),
+        td(null, e.event_type ? h('span', { class: 'mono' }, e.event_type) : h('span', { class: 'muted' }, 'none')),
         td('hide-narrow', e.method, h('span', { class: 'cell-sub' }, e.content_type || 'no content type')),
         td('num hide-narrow', bytes(e.body_size)),
         td(null, deliveryChips(e.deliveries)));
     });
     return table([
-      { title: 'Received' }, { title: 'Request', cls: 'hide-narrow' },
+      { title: 'Received' }, { title: 'Type' }, { title: 'Request', cls: 'hide-narrow' },
       { title: 'Size', cls: 'num hide-narrow' }, { title: 'Deliveries' },
     ], rows);
   }
@@ -803,6 +918,7 @@
     const row = (label, value) => [h('dt', null, label), h('dd', null, value)];
     fill(body, h('dl', { class: 'fields' },
       row('Received', time(e.received_at)),
+      row('Event type', e.event_type ? h('span', { class: 'mono' }, e.event_type) : h('span', { class: 'muted' }, 'none')),
       row('Request', h('span', { class: 'mono' }, `${e.method} ${e.path}${e.query ? '?' + e.query : ''}`)),
       row('Content type', e.content_type || h('span', { class: 'muted' }, 'none')),
       row('Size', bytes(e.body_size)),

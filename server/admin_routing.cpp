@@ -1,0 +1,73 @@
+// Admin API: routing — the compile check of programs when they are saved,
+// and the preview of a target's routing on a stored event.
+#include "server/admin_api.h"
+#include "server/json_io.h"
+
+namespace webhooker::server {
+
+namespace {
+
+using nlohmann::json;
+
+Error unavailable() {
+  return makeError("jq_unavailable", "jq programs cannot be checked: no jq worker is running");
+}
+
+}  // namespace
+
+Result<void> AdminApi::checkPrograms(const EventTypeRule& rule) {
+  if (rule.source != EventTypeSource::kJq) return {};
+  if (!routing_) return unavailable();
+  return routing_->check(rule);
+}
+
+Result<void> AdminApi::checkPrograms(const TargetRouting& routing) {
+  if (routing.filterJq.empty() && routing.transformJq.empty()) return {};
+  if (!routing_) return unavailable();
+  return routing_->check(routing);
+}
+
+void AdminApi::previewTarget(const HttpRequest& req, HttpResponse& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto tid = pathId(req, res, 2, "target");
+  if (!tid) return;
+  auto body = parseJsonObject(req, res);
+  if (!body) return;
+  if (body->size() != 1 || !body->contains("event_id") || !(*body)["event_id"].is_string())
+    return sendError(res, 400, "invalid_field", "the body must be {\"event_id\": \"<id>\"}");
+  const std::string eventId = (*body)["event_id"].get<std::string>();
+  auto target = store_.getTarget(*id, *tid);
+  if (!target) return sendError(res, target.error());
+  if (target->deletedAt) return sendError(res, 404, "not_found", "target " + *tid + " was deleted");
+  auto db = eventsDbs_.get(*id);
+  if (!db) return sendError(res, db.error());
+  auto payload = db.value()->loadPayload(eventId);
+  if (!payload) return sendError(res, payload.error());
+
+  const TargetRouting routing = storedTargetRouting(target->routingJson);
+  if (!routing_ && (!routing.filterJq.empty() || !routing.transformJq.empty()))
+    return sendError(res, 503, "jq_unavailable", unavailable().message);
+  json out = {{"event_id", eventId},
+              {"event_type", payload->eventType ? json(*payload->eventType) : json(nullptr)},
+              {"filter_error", nullptr},
+              {"transformed", !routing.transformJq.empty()},
+              {"body", nullptr},
+              {"transform_error", nullptr}};
+  bool matched = eventTypesMatch(routing, payload->eventType);
+  if (matched && !routing.filterJq.empty()) {
+    auto passed = routing_->passes(routing.filterJq, jqInput(payload->eventType, payload->headers,
+                                                             payload->body, payload->receivedAt));
+    if (!passed) out["filter_error"] = passed.error().message;
+    matched = passed && passed.value();
+  }
+  out["matched"] = matched;
+  if (!routing.transformJq.empty()) {
+    auto transformed = routing_->transform(routing, payload.value());
+    if (transformed) out["body"] = json::parse(transformed->body, nullptr, false);
+    else out["transform_error"] = transformed.error().message;
+  }
+  sendJson(res, 200, out);
+}
+
+}  // namespace webhooker::server

@@ -1,0 +1,314 @@
+#include "targets/jq_sandbox.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "targets/jq_protocol.h"
+
+namespace webhooker {
+
+namespace {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+constexpr std::chrono::seconds kStartTimeout{10};
+
+int millisecondsLeft(Deadline deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+}
+
+// Waits until `fd` is ready for `events` or the deadline passes.
+bool waitReady(int fd, short events, Deadline deadline) {
+  while (true) {
+    pollfd p{fd, events, 0};
+    const int left = millisecondsLeft(deadline);
+    const int n = ::poll(&p, 1, left);
+    if (n > 0) return true;
+    if (n == 0 || (n < 0 && errno != EINTR)) return false;
+  }
+}
+
+Error timedOut() {
+  return makeError(jq_error::kTimeout, "the jq program did not finish within its time budget");
+}
+
+Error workerGone() {
+  return makeError(jq_error::kMemory,
+                   "the jq program stopped its worker (memory budget exceeded or crash)");
+}
+
+// Sends all of `data` by the deadline; errors as timedOut/workerGone.
+Result<void> sendAll(int fd, std::string_view data, Deadline deadline) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!waitReady(fd, POLLOUT, deadline)) return timedOut();
+      continue;
+    }
+    return workerGone();
+  }
+  return {};
+}
+
+Result<void> receiveAll(int fd, char* out, size_t size, Deadline deadline) {
+  while (size > 0) {
+    const ssize_t n = ::recv(fd, out, size, 0);
+    if (n > 0) {
+      out += n;
+      size -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!waitReady(fd, POLLIN, deadline)) return timedOut();
+      continue;
+    }
+    return workerGone();  // EOF: the worker died
+  }
+  return {};
+}
+
+Result<uint32_t> receiveSize(int fd, Deadline deadline) {
+  uint32_t n = 0;
+  if (auto r = receiveAll(fd, reinterpret_cast<char*>(&n), sizeof n, deadline); !r)
+    return r.error();
+  if (n > jq::kMaxFrameText) return workerGone();
+  return n;
+}
+
+}  // namespace
+
+JqSandbox::JqSandbox(JqSandboxOptions options) : options_(std::move(options)) {}
+
+Result<std::unique_ptr<JqSandbox>> JqSandbox::start(JqSandboxOptions options) {
+  std::unique_ptr<JqSandbox> sandbox(new JqSandbox(std::move(options)));
+  std::vector<Worker> started;
+  for (int i = 0; i < std::max(1, sandbox->options_.workers); ++i) {
+    auto worker = sandbox->spawn();
+    if (!worker) {
+      for (Worker& w : started) sandbox->replace(w);  // reaped by the destructor
+      return worker.error();
+    }
+    started.push_back(worker.value());
+  }
+  {
+    MutexLock lock(sandbox->poolMutex_);
+    sandbox->idle_ = std::move(started);
+  }
+  JqSandbox* self = sandbox.get();
+  sandbox->respawner_ = std::jthread([self](std::stop_token st) { self->respawnLoop(st); });
+  return sandbox;
+}
+
+JqSandbox::~JqSandbox() {
+  respawner_ = std::jthread();  // stops and joins; nothing is spawned after this
+  MutexLock lock(poolMutex_);
+  for (Worker& w : idle_) dead_.push_back(w);
+  for (Worker& w : dead_) {
+    ::kill(w.pid, SIGKILL);
+    if (w.channel >= 0) ::close(w.channel);
+    ::waitpid(w.pid, nullptr, 0);
+  }
+}
+
+Result<JqSandbox::Worker> JqSandbox::spawn() const {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    return makeError(jq_error::kUnavailable,
+                     std::string("no socket for a jq worker: ") + std::strerror(errno));
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_adddup2(&files, fds[1], 0);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
+  // Nothing else of ours (sockets, databases, the data folder's lock) may
+  // live on in a worker, whatever its close-on-exec flag.
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);
+  posix_spawn_file_actions_addchdir_np(&files, "/");
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigfillset(&defaults);
+  posix_spawnattr_setsigmask(&attr, &none);  // our threads block the signals a watcher waits for
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  const std::string memory = std::to_string(options_.memoryBytes);
+  const std::string cpu = std::to_string(options_.cpuSeconds);
+  std::string arg0 = "webhooker-jq";
+  std::string arg1 = jq::kWorkerArgument;
+  char* argv[] = {arg0.data(), arg1.data(), const_cast<char*>(memory.c_str()),
+                  const_cast<char*>(cpu.c_str()), nullptr};
+  char* envp[] = {nullptr};  // a program's `env` sees nothing of ours
+  pid_t pid = -1;
+  const int spawned = ::posix_spawn(&pid, options_.executable.c_str(), &files, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  ::close(fds[1]);
+  if (spawned != 0) {
+    ::close(fds[0]);
+    return makeError(jq_error::kUnavailable,
+                     "cannot start a jq worker (" + options_.executable + "): " +
+                         std::strerror(spawned));
+  }
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  // Only a worker that has started takes calls: starting one (loading the
+  // binary) may take longer than a call's budget.
+  char ready = 0;
+  if (!receiveAll(fds[0], &ready, 1, std::chrono::steady_clock::now() + kStartTimeout)) {
+    ::kill(pid, SIGKILL);
+    ::close(fds[0]);
+    ::waitpid(pid, nullptr, 0);
+    return makeError(jq_error::kUnavailable,
+                     "a jq worker (" + options_.executable + ") did not start");
+  }
+  return Worker{pid, fds[0], std::make_shared<std::unordered_set<std::string>>()};
+}
+
+Result<void> JqSandbox::compile(std::string_view program) {
+  auto r = call(static_cast<uint8_t>(jq::Op::kCompile), program, "");
+  if (!r) return r.error();
+  return {};
+}
+
+Result<void> JqSandbox::compileIn(Worker& worker, std::string_view program, bool& retiring) {
+  const std::string text(program);
+  if (worker.compiled->count(text)) return {};
+  if (worker.compiled->size() >= jq::kMaxCompiled) worker.compiled->clear();
+  auto r = exchange(worker, static_cast<uint8_t>(jq::Op::kCompile), program, "",
+                    std::chrono::steady_clock::now() + kCompileTimeout, retiring);
+  if (!r) return r.error();
+  worker.compiled->insert(text);
+  return {};
+}
+
+Result<JqOutputs> JqSandbox::run(std::string_view program, std::string_view input) {
+  return call(static_cast<uint8_t>(jq::Op::kRun), program, input);
+}
+
+Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::string_view input) {
+  if (program.size() > jq::kMaxFrameText || input.size() > jq::kMaxFrameText)
+    return makeError(jq_error::kError, "the program or its input is too large");
+  Worker worker;
+  {
+    MutexLock lock(poolMutex_);
+    if (!workerIdle_.wait_for(lock, options_.timeout * kQueueBudgets, [&]() REQUIRES(poolMutex_) {
+          return !idle_.empty();
+        }))
+      return makeError(jq_error::kTimeout, "no jq worker was free in time");
+    worker = idle_.back();
+    idle_.pop_back();
+  }
+  bool retiring = false;  // a worker retires only after a run
+  Result<JqOutputs> result = JqOutputs{};
+  if (auto compiled = compileIn(worker, program, retiring); !compiled) {
+    result = compiled.error();
+  } else if (op == static_cast<uint8_t>(jq::Op::kRun)) {
+    result = exchange(worker, op, program, input,
+                      std::chrono::steady_clock::now() + options_.timeout, retiring);
+  }
+  if (!result && result.error().code != jq_error::kError) {
+    spdlog::warn("jq.worker_replaced pid={} reason={}", worker.pid, result.error().code);
+    replace(worker);
+  } else if (retiring) {
+    replace(worker);
+  } else {
+    MutexLock lock(poolMutex_);
+    idle_.push_back(worker);
+    workerIdle_.notify_one();
+  }
+  return result;
+}
+
+Result<JqOutputs> JqSandbox::exchange(const Worker& worker, uint8_t op, std::string_view program,
+                                      std::string_view input, Deadline deadline,
+                                      bool& retiring) {
+  std::string frame;
+  frame.reserve(9 + program.size() + input.size());
+  frame.push_back(static_cast<char>(op));
+  const uint32_t sizes[2] = {static_cast<uint32_t>(program.size()),
+                             static_cast<uint32_t>(input.size())};
+  frame.append(reinterpret_cast<const char*>(sizes), sizeof sizes);
+  frame += program;
+  frame += input;
+  if (auto sent = sendAll(worker.channel, frame, deadline); !sent) return sent.error();
+
+  char head[2];
+  if (auto r = receiveAll(worker.channel, head, sizeof head, deadline); !r) return r.error();
+  retiring = head[1] != 0;
+  auto count = receiveSize(worker.channel, deadline);
+  if (!count) return count.error();
+  if (count.value() > jq::kMaxOutputs) return workerGone();
+  JqOutputs outputs;
+  for (uint32_t i = 0; i < count.value(); ++i) {
+    auto size = receiveSize(worker.channel, deadline);
+    if (!size) return size.error();
+    std::string text(size.value(), '\0');
+    if (auto r = receiveAll(worker.channel, text.data(), text.size(), deadline); !r)
+      return r.error();
+    outputs.texts.push_back(std::move(text));
+  }
+  if (static_cast<jq::Outcome>(head[0]) == jq::Outcome::kError)
+    return makeError(jq_error::kError, outputs.texts.empty() ? "jq failed" : outputs.texts[0]);
+  return outputs;
+}
+
+void JqSandbox::replace(Worker worker) {
+  ::kill(worker.pid, SIGKILL);  // not reaped yet, so the pid is still this worker's
+  ::close(worker.channel);
+  worker.channel = -1;
+  MutexLock lock(poolMutex_);
+  dead_.push_back(worker);
+  respawnWanted_.notify_one();
+}
+
+void JqSandbox::respawnLoop(std::stop_token stop) {
+  size_t missing = 0;
+  while (!stop.stop_requested()) {
+    std::vector<Worker> dead;
+    {
+      MutexLock lock(poolMutex_);
+      respawnWanted_.wait(lock, stop, [&]() REQUIRES(poolMutex_) {
+        return !dead_.empty() || missing > 0;
+      });
+      dead.swap(dead_);
+    }
+    for (const Worker& w : dead) ::waitpid(w.pid, nullptr, 0);
+    missing += dead.size();
+    while (missing > 0 && !stop.stop_requested()) {
+      auto worker = spawn();
+      if (!worker) {
+        spdlog::error("jq.worker_start_failed error=\"{}\"", worker.error().message);
+        break;  // tried again on the next wake-up or after a pause
+      }
+      --missing;
+      MutexLock lock(poolMutex_);
+      idle_.push_back(worker.value());
+      workerIdle_.notify_one();
+    }
+    if (missing > 0) {
+      MutexLock lock(poolMutex_);
+      respawnWanted_.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+    }
+  }
+}
+
+}  // namespace webhooker

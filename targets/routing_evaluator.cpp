@@ -1,0 +1,66 @@
+#include "targets/routing_evaluator.h"
+
+#include <spdlog/spdlog.h>
+
+namespace webhooker {
+
+namespace {
+
+Result<void> compiled(JqSandbox& sandbox, const std::string& program, std::string_view code,
+                      std::string_view field) {
+  if (program.empty()) return {};
+  if (auto r = sandbox.compile(program); !r)
+    return makeError(code, std::string(field) + ": " + r.error().message);
+  return {};
+}
+
+bool truthy(const std::string& output) { return output != "false" && output != "null"; }
+
+}  // namespace
+
+Result<void> RoutingEvaluator::check(const EventTypeRule& rule) {
+  if (rule.source != EventTypeSource::kJq) return {};
+  return compiled(sandbox_, rule.expression, "invalid_event_type", "event_type.jq");
+}
+
+Result<void> RoutingEvaluator::check(const TargetRouting& routing) {
+  if (auto r = compiled(sandbox_, routing.filterJq, "invalid_filter", "filter.jq"); !r) return r;
+  return compiled(sandbox_, routing.transformJq, "invalid_transform", "transform.jq");
+}
+
+std::optional<std::string> RoutingEvaluator::eventType(const EventTypeRule& rule,
+                                                       const HeaderList& headers,
+                                                       const std::string& body,
+                                                       const std::string& receivedAt) {
+  if (rule.source != EventTypeSource::kJq) return eventTypeWithoutJq(rule, headers, body);
+  auto out = sandbox_.run(rule.expression, jqInput(std::nullopt, headers, body, receivedAt));
+  if (!out) {
+    spdlog::info("routing.event_type_failed reason={} error=\"{}\"", out.error().code,
+                 out.error().message);
+    return std::nullopt;
+  }
+  if (out->texts.empty()) return std::nullopt;
+  const auto value = nlohmann::json::parse(out->texts.front(), nullptr, false);
+  if (!value.is_string() || !isEventTypeValue(value.get<std::string>())) return std::nullopt;
+  return value.get<std::string>();
+}
+
+Result<bool> RoutingEvaluator::passes(const std::string& program, const std::string& input) {
+  auto out = sandbox_.run(program, input);
+  if (!out) return out.error();
+  return !out->texts.empty() && truthy(out->texts.front());
+}
+
+Result<TransformedBody> RoutingEvaluator::transform(const TargetRouting& routing,
+                                                    const EventPayload& payload) {
+  auto out = sandbox_.run(routing.transformJq, jqInput(payload.eventType, payload.headers,
+                                                        payload.body, payload.receivedAt));
+  if (!out) return out.error();
+  if (out->texts.size() != 1)
+    return makeError(jq_error::kError, out->texts.empty()
+                                           ? "the transform gave no output"
+                                           : "the transform gave several outputs");
+  return TransformedBody{std::move(out->texts.front())};
+}
+
+}  // namespace webhooker
