@@ -213,7 +213,9 @@ Result<EventTypeRule> parseEventTypeRule(const json& value) {
     return invalid(kCode,
                    "event_type must be one of {\"header\": name}, {\"json_pointer\": pointer}, "
                    "{\"jq\": program} or null");
-  const auto& [name, field] = *value.items().begin();
+  const auto only = value.begin();  // the object's one member
+  const std::string& name = only.key();
+  const json& field = only.value();
   if (name == "header") {
     if (!field.is_string() || !isHeaderName(field.get<std::string>()))
       return invalid(kCode, "event_type.header must be a header name");
