@@ -33,6 +33,8 @@ struct CorrectnessSpec {
   // The scenario waited for all their deliveries: each must be delivered,
   // whether or not the wait ended in time.
   std::set<std::string> drainedTargets;
+  // A transform reshapes what they receive: their bodies are not compared.
+  std::set<std::string> reshapedTargets;
 };
 
 // Each violation as one readable line; empty when everything holds.

@@ -51,7 +51,7 @@ void deliverOneTarget(const BenchConfig& config, double bareRate, Report& report
               static_cast<double>(n), "backlog", std::nullopt});
   const std::string target = expectation.targetIds.at(0);
   report.addCheck("deliver", checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                               std::set{target}}));
+                                               std::set{target}, {}}));
 }
 
 void deliverFannedOut(const BenchConfig& config, double bareRate, Report& report) {
@@ -70,7 +70,7 @@ void deliverFannedOut(const BenchConfig& config, double bareRate, Report& report
     expectation = seedWebhook(seeder, "fan-out", seeded, events, config.bodies);
   }
   std::vector<ExpectedArrivals> expected;
-  CorrectnessSpec check{data.path(), {expectation}, {}, {}};
+  CorrectnessSpec check{data.path(), {expectation}, {}, {}, {}};
   for (size_t i = 0; i < targets; ++i) {
     expected.push_back({receivers[i].get(), events});
     check.receivers[expectation.targetIds.at(i)] = receivers[i].get();
@@ -87,7 +87,7 @@ void deliverManyTenants(const BenchConfig& config, double bareRate, Report& repo
   const size_t events = std::max<size_t>(1, config.deliverBacklog / tenants);
   testing::TempDir data;
   BenchReceiver receiver(config.workers);
-  CorrectnessSpec check{data.path(), {}, {}, {}};
+  CorrectnessSpec check{data.path(), {}, {}, {}, {}};
   {
     Seeder seeder(data.path());
     // The API's default max_concurrency: no tenant can take every worker.

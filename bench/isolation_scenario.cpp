@@ -34,7 +34,7 @@ double drainFast(const BenchConfig& config, BenchReceiver& fast, BenchReceiver* 
   std::map<std::string, const BenchReceiver*> receivers = {{expectation.targetIds.at(0), &fast}};
   if (slow) receivers[expectation.targetIds.at(1)] = slow;
   report.addCheck(checkName, checkCorrectness({data.path(), {expectation}, receivers,
-                                               std::set{expectation.targetIds.at(0)}}));
+                                               std::set{expectation.targetIds.at(0)}, {}}));
   return drain.rate(fast);
 }
 

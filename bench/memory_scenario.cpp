@@ -40,7 +40,7 @@ void runMemory(const BenchConfig& config, Report& report) {
                          config.memoryEvents;
   report.add({"memory", "peak RSS, " + std::to_string(pending) + " pending", rss, "MB", idleRss,
               "idle daemon peak RSS", Goal{Goal::Kind::kValueAtMost, 100}});
-  report.addCheck("memory", checkCorrectness({data.path(), webhooks, {}, {}}));
+  report.addCheck("memory", checkCorrectness({data.path(), webhooks, {}, {}, {}}));
 }
 
 }  // namespace webhooker::bench

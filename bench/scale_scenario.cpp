@@ -112,7 +112,7 @@ void runScale(const BenchConfig& config, Report& report) {
               openOneRowMs, "open each DB, read one row", Goal{Goal::Kind::kValueAtMost, 200}});
   report.add({"scale", "peak RSS after recovery", rss, "MB", idleRss, "idle daemon peak RSS",
               std::nullopt});
-  report.addCheck("scale", checkCorrectness({data.path(), webhooks, {}, {}}));
+  report.addCheck("scale", checkCorrectness({data.path(), webhooks, {}, {}, {}}));
 }
 
 }  // namespace webhooker::bench

@@ -79,8 +79,9 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchRece
   WebhookExpectation expectation{webhook.id, {target}, {}};
   for (const RequestOutcome& r : result.requests)
     if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
-  report.addCheck(scenario, checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                              std::set{target}}));
+  CorrectnessSpec check{data.path(), {expectation}, {{target, &receiver}}, {target}, {}};
+  if (routing.contains("transform")) check.reshapedTargets.insert(target);
+  report.addCheck(scenario, checkCorrectness(check));
   return result;
 }
 

@@ -50,10 +50,11 @@ class Backlog {
                         SQLite::OPEN_READWRITE);
     db.exec("UPDATE deliveries SET status = 'delivered'");
   }
-  std::vector<std::string> check(bool drained = true) {
+  std::vector<std::string> check(bool drained = true, bool reshaped = false) {
     const std::string target = expectation_.targetIds.at(0);
     return bench::checkCorrectness({data_.path(), {expectation_}, {{target, &receiver_}},
-                                    drained ? std::set{target} : std::set<std::string>{}});
+                                    drained ? std::set{target} : std::set<std::string>{},
+                                    reshaped ? std::set{target} : std::set<std::string>{}});
   }
   bench::WebhookExpectation& expectation() { return expectation_; }
 
@@ -134,4 +135,16 @@ TEST_CASE("a run with nothing acknowledged checks nothing, which is a violation"
   const auto violations = backlog.check(false);
   REQUIRE(violations.size() == 1);
   CHECK(contains(violations[0], "no event was acknowledged"));
+}
+
+TEST_CASE("a target whose bodies a transform reshapes is checked for all but the body") {
+  Backlog backlog;
+  backlog.deliver(kFirstSeq, R"({"reshaped":1})");
+  backlog.deliver(kFirstSeq + 1, R"({"reshaped":2})");
+  backlog.deliver(kFirstSeq + 2, R"({"reshaped":3})");
+  backlog.deliver(kFirstSeq + 2, R"({"reshaped":3})");
+  backlog.markDelivered();
+  const auto violations = backlog.check(true, /*reshaped=*/true);
+  REQUIRE(violations.size() == 1);
+  CHECK(contains(violations[0], "got it 2 times"));
 }
