@@ -6,12 +6,14 @@
 namespace webhooker::server {
 
 AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                   const SsrfGuard& guard, const CircuitBreakers& breakers)
+                   const SsrfGuard& guard, CircuitBreakers& breakers,
+                   OperationalEvents* operationalEvents)
     : store_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
       guard_(guard),
-      breakers_(breakers) {}
+      breakers_(breakers),
+      operationalEvents_(operationalEvents) {}
 
 std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what) {
@@ -53,6 +55,10 @@ void AdminApi::registerRoutes(Router& router) {
   router.add("POST", webhook + "/deliveries/{id}/retry", bind(&AdminApi::retryDelivery));
   router.add("POST", webhook + "/replay", bind(&AdminApi::replay));
   router.add("GET", webhook + "/stats", bind(&AdminApi::webhookStats));
+  const std::string operational = "/api/v1/settings/operational-webhook";
+  router.add("GET", operational, bind(&AdminApi::getOperationalWebhook));
+  router.add("PUT", operational, bind(&AdminApi::putOperationalWebhook));
+  router.add("DELETE", operational, bind(&AdminApi::deleteOperationalWebhook));
 }
 
 }  // namespace webhooker::server

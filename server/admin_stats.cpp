@@ -33,7 +33,7 @@ json lastFailureJson(const std::optional<LastFailure>& f) {
 json breakerJson(const CircuitBreakers& breakers, const TargetRecord& t) {
   if (t.type != "http" && t.type != "slack") return json();
   const CircuitBreakers::Status s = breakers.status(t.id);
-  return {{"state", stateWord(s.state)},
+  return {{"state", breakerStateWord(s.state)},
           {"consecutive_failures", s.consecutiveFailures},
           {"retry_in_ms", s.retryIn.count()}};
 }

@@ -461,7 +461,8 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       store_(parts.store),
       registry_(parts.registry),
       auth_(parts.store),
-      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers),
+      admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers,
+             parts.operationalEvents),
       workers_(static_cast<size_t>(std::max(options_.threads, 1))),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest) {
   registerRoutes();

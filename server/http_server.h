@@ -27,6 +27,7 @@
 
 #include "base/result.h"
 #include "engine/dispatcher.h"
+#include "engine/operational_events.h"
 #include "server/ingest_handler.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
@@ -70,8 +71,10 @@ struct ServerParts {
   EventsDbPool& eventsDbs;
   Dispatcher& dispatcher;
   const SsrfGuard& guard;            // refuses literal internal target URLs at write time
-  const CircuitBreakers& breakers;   // their states are shown by the admin API
+  CircuitBreakers& breakers;         // shown by the admin API, reset on a config change
   prometheus::Registry& registry;    // served on /metrics; the server adds its own series
+  // Where operational events go; nullptr: the operational webhook cannot be set.
+  OperationalEvents* operationalEvents = nullptr;
 };
 
 class HttpServer {

@@ -324,7 +324,8 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
   }
 }
 
-Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId) {
+Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId,
+                                                                      std::optional<int> limit) {
   MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(
@@ -333,8 +334,10 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std
                           "(SELECT created_at FROM delivery_results r WHERE r.delivery_id = d.id "
                           "ORDER BY attempt DESC, r.id DESC LIMIT 1) END "
                           "FROM deliveries d WHERE status IN ('pending', 'retrying') ") +
-                  (targetId ? "AND target_id = ?1 " : "") + "ORDER BY created_at, d.rowid");
+                  (targetId ? "AND target_id = ?1 " : "") + "ORDER BY created_at, d.rowid" +
+                  (limit ? " LIMIT ?2" : ""));
     if (targetId) q.bind(1, *targetId);
+    if (limit) q.bind(2, *limit);
     std::vector<UnfinishedDelivery> out;
     while (q.executeStep()) {
       UnfinishedDelivery d;

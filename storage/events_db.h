@@ -97,8 +97,10 @@ class EventsDb {
   static Result<std::vector<BacklogCount>> backlogOfFile(const std::filesystem::path& file);
   // Every pending or retrying delivery, oldest first; only those of
   // `targetId` if given (a refill of one target's queue). One query, the
-  // latest result's time of each retrying one included.
-  Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(const std::string* targetId = nullptr);
+  // latest result's time of each retrying one included. `limit`: at most
+  // that many (a FIFO target's next delivery is the first).
+  Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(const std::string* targetId = nullptr,
+                                                               std::optional<int> limit = std::nullopt);
 
   // --- History (events_db_history.cpp) -------------------------------------
   // Read-only views for the admin API. "not_found" for an unknown id.
