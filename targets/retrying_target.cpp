@@ -59,8 +59,13 @@ void finishAttempt(const Result<void>& written, const AttemptRecord& record, mil
                    *record.failureReason, record.statusCode.value_or(0), record.error);
       if (health) health->deadLettered(task, *record.failureReason);
       break;
-    case DeliveryStatus::kDelivered:
     case DeliveryStatus::kPending:
+      spdlog::info("delivery.held webhook_id={} delivery_id={} target_id={} attempt={} "
+                   "status_code={} reason=target_disabled",
+                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                   record.statusCode.value_or(0));
+      break;
+    case DeliveryStatus::kDelivered:
       spdlog::info("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
                    "status_code={} duration_ms={}",
                    task.webhookId, task.deliveryId, task.targetId, task.attempt,
@@ -145,8 +150,11 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
   } else if (verdict.verdict == Verdict::kTerminal) {
     record.newStatus = DeliveryStatus::kFailed;
     record.failureReason = verdict.reason;
-  } else if (task.attemptInSeries() > policy.maxRetries && verdict.verdict == Verdict::kRetry &&
-             !disabledNow) {
+  } else if (verdict.verdict == Verdict::kGone || disabledNow) {
+    // The target is disabled: the delivery waits, first in line, for it to
+    // be enabled (which queues every waiting delivery again).
+    record.newStatus = DeliveryStatus::kPending;
+  } else if (task.attemptInSeries() > policy.maxRetries) {
     record.newStatus = DeliveryStatus::kFailed;
     record.failureReason = "max_attempts";
   } else {

@@ -9,9 +9,10 @@
 //   terminal   other 4xx and 3xx (http_<code>), blocked_destination,
 //              invalid_config; max_attempts once retries are used up
 //   gone       410: the target is disabled (HealthReporter) and the
-//              delivery waits as `retrying` for it to be enabled again
+//              delivery waits, `pending` again, for it to be enabled
 // A delivery whose failure disabled its target (no success for its
-// disable_after) waits the same way instead of ending max_attempts.
+// disable_after) waits the same way instead of retrying or ending
+// max_attempts, so the oldest goes first when the target is enabled.
 #pragma once
 
 #include "base/clock.h"
