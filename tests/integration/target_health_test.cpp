@@ -9,6 +9,8 @@
 //   clock has moved a minute, its delivery waits instead of dead-lettering,
 //   and auto_resume re-enables it with a probe once the receiver is back;
 // - the operational webhook's own failures produce no operational events;
+// - an open breaker survives a restart of the real daemon: /metrics and the
+//   API say open until its cooldown ends, then it probes;
 // - bad input: unknown states and fields, an SSRF-failing operational URL.
 #include <doctest/doctest.h>
 
@@ -20,8 +22,12 @@
 #include <vector>
 
 #include "targets/webhook_signature.h"
+#include "tests/support/contains.h"
+#include "tests/support/daemon_api.h"
+#include "tests/support/daemon_process.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/prometheus_text.h"
 #include "tests/support/receiver.h"
 
 namespace webhooker::testing {
@@ -253,6 +259,50 @@ TEST_CASE("bad input: unknown fields, states and event types, SSRF-failing URLs 
                         200);
   CHECK(set.at("event_types") == json::array({"target.disabled"}));
   CHECK(set.dump().find(secret) == std::string::npos);
+}
+
+TEST_CASE("an open breaker stays open across a restart until its cooldown ends") {
+  TempDir dir;
+  DaemonOptions options;
+  options.env = {DaemonApi::adminTokenEnv(), "WEBHOOKER_ALLOW_NETWORKS=127.0.0.0/8"};
+  options.args = {"--breaker-cooldown-ms", "6000"};
+  const std::string deadUrl = "http://127.0.0.1:" + std::to_string(unusedLoopbackPort()) + "/";
+  std::string statsPath;
+  auto breakerOf = [&](const DaemonProcess& daemon) {
+    auto res = DaemonApi(daemon.url()).admin().Get(statsPath);
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    return json::parse(res->body).at("targets").at(0).at("breaker");
+  };
+  auto openGauge = [&](const DaemonProcess& daemon) {
+    auto res = DaemonApi(daemon.url()).sender().Get("/metrics");
+    REQUIRE(res);
+    return valueIn(res->body, "webhooker_circuit_breakers_open", typeIs("http"));
+  };
+  {
+    DaemonProcess daemon(dir.path(), options);
+    DaemonApi api(daemon.url());
+    const json webhook = api.createWebhook("breaker");
+    const std::string webhookId = webhook.at("id");
+    api.createTarget(webhookId, {{"name", "dead"},
+                                 {"type", "http"},
+                                 {"config", {{"url", deadUrl}}},
+                                 {"retry", {{"max_retries", 10}, {"base_delay_ms", 100}, {"jitter", 0}}}});
+    statsPath = "/api/v1/webhooks/" + webhookId + "/stats";
+    REQUIRE(api.sender().Post(DaemonApi::hookPath(webhook), "{}", "application/json")->status == 200);
+    REQUIRE(eventually([&] { return breakerOf(daemon).at("state") == "open"; }, 10s));
+    CHECK(openGauge(daemon) == 1);
+    CHECK(contains(daemon.stderrText(), "breaker.open "));
+    daemon.kill9();
+  }
+  DaemonProcess daemon(dir.path(), options);
+  const json restored = breakerOf(daemon);
+  CHECK(restored.at("state") == "open");
+  CHECK(restored.at("retry_in_ms").get<int64_t>() > 0);
+  CHECK(restored.at("consecutive_failures") == 5);
+  CHECK(openGauge(daemon) == 1);
+  // Then the cooldown ends where it would have, and the next attempt probes.
+  REQUIRE(eventually([&] { return contains(daemon.stderrText(), "breaker.half_open "); }, 8s));
 }
 
 }  // namespace
