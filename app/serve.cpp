@@ -162,7 +162,7 @@ int runServe(const Config& config) {
   options.trustedProxies = std::move(trustedProxies.value());
   server::HttpServer http(
       options, {*store.value(), eventsDbs, engine, guard, breakers, registry, &operationalEvents});
-  BacklogSampler sampler(*store.value(), eventsDbs, metrics,
+  BacklogSampler sampler(*store.value(), eventsDbs, metrics, clock,
                          std::chrono::milliseconds(config.samplerIntervalMs));
   RetentionPruner pruner(*store.value(), eventsDbs,
                          std::chrono::milliseconds(config.pruneIntervalMs));

@@ -287,15 +287,18 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
 
 namespace {
 
+// ?1: now, which decides what is due.
 constexpr const char* kBacklogByTarget =
-    "SELECT target_id, status, COUNT(*) FROM deliveries "
+    "SELECT target_id, status, COUNT(*), MIN(CASE WHEN next_attempt_at IS NULL "
+    "OR next_attempt_at <= ?1 THEN created_at END) FROM deliveries "
     "WHERE status IN ('pending', 'retrying') GROUP BY target_id, status";
 
-std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
+std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q, TimePoint now) {
+  q.bind(1, formatTime(now));
   std::vector<EventsDb::BacklogCount> out;
   while (q.executeStep())
     out.push_back({q.getColumn(0).getString(), storage::statusColumn(q.getColumn(1)),
-                   q.getColumn(2).getInt64()});
+                   q.getColumn(2).getInt64(), timeColumn(q.getColumn(3))});
   return out;
 }
 
@@ -304,21 +307,21 @@ std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
   MutexLock lock(dbMutex_);
   try {
-    return readBacklog(*statements_->get(kBacklogByTarget));
+    return readBacklog(*statements_->get(kBacklogByTarget), clock_.now());
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
   }
 }
 
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
-    const std::filesystem::path& file) {
+    const std::filesystem::path& file, TimePoint now) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
     return makeError(error_code::kNotFound, file.string() + " does not exist");
   try {
     SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
     SQLite::Statement q(db, kBacklogByTarget);
-    return readBacklog(q);
+    return readBacklog(q, now);
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
   }

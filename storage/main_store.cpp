@@ -548,6 +548,17 @@ Result<void> MainStore::setFailingSince(const std::string& targetId,
   });
 }
 
+Result<std::unordered_set<std::string>> MainStore::heldTargetIds() {
+  using Ids = std::unordered_set<std::string>;
+  return read("list held targets", [&](SQLite::Database& db) -> Result<Ids> {
+    SQLite::Statement q(db, "SELECT id FROM targets WHERE deleted_at IS NULL "
+                            "AND (active = 0 OR disabled_reason IS NOT NULL)");
+    Ids out;
+    while (q.executeStep()) out.insert(q.getColumn(0).getString());
+    return out;
+  });
+}
+
 Result<std::vector<TargetRecord>> MainStore::listDisabledTargets() {
   return read("list disabled targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
     SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns +

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -93,6 +94,8 @@ class MainStore {
                            std::optional<TimePoint> openedAt, int consecutiveFailures);
   // Since when its attempts have failed without a success; nullopt clears it.
   Result<void> setFailingSince(const std::string& targetId, std::optional<TimePoint> since);
+  // Ids of live targets whose deliveries wait on purpose (inactive or disabled).
+  Result<std::unordered_set<std::string>> heldTargetIds();
   // Live targets disabled by the engine, across all webhooks.
   Result<std::vector<TargetRecord>> listDisabledTargets();
   // Every live target's target_health row.

@@ -11,6 +11,8 @@
 // - the operational webhook's own failures produce no operational events;
 // - an open breaker survives a restart of the real daemon: /metrics and the
 //   API say open until its cooldown ends, then it probes;
+// - a stalled delivery shows in webhooker_oldest_pending_age_seconds and
+//   the stats API, and the documented alert rules pass `promtool check rules`;
 // - bad input: unknown states and fields, an SSRF-failing operational URL.
 #include <doctest/doctest.h>
 
@@ -303,6 +305,50 @@ TEST_CASE("an open breaker stays open across a restart until its cooldown ends")
   CHECK(openGauge(daemon) == 1);
   // Then the cooldown ends where it would have, and the next attempt probes.
   REQUIRE(eventually([&] { return contains(daemon.stderrText(), "breaker.half_open "); }, 8s));
+}
+
+TEST_CASE("a stalled delivery shows in the oldest-pending gauge and the stats API") {
+  TempDir dir;
+  DaemonOptions options;
+  options.env = {DaemonApi::adminTokenEnv(), "WEBHOOKER_ALLOW_NETWORKS=127.0.0.0/8"};
+  options.args = {"--sampler-interval-ms", "100"};
+  Receiver slow;
+  slow.setDefault(respondAfter(2500ms));
+  DaemonProcess daemon(dir.path(), options);
+  DaemonApi api(daemon.url());
+  const json webhook = api.createWebhook("stall");
+  const std::string webhookId = webhook.at("id");
+  api.createTarget(webhookId, {{"name", "slow"}, {"type", "http"}, {"config", {{"url", slow.url()}}}});
+  auto gauge = [&] {
+    auto res = api.sender().Get("/metrics");
+    REQUIRE(res);
+    return valueIn(res->body, "webhooker_oldest_pending_age_seconds", typeIs("http"));
+  };
+  CHECK(gauge() == 0);
+  REQUIRE(api.sender().Post(DaemonApi::hookPath(webhook), "{}", "application/json")->status == 200);
+  REQUIRE(eventually([&] { return gauge() >= 1.0; }, 3s));
+  auto stats = api.admin().Get("/api/v1/webhooks/" + webhookId + "/stats");
+  REQUIRE(stats);
+  const json target = json::parse(stats->body).at("targets").at(0);
+  CHECK(target.at("oldest_pending_age_seconds").get<double>() >= 1.0);
+  CHECK(target.at("oldest_waiting").at("status") == "pending");
+  // Delivered: nothing is due any more.
+  REQUIRE(eventually([&] { return gauge() == 0; }, 5s));
+}
+
+TEST_CASE("the documented alert rules pass promtool check rules") {
+  const char* source = std::getenv("WEBHOOKER_SOURCE_DIR");
+  REQUIRE(source);
+  const CommandResult which = runCommand({"sh", "-c", "command -v promtool"}, {}, 10s);
+  if (which.exitCode != 0) {
+    MESSAGE("skipped: promtool is not installed (Debian package prometheus)");
+    return;
+  }
+  const CommandResult r = runCommand(
+      {"promtool", "check", "rules", std::string(source) + "/docs/prometheus-alerts.yml"}, {}, 30s);
+  INFO(r.out, r.err);
+  CHECK(r.exitCode == 0);
+  CHECK(contains(r.out, "SUCCESS: 3 rules found"));
 }
 
 }  // namespace
