@@ -13,6 +13,8 @@
 //   API say open until its cooldown ends, then it probes;
 // - a stalled delivery shows in webhooker_oldest_pending_age_seconds and
 //   the stats API, and the documented alert rules pass `promtool check rules`;
+// - the CLI: targets with --ordering, their STATE column, enable, and
+//   operational-webhook set/show with a refused URL;
 // - bad input: unknown states and fields, an SSRF-failing operational URL.
 #include <doctest/doctest.h>
 
@@ -334,6 +336,53 @@ TEST_CASE("a stalled delivery shows in the oldest-pending gauge and the stats AP
   CHECK(target.at("oldest_waiting").at("status") == "pending");
   // Delivered: nothing is due any more.
   REQUIRE(eventually([&] { return gauge() == 0; }, 5s));
+}
+
+TEST_CASE("CLI: ordering and state of targets, enable, and the operational webhook") {
+  TempDir dir;
+  DaemonOptions options;
+  options.env = {DaemonApi::adminTokenEnv(), "WEBHOOKER_ALLOW_NETWORKS=127.0.0.0/8"};
+  DaemonProcess daemon(dir.path(), options);
+  const std::vector<std::string> env = {std::string("WEBHOOKER_TOKEN=") + DaemonApi::kAdminToken,
+                                        "WEBHOOKER_URL=" + daemon.url()};
+  const std::string webhookId = DaemonApi(daemon.url()).createWebhook("cli").at("id");
+  const CommandResult created =
+      runWebhooker({"targets", "create", webhookId, "--name", "ordered", "--type", "http",
+                    "--target-url", "http://127.0.0.1:9/hook", "--ordering", "fifo",
+                    "--disable-after-ms", "60000", "--auto-resume", "--json"},
+                   env);
+  REQUIRE_MESSAGE(created.exitCode == 0, created.err);
+  const json target = json::parse(created.out);
+  CHECK(target.at("ordering") == "fifo");
+  CHECK(target.at("disable_after") == 60000);
+  CHECK(target.at("auto_resume") == true);
+  const CommandResult listed = runWebhooker({"targets", "list", webhookId}, env);
+  CHECK(contains(listed.out, "STATE"));
+  CHECK(contains(listed.out, "fifo"));
+  const CommandResult bad =
+      runWebhooker({"targets", "update", webhookId, target.at("id"), "--ordering", "lifo"}, env);
+  CHECK(bad.exitCode != 0);
+  CHECK(contains(bad.err + bad.out, "ordering"));
+  const CommandResult enabled = runWebhooker({"targets", "enable", webhookId, target.at("id")}, env);
+  CHECK(enabled.exitCode == 0);
+
+  const CommandResult refused =
+      runWebhooker({"operational-webhook", "set", "--target-url", "http://10.1.2.3/ops",
+                    "--signing-secret", "generate"},
+                   env);
+  CHECK(refused.exitCode != 0);
+  CHECK(contains(refused.err + refused.out, "blocked_destination"));
+  const CommandResult set = runWebhooker(
+      {"operational-webhook", "set", "--target-url", "http://127.0.0.1:9/ops", "--signing-secret",
+       "-", "--event-type", "target.disabled", "--event-type", "target.enabled"},
+      env, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n");
+  REQUIRE_MESSAGE(set.exitCode == 0, set.err);
+  const CommandResult shown = runWebhooker({"operational-webhook", "show"}, env);
+  CHECK(contains(shown.out, "[redacted]"));
+  CHECK(!contains(shown.out, "MfKQ9r8"));
+  CHECK(contains(shown.out, "target.enabled"));
+  CHECK(runWebhooker({"operational-webhook", "remove"}, env).exitCode == 0);
+  CHECK(runWebhooker({"operational-webhook", "show"}, env).exitCode != 0);
 }
 
 TEST_CASE("the documented alert rules pass promtool check rules") {
