@@ -351,6 +351,9 @@ void Engine::targetChanged(const std::string& webhookId, const std::string& targ
     targetCache_.erase(targetId);
   }
   reconcileWebhook(webhookId, &targetId, true);
+  // What an open breaker put off goes now: a config change has reset the
+  // breaker (and if it has not, the breaker refuses again, at no attempt).
+  timer_.expedite(targetId, [](const Task& t) { return t.breakerDeferred; });
 }
 
 void Engine::runAttempt(Task& task, AttemptHold hold) {

@@ -203,7 +203,8 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
   }
   // A new URL or config deserves a fresh start: the old breaker's cooldown
   // would otherwise hold the first deliveries back with nothing saying why.
-  if (updated->configJson != configBefore) {
+  if (body->contains("config") &&
+      json::parse(updated->configJson, nullptr, false) != json::parse(configBefore, nullptr, false)) {
     spdlog::info("breaker.reset webhook_id={} target_id={} reason=config_changed", *id, *tid);
     breakers_.reset(*tid);
   }

@@ -99,10 +99,12 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
                      r.error().message);
       spdlog::debug("delivery.breaker_refused target_id={} delivery_id={} retry_in_ms={}",
                     task.targetId, task.deliveryId, decision.retryIn.count());
+      task.breakerDeferred = true;
       ctx.scheduler.scheduleRetry(std::move(task), decision.retryIn);
       return;
     }
   }
+  task.breakerDeferred = false;
 
   AttemptRecord record;
   record.deliveryId = task.deliveryId;

@@ -27,6 +27,9 @@ struct Task {
   // An auto-resume probe: attempted although its target is disabled, past
   // the breaker. Its retries are ordinary tasks again.
   bool probe = false;
+  // Waiting only because the target's breaker refused it: a change of the
+  // target (its config resets the breaker) lets it go at once.
+  bool breakerDeferred = false;
 
   // The attempt's number within its series (1 for the first attempt).
   int attemptInSeries() const { return attempt - seriesStart; }

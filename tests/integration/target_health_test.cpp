@@ -197,6 +197,26 @@ TEST_CASE("a receiver failing for disable_after is disabled (failing); auto_resu
   CHECK(back.requestCount() == 1);
 }
 
+TEST_CASE("changing a target's config resets its open breaker; other changes keep it") {
+  HarnessOptions options;
+  options.breakerThreshold = 1;
+  EngineHarness h(options);
+  Receiver down;
+  down.setDefault(respond(503));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, down.url("/old"), retryPolicy(5, 50));
+  h.post(hook.entrypointId, R"({"n":1})");
+  REQUIRE(eventually([&] { return h.breakers().status(target.id).state == BreakerState::kOpen; }));
+  send(h, "PATCH", targetPath(target), {{"name", "renamed"}}, 200);
+  CHECK(h.breakers().status(target.id).state == BreakerState::kOpen);
+  Receiver fixed;
+  send(h, "PATCH", targetPath(target), {{"config", {{"url", fixed.url("/new")}}}}, 200);
+  CHECK(h.breakers().status(target.id).state == BreakerState::kClosed);
+  // Tried at once, not after the old breaker's 30 s cooldown.
+  REQUIRE(fixed.waitForRequests(1, 3s));
+}
+
 TEST_CASE("the operational webhook's own dead letters and disables produce no operational events") {
   EngineHarness h;
   Receiver ops;
