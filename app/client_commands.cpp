@@ -266,7 +266,13 @@ std::vector<Column> entrypointColumns() {
 
 std::vector<Column> targetColumns() {
   return {fieldColumn("ID", "id"), fieldColumn("NAME", "name"), fieldColumn("TYPE", "type"),
-          fieldColumn("ACTIVE", "active"),
+          // "disabled (gone)": the engine's reason goes with its state.
+          {"STATE", [](const json& row) {
+             const json reason = field(row, "disabled_reason");
+             return cellText(field(row, "state")) +
+                    (reason.is_string() ? " (" + reason.get<std::string>() + ")" : "");
+           }},
+          fieldColumn("ORDERING", "ordering"),
           // http targets have config.url, slack ones config.webhook_url; both
           // come back redacted.
           {"URL", [](const json& row) {
@@ -508,6 +514,20 @@ void addWebhookFields(CLI::App& cmd, const SessionPtr& s, bool create) {
                         "mask nothing in events that finish from now on");
 }
 
+// Endpoint health: ordering, when the engine disables it, auto-resume.
+void addTargetHealthFields(CLI::App& cmd, const SessionPtr& s) {
+  addBodyOption<std::string>(cmd, s, "--ordering", "/ordering",
+                             "parallel (default) or fifo: one at a time, in the order received");
+  addBodyOption<int64_t>(cmd, s, "--disable-after-ms", "/disable_after",
+                         "disable it after this long without a successful attempt (default 5 days)");
+  cmd.add_flag_callback("--auto-resume", [s] { s->body["auto_resume"] = true; },
+                        "probe it while disabled for failing, and enable it when a probe succeeds");
+  cmd.add_flag_callback("--no-auto-resume", [s] { s->body["auto_resume"] = false; },
+                        "leave enabling it to an operator");
+  addBodyOption<int64_t>(cmd, s, "--probe-interval-ms", "/probe_interval",
+                         "how often an auto-resume probe is sent (default 1 h)");
+}
+
 // The fields `targets create` and `targets update` share.
 void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   auto* name = addBodyOption<std::string>(cmd, s, "--name", "/name", "the target's name");
@@ -545,6 +565,7 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   addRoutingOptions(cmd, s);
   cmd.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                         "deliver nothing to it until activated");
+  addTargetHealthFields(cmd, s);
   // The deprecated --url names the target here, so the daemon's comes
   // before the verb.
   cmd.footer("Give the daemon's address as WEBHOOKER_URL or before the verb: "
@@ -651,12 +672,37 @@ void addTargetCommands(CLI::App& app, const SessionPtr& s) {
   addChildIdArg(update, s, "target");
   addTargetFields(update, s, false);
   addActivation(group, s, "targets", "target");
+  // Activating is also how a target the engine disabled is enabled again.
+  group.get_subcommand("activate")->alias("enable");
   auto& remove = addLeaf(
       group, s, "delete", "delete a target",
       [s] { return ApiCall{"DELETE", childPath(*s, "targets"), {}}; },
       showDeleted(s, &Session::childId));
   addWebhookIdArg(remove, s);
   addChildIdArg(remove, s, "target");
+}
+
+// `operational-webhook set|show|remove`: where operational events go.
+void addOperationalWebhookCommands(CLI::App& app, const SessionPtr& s) {
+  const std::string path = "/settings/operational-webhook";
+  auto& group = addGroup(app, s, "operational-webhook",
+                         "where target.disabled, breaker and dead-letter events are sent");
+  auto& set = addLeaf(
+      group, s, "set", "send operational events to a URL, signed (Standard Webhooks)",
+      [s, path] { return ApiCall{"PUT", path, s->body}; }, showObject);
+  addBodyOption<std::string>(set, s, "--target-url", "/url", "where the events go")->required();
+  addSecretOption(set, s, "--signing-secret", "/signing_secret",
+                  "whsec_..., \"generate\" for a new one shown once, or - to read it from "
+                  "standard input (required the first time)");
+  addBodyOption<std::vector<std::string>>(
+      set, s, "--event-type", "/event_types",
+      "target.disabled, target.enabled, target.breaker_opened, target.breaker_closed or "
+      "delivery.dead_lettered (repeatable; default all)");
+  addLeaf(group, s, "show", "show the setting (the secret redacted)",
+          [path] { return ApiCall{"GET", path, {}}; }, showObject);
+  addLeaf(group, s, "remove", "stop sending operational events (the history stays)",
+          [path] { return ApiCall{"DELETE", path, {}}; },
+          [](const json&) { std::cout << "operational webhook removed\n"; });
 }
 
 // --- History and redrive --------------------------------------------------
@@ -914,6 +960,7 @@ void addClientCommands(CLI::App& app, int& exitCode) {
   addWebhookCommands(app, session);
   addEntrypointCommands(app, session);
   addTargetCommands(app, session);
+  addOperationalWebhookCommands(app, session);
   addEventCommands(app, session);
   addDeliveryCommands(app, session);
   addRedriveCommands(app, session);

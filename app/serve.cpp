@@ -23,6 +23,8 @@
 #include "engine/backlog_sampler.h"
 #include "engine/delivery_metrics.h"
 #include "engine/engine.h"
+#include "engine/operational_events.h"
+#include "engine/target_health_monitor.h"
 #include "engine/retention_pruner.h"
 #include "server/admin_token.h"
 #include "server/http_server.h"
@@ -151,6 +153,12 @@ int runServe(const Config& config) {
   engineOptions.sweepInterval = std::chrono::milliseconds(config.sweepIntervalMs);
   Engine engine(engineOptions, *store.value(), eventsDbs, targets, clock, metrics,
                 {&routing, &routingMetrics});
+  OperationalEvents operationalEvents(*store.value(), eventsDbs, engine, clock);
+  operationalEvents.reload();
+  TargetHealthMonitor health(*store.value(), engine, operationalEvents, clock);
+  // Breakers as they were before the restart, before any attempt can ask.
+  health.attach(breakers);
+  engine.setHealthReporter(health);
 
   server::ServerOptions options;
   options.listenAddress = config.listenHost();
@@ -169,8 +177,8 @@ int runServe(const Config& config) {
   options.maxConnectionsPerAddress = config.maxConnectionsPerAddress;
   options.trustedProxies = std::move(trustedProxies.value());
   server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, breakers, registry,
-                                    &routing, &routingMetrics});
-  BacklogSampler sampler(*store.value(), eventsDbs, metrics,
+                                    &routing, &routingMetrics, &operationalEvents});
+  BacklogSampler sampler(*store.value(), eventsDbs, metrics, clock,
                          std::chrono::milliseconds(config.samplerIntervalMs));
   RetentionPruner pruner(*store.value(), eventsDbs,
                          std::chrono::milliseconds(config.pruneIntervalMs));
@@ -190,7 +198,10 @@ int runServe(const Config& config) {
   spdlog::info("daemon.started listen={}:{} data_dir={}", options.listenAddress, port.value(),
                dataDir.string());
 
+  operationalEvents.start();
   engine.start();
+  // Auto-resume probes are due every probe_interval (1 s at the least).
+  health.start(std::chrono::seconds(1));
   sampler.start();
   pruner.start();
   const std::chrono::milliseconds grace(config.shutdownGraceMs);
@@ -215,6 +226,8 @@ int runServe(const Config& config) {
   signalWatcher.join();
   sampler.stop();
   pruner.stop();
+  health.stop();
+  operationalEvents.stop();
   if (!drained) drained = engine.stop(grace);
   if (!*drained) {
     // Unfinished attempts are still `pending`/`retrying` on disk and are

@@ -37,6 +37,7 @@ BenchConfig BenchConfig::smokeSized() {
   c.memoryWebhooks = 2;
   c.memoryTargets = 3;
   c.memoryEvents = 50;
+  c.fifoEvents = 40;
   return c;
 }
 

@@ -98,7 +98,7 @@ void runScale(const BenchConfig& config, Report& report) {
   EventsDbPool pool(data.path(), options, clock, 256);
   prometheus::Registry registry;
   DeliveryMetrics metrics(registry);
-  BacklogSampler sampler(*store.value(), pool, metrics);
+  BacklogSampler sampler(*store.value(), pool, metrics, clock);
   const int passes = config.smoke ? 1 : 3;
   const double samplerMs = medianMs([&] { (void)sampler.sampleOnce(); }, passes);
   const double openOneRowMs = medianMs(

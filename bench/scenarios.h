@@ -44,6 +44,9 @@ struct BenchConfig {
   int memoryWebhooks = 10;
   int memoryTargets = 100;
   size_t memoryEvents = 1'000;
+  // fifo: events drained to a receiver answering in 1 ms (a quarter of them
+  // for the one answering in 10 ms).
+  size_t fifoEvents = 1'000;
   std::vector<std::string> bodies;       // realistic: 2–30 KB, median ~8 KB
   std::vector<std::string> smallBodies;  // for backlogs whose bodies are never read (scale)
 
@@ -61,6 +64,7 @@ void runEndToEnd(const BenchConfig& config, Report& report);
 void runIsolation(const BenchConfig& config, Report& report);
 void runScale(const BenchConfig& config, Report& report);
 void runMemory(const BenchConfig& config, Report& report);
+void runFifo(const BenchConfig& config, Report& report);
 void runSlowClients(const BenchConfig& config, Report& report);
 
 }  // namespace webhooker::bench

@@ -38,6 +38,7 @@ SeededWebhook Seeder::createWebhook(const std::string& name, const std::vector<S
     record.name = "bench";
     record.type = "http";
     record.maxConcurrency = t.maxConcurrency;
+    record.health.ordering = t.ordering;
     record.configJson = nlohmann::json{{"url", t.url}}.dump();
     seeded.targetIds.push_back(orThrow(store_->createTarget(record), "create target").id);
   }

@@ -23,6 +23,7 @@ namespace webhooker::bench {
 struct SeedTarget {
   std::string url;
   int maxConcurrency = 8;
+  TargetOrdering ordering = TargetOrdering::kParallel;
 };
 
 struct SeededWebhook {

@@ -10,8 +10,8 @@
 namespace webhooker {
 
 BacklogSampler::BacklogSampler(MainStore& store, EventsDbPool& eventsDbs, DeliveryMetrics& metrics,
-                               std::chrono::milliseconds interval)
-    : store_(store), eventsDbs_(eventsDbs), metrics_(metrics), interval_(interval) {}
+                               const Clock& clock, std::chrono::milliseconds interval)
+    : store_(store), eventsDbs_(eventsDbs), metrics_(metrics), clock_(clock), interval_(interval) {}
 
 BacklogSampler::~BacklogSampler() { stop(); }
 
@@ -36,10 +36,17 @@ Result<void> BacklogSampler::sampleOnce() {
   if (!webhooks) return webhooks.error();
   auto types = store_.liveTargetTypes();
   if (!types) return types.error();
+  auto held = store_.heldTargetIds();
+  if (!held) return held.error();
+  const TimePoint now = clock_.now();
 
   // Every label gets a value, 0 included, so a drained backlog reads 0.
   std::map<std::string, std::pair<double, double>> counts;
-  for (std::string_view t : DeliveryMetrics::kTypeLabels) counts[std::string(t)] = {0, 0};
+  std::map<std::string, double> oldestDueAge;  // seconds
+  for (std::string_view t : DeliveryMetrics::kTypeLabels) {
+    counts[std::string(t)] = {0, 0};
+    oldestDueAge[std::string(t)] = 0;
+  }
   std::map<std::string, ClosedCount> nextClosedCounts;  // only webhooks that still exist
   for (const Webhook& w : webhooks.value()) {
     auto backlog = backlogOf(w.id, nextClosedCounts);
@@ -52,9 +59,14 @@ Result<void> BacklogSampler::sampleOnce() {
       auto& [pending, retrying] = counts[label];
       (row.status == DeliveryStatus::kPending ? pending : retrying) +=
           static_cast<double>(row.count);
+      if (row.oldestDueCreatedAt && !held->count(row.targetId)) {
+        const double age = std::chrono::duration<double>(now - *row.oldestDueCreatedAt).count();
+        oldestDueAge[label] = std::max(oldestDueAge[label], age);
+      }
     }
   }
   for (const auto& [type, c] : counts) metrics_.setBacklog(type, c.first, c.second);
+  for (const auto& [type, age] : oldestDueAge) metrics_.setOldestPendingAge(type, age);
   closedCounts_ = std::move(nextClosedCounts);
   spdlog::debug("sampler.pass webhooks={} duration_ms={}", webhooks->size(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -72,7 +84,7 @@ Result<std::vector<EventsDb::BacklogCount>> BacklogSampler::backlogOf(
     next.insert(*it);
     return it->second.backlog;
   }
-  auto backlog = EventsDb::backlogOfFile(eventsDbs_.pathFor(webhookId));
+  auto backlog = EventsDb::backlogOfFile(eventsDbs_.pathFor(webhookId), clock_.now());
   // Opened since we peeked: the count may already be old; count again next pass.
   if (backlog && !eventsDbs_.peek(webhookId).open) next[webhookId] = {peek.closings, backlog.value()};
   return backlog;

@@ -1,5 +1,8 @@
 // BacklogSampler: every 30 s, counts the pending and retrying deliveries in
-// every events DB and publishes them per target type. Counting rows, rather
+// every events DB and publishes them per target type, with the age of the
+// oldest delivery that is due and not delivered (a stall shows as a growing
+// age; targets paused or disabled are left out: their deliveries wait on
+// purpose and have their own signals). Counting rows, rather
 // than tracking deltas, means the gauges need no seeding at start-up and
 // cannot drift when a status write fails. Deliveries of deleted targets are
 // folded into "unknown": the backlog nobody is watching.
@@ -22,6 +25,7 @@
 #include <vector>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/result.h"
 #include "engine/delivery_metrics.h"
 #include "storage/events_db_pool.h"
@@ -34,7 +38,7 @@ class BacklogSampler {
   static constexpr std::chrono::seconds kDefaultInterval{30};
 
   BacklogSampler(MainStore& store, EventsDbPool& eventsDbs, DeliveryMetrics& metrics,
-                 std::chrono::milliseconds interval = kDefaultInterval);
+                 const Clock& clock, std::chrono::milliseconds interval = kDefaultInterval);
   ~BacklogSampler();
 
   // Samples once at once, then every interval.
@@ -54,6 +58,7 @@ class BacklogSampler {
   MainStore& store_;
   EventsDbPool& eventsDbs_;
   DeliveryMetrics& metrics_;
+  const Clock& clock_;
   const std::chrono::milliseconds interval_;
   std::map<std::string, ClosedCount> closedCounts_;  // webhook id → its last count from file
   std::jthread samplerThread_;

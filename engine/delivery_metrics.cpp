@@ -54,13 +54,19 @@ DeliveryMetrics::DeliveryMetrics(prometheus::Registry& registry)
                       .Name("webhooker_circuit_breakers_open")
                       .Help("Circuit breakers currently open or half-open")
                       .Register(registry);
+  auto& oldestPendingAge =
+      BuildGauge()
+          .Name("webhooker_oldest_pending_age_seconds")
+          .Help("Age of the oldest delivery that is due and not delivered, of targets whose "
+                "deliveries are attempted (sampled)")
+          .Register(registry);
   for (std::string_view type : kTypeLabels) {
     const prometheus::Labels labels{{"target_type", std::string(type)}};
     byType_.emplace(std::string(type),
                     PerType{&attempts.Add(labels), &succeeded.Add(labels), &failed.Add(labels),
                             &retries.Add(labels), &duration.Add(labels, kDurationBuckets),
                             &pending.Add(labels), &retrying.Add(labels),
-                            &breakers.Add(labels)});
+                            &breakers.Add(labels), &oldestPendingAge.Add(labels)});
     for (std::string_view reason : kReasons)
       deadLetters_.Add({{"target_type", std::string(type)}, {"reason", std::string(reason)}});
   }
@@ -108,6 +114,10 @@ void DeliveryMetrics::outcome(const std::string& targetType, DeliveryStatus stat
               {"reason", reasonLabel(failureReason)}})
         .Increment();
   }
+}
+
+void DeliveryMetrics::setOldestPendingAge(std::string_view targetType, double seconds) {
+  series(targetType).oldestPendingAge->Set(seconds);
 }
 
 void DeliveryMetrics::setBacklog(std::string_view targetType, double pending, double retrying) {

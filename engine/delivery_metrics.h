@@ -43,6 +43,9 @@ class DeliveryMetrics final : public AttemptObserver {
 
   // Set by the sampler from row counts, per target type.
   void setBacklog(std::string_view targetType, double pending, double retrying);
+  // Set by the sampler: how long the oldest delivery that is due and not
+  // delivered has waited, per target type (0: none).
+  void setOldestPendingAge(std::string_view targetType, double seconds);
   // Recounted from the breaker registry on every state change: open
   // breakers per target type; types not in the map are set to 0.
   void setBreakersOpen(const std::map<std::string, int>& openByType);
@@ -62,6 +65,7 @@ class DeliveryMetrics final : public AttemptObserver {
     prometheus::Gauge* pending;
     prometheus::Gauge* retrying;
     prometheus::Gauge* breakersOpen;
+    prometheus::Gauge* oldestPendingAge;
   };
   PerType& series(std::string_view targetType);
 

@@ -88,6 +88,14 @@ void Engine::scheduleRetry(Task task, std::chrono::milliseconds delay) {
 }
 
 bool Engine::admit(Task task, std::optional<uint64_t> readSince) {
+  if (const TargetPtr target = targetFor(task.webhookId, task.targetId); target && target->fifo()) {
+    // Only the oldest waiting delivery may run, and only the events DB
+    // knows which that is: an idle lane reads it, a busy one reads the
+    // next when its head ends.
+    MutexLock lock(engineMutex_);
+    if (!fifoHeads_.count(task.targetId)) queueRefillLocked(task.webhookId, task.targetId);
+    return false;
+  }
   {
     MutexLock lock(engineMutex_);
     if (stopping_ || (readSince && releasedSinceLocked(task.deliveryId, *readSince)) ||
@@ -101,6 +109,68 @@ bool Engine::admit(Task task, std::optional<uint64_t> readSince) {
 bool Engine::releasedSinceLocked(const std::string& deliveryId, uint64_t readSince) const {
   const auto it = released_.find(deliveryId);
   return it != released_.end() && it->second > readSince;
+}
+
+Engine::HeadAdmission Engine::admitFifoHead(Task task, std::chrono::milliseconds wait,
+                                            std::optional<uint64_t> readSince) {
+  {
+    MutexLock lock(engineMutex_);
+    if (stopping_ || fifoHeads_.count(task.targetId)) return HeadAdmission::kLaneBusy;
+    if (readSince && releasedSinceLocked(task.deliveryId, *readSince))
+      return HeadAdmission::kReleasedSinceRead;
+    fifoHeads_[task.targetId] = task.deliveryId;
+    fifoHeadOf_[task.deliveryId] = {task.targetId, task.webhookId};
+    // Already in memory (queued while the target was parallel): it leads
+    // from where it is.
+    if (!held_.insert(task.deliveryId).second) return HeadAdmission::kLaneBusy;
+  }
+  if (wait.count() > 0) timer_.schedule(std::move(task), wait);
+  else enqueueHeld(std::move(task));
+  return HeadAdmission::kAdmitted;
+}
+
+void Engine::releaseFifoHeadLocked(const std::string& deliveryId, bool readNext) {
+  const auto it = fifoHeadOf_.find(deliveryId);
+  if (it == fifoHeadOf_.end()) return;
+  const FifoHead head = it->second;
+  fifoHeadOf_.erase(it);
+  fifoHeads_.erase(head.targetId);
+  if (readNext) queueRefillLocked(head.webhookId, head.targetId);
+}
+
+std::optional<std::string> Engine::fifoHead(const std::string& targetId) const {
+  MutexLock lock(engineMutex_);
+  const auto it = fifoHeads_.find(targetId);
+  if (it == fifoHeads_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Engine::probe(const std::string& webhookId, const std::string& targetId) {
+  const TargetPtr target = targetFor(webhookId, targetId);
+  if (!target) return false;
+  auto db = eventsDbs_.get(webhookId);
+  if (!db) return false;
+  auto oldest = db.value()->unfinishedDeliveries(&targetId, 1);
+  if (!oldest || oldest->empty()) return false;
+  const UnfinishedDelivery& d = oldest->front();
+  Task task;
+  task.deliveryId = d.id;
+  task.eventId = d.eventId;
+  task.webhookId = webhookId;
+  task.targetId = targetId;
+  task.targetType = target->type;
+  task.attempt = d.attempts + 1;
+  task.seriesStart = d.seriesStart;
+  task.probe = true;
+  if (target->fifo())
+    return admitFifoHead(std::move(task), std::chrono::milliseconds(0), std::nullopt) ==
+           HeadAdmission::kAdmitted;
+  {
+    MutexLock lock(engineMutex_);
+    if (stopping_ || !held_.insert(task.deliveryId).second) return false;
+  }
+  enqueueHeld(std::move(task));
+  return true;
 }
 
 Dispatcher::Handoff Engine::openHandoff() {
@@ -148,13 +218,14 @@ void Engine::enqueueHeld(Task task) {
   MutexLock lock(engineMutex_);
   if (!stopping_ && queued_ >= options_.maxQueued) {
     held_.erase(task.deliveryId);
+    releaseFifoHeadLocked(task.deliveryId, false);  // the global refill reads it again
     globalOverflow_.emplace(task.targetId, task.webhookId);
     spdlog::debug("engine.queues_full target_id={} delivery_id={}", task.targetId, task.deliveryId);
     return;
   }
   Lane& lane = lanes_[task.targetId];
   if (target) {
-    lane.maxConcurrency = std::max(1, target->maxConcurrency);
+    lane.maxConcurrency = target->fifo() ? 1 : std::max(1, target->maxConcurrency);
     lane.targetType = target->type;
     applyRateLimitLocked(task.targetId, target->routing);
   }
@@ -162,6 +233,7 @@ void Engine::enqueueHeld(Task task) {
     // Memory is full; the row is on disk and a refill brings it back once
     // the lane has drained (the next start-up, if stopping).
     held_.erase(task.deliveryId);
+    releaseFifoHeadLocked(task.deliveryId, false);
     if (!stopping_) lane.overflowWebhookId = task.webhookId;
     spdlog::debug("engine.queue_full target_id={} delivery_id={}", task.targetId, task.deliveryId);
     return;
@@ -309,6 +381,7 @@ void Engine::finishAttempt(const std::string& deliveryId) {
   } else {
     held_.erase(deliveryId);
     if (!reconcileStarts_.empty()) released_[deliveryId] = ++releases_;
+    releaseFifoHeadLocked(deliveryId, !stopping_);
   }
   if (inFlight_ == 0) idle_.notify_all();
 }
@@ -339,6 +412,9 @@ void Engine::targetChanged(const std::string& webhookId, const std::string& targ
     targetCache_.erase(targetId);
   }
   reconcileWebhook(webhookId, &targetId, true);
+  // What an open breaker put off goes now: a config change has reset the
+  // breaker (and if it has not, the breaker refuses again, at no attempt).
+  timer_.expedite(targetId, [](const Task& t) { return t.breakerDeferred; });
 }
 
 void Engine::runAttempt(Task& task, AttemptHold hold) {
@@ -362,10 +438,12 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
       observer_.outcome(target->type, DeliveryStatus::kFailed, "target_deleted");
     return;
   }
-  if (!target->active) return;  // paused: resumes when the target is reactivated
+  // Paused by an operator or disabled by the engine: resumes when the
+  // target is enabled. An auto-resume probe is the exception.
+  if (!target->deliverable() && !(task.probe && target->active && target->disabled)) return;
   {
     MutexLock lock(engineMutex_);
-    lanes_[task.targetId].maxConcurrency = target->maxConcurrency;
+    lanes_[task.targetId].maxConcurrency = target->fifo() ? 1 : target->maxConcurrency;
     applyRateLimitLocked(task.targetId, target->routing);
   }
   Target* impl = targets_.find(target->type);
@@ -388,7 +466,8 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   if (payload.body.size() <= Task::kInlineBodyLimit) task.payload = payload;
   else task.payload.reset();
   if (!applyTransform(*target, task, *db.value(), payload, hold)) return;
-  DeliveryContext context{*db.value(), *target, payload, *this, observer_, std::move(hold)};
+  DeliveryContext context{*db.value(), *target, payload,         *this,
+                          observer_,   std::move(hold), health_};
   impl->deliver(context, std::move(task));
 }
 

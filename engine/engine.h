@@ -16,6 +16,15 @@
 // deliveries from the events DB again, so a backlog larger than the caps
 // drains without waiting for the sweep.
 //
+// FIFO targets (ordering fifo) get no queue of their own: their lane holds
+// one delivery at a time, its head, which is always the oldest waiting
+// delivery of the target as the events DB orders them (created_at, rowid).
+// A retrying or breaker-deferred head stays the head while it waits, so it
+// holds the ones behind it; once it ends (delivered or failed) the refill
+// thread reads the next oldest. Ingest only wakes an idle FIFO lane; the
+// rows are read from disk in order, so a restart, a pause, a replay or a
+// refill cannot reorder them.
+//
 // Ownership: references to the stores, registry, clock and observer must
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
 // thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_, the
@@ -52,6 +61,7 @@
 #include "storage/main_store.h"
 #include "targets/routing_evaluator.h"
 #include "targets/target.h"
+#include "targets/health_reporter.h"
 #include "targets/target_registry.h"
 
 namespace webhooker {
@@ -94,6 +104,15 @@ class Engine final : public Dispatcher, public Scheduler {
   void targetChanged(const std::string& webhookId, const std::string& targetId) override;
   void scheduleRetry(Task task, std::chrono::milliseconds delay) override;
 
+  // Where attempts report the receivers' health; set once, before start().
+  void setHealthReporter(HealthReporter& health) { health_ = &health; }
+  // An auto-resume probe: one attempt of the target's oldest waiting
+  // delivery although the target is disabled. False if it has none, or
+  // that delivery is in memory already.
+  bool probe(const std::string& webhookId, const std::string& targetId);
+  // The delivery a FIFO target's lane holds (its head), if any.
+  std::optional<std::string> fifoHead(const std::string& targetId) const;
+
   // One pass of the sweep (the periodic thread calls it; tests may too).
   void sweep();
   size_t heldCount() const;
@@ -120,6 +139,12 @@ class Engine final : public Dispatcher, public Scheduler {
     TargetRouting routing;
   };
   using TargetPtr = std::shared_ptr<const CachedTarget>;
+  // The lane of a FIFO target holds this delivery (see above).
+  struct FifoHead {
+    std::string targetId;
+    std::string webhookId;
+  };
+  enum class HeadAdmission { kAdmitted, kLaneBusy, kReleasedSinceRead };
 
   // engine.cpp
   void work(std::stop_token stop);
@@ -134,6 +159,13 @@ class Engine final : public Dispatcher, public Scheduler {
   bool admit(Task task, std::optional<uint64_t> readSince = std::nullopt);
   bool releasedSinceLocked(const std::string& deliveryId, uint64_t readSince) const
       REQUIRES(engineMutex_);
+  // Makes `task` its FIFO target's head unless the lane has one; runs it
+  // after `wait`. A delivery held already becomes the head where it is.
+  HeadAdmission admitFifoHead(Task task, std::chrono::milliseconds wait,
+                              std::optional<uint64_t> readSince);
+  // A held delivery leaves memory: if it was a FIFO head, its lane reads
+  // the next one (when `readNext`).
+  void releaseFifoHeadLocked(const std::string& deliveryId, bool readNext) REQUIRES(engineMutex_);
   void closeHandoff(uint64_t number);
   // Returns once every handoff opened before the call has closed.
   void waitForOpenHandoffs();
@@ -172,6 +204,7 @@ class Engine final : public Dispatcher, public Scheduler {
   const Clock& clock_;
   AttemptObserver& observer_;
   const EngineRouting routing_;
+  HealthReporter* health_ = nullptr;
 
   mutable Mutex engineMutex_;
   std::condition_variable_any workAvailable_;
@@ -205,6 +238,9 @@ class Engine final : public Dispatcher, public Scheduler {
   std::deque<Refill> refills_ GUARDED_BY(engineMutex_);
   std::unordered_set<std::string> refillsQueued_ GUARDED_BY(engineMutex_);  // their target ids
   int inFlight_ GUARDED_BY(engineMutex_) = 0;
+  // FIFO lanes: target id -> its head's delivery id, and back.
+  std::unordered_map<std::string, std::string> fifoHeads_ GUARDED_BY(engineMutex_);
+  std::unordered_map<std::string, FifoHead> fifoHeadOf_ GUARDED_BY(engineMutex_);
   bool stopping_ GUARDED_BY(engineMutex_) = false;
 
   // Ingest handoffs opened and not yet closed, by number (openHandoff).

@@ -36,7 +36,11 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                   db.error().message);
     return;
   }
-  auto unfinished = db.value()->unfinishedDeliveries(onlyTarget);
+  // A FIFO target's lane wants its oldest waiting delivery only.
+  const TargetPtr only = onlyTarget ? targetFor(webhookId, *onlyTarget) : nullptr;
+  const bool fifoOnly = only && only->fifo();
+  auto unfinished = db.value()->unfinishedDeliveries(
+      onlyTarget, fifoOnly ? std::optional<int>(1) : std::nullopt);
   if (!unfinished) {
     spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
                   unfinished.error().message);
@@ -46,7 +50,10 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
   // handed over: its handoff was opened before the commit, so before this
   // read. Once those handoffs are closed, every such delivery is held (or
   // released after this reconcile began) and is skipped below.
-  waitForOpenHandoffs();
+  // Ingest never admits a FIFO target's delivery itself, so a read of that
+  // target alone need not wait.
+  if (!fifoOnly) waitForOpenHandoffs();
+  std::unordered_set<std::string> fifoDecided;  // FIFO targets whose head is settled
   for (const UnfinishedDelivery& d : unfinished.value()) {
     TargetPtr target = targetFor(webhookId, d.targetId);
     if (!target || target->deletedAt) {
@@ -60,7 +67,8 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
       }
       continue;
     }
-    if (!target->active) continue;  // paused until reactivated
+    if (!target->deliverable()) continue;  // paused or disabled until enabled
+    if (target->fifo() && fifoDecided.count(d.targetId)) continue;  // behind the head
 
     Task task;
     task.deliveryId = d.id;
@@ -82,7 +90,13 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
       wait = std::max(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
                                 *d.nextAttemptAt - clock_.now()));
     }
-    if (wait.count() == 0) {
+    if (target->fifo()) {
+      // The oldest waiting delivery is the head, however long it waits;
+      // one that ended since the read lets the next be considered.
+      if (admitFifoHead(std::move(task), std::max(wait, std::chrono::milliseconds(0)), started) !=
+          HeadAdmission::kReleasedSinceRead)
+        fifoDecided.insert(d.targetId);
+    } else if (wait.count() == 0) {
       admit(std::move(task), started);
     } else if (scheduleFuture) {
       MutexLock lock(engineMutex_);

@@ -17,6 +17,25 @@ void RetryTimer::schedule(Task task, std::chrono::milliseconds delay) {
   wake_.notify_one();
 }
 
+void RetryTimer::expedite(const std::string& targetId,
+                          const std::function<bool(const Task&)>& which) {
+  {
+    MutexLock lock(dueMutex_);
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<Task> moved;
+    for (auto it = due_.begin(); it != due_.end();) {
+      if (it->first > now && it->second.targetId == targetId && which(it->second)) {
+        moved.push_back(std::move(it->second));
+        it = due_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (Task& t : moved) due_.emplace(now, std::move(t));
+  }
+  wake_.notify_one();
+}
+
 void RetryTimer::stop() {
   timerThread_.request_stop();
   wake_.notify_all();

@@ -24,6 +24,8 @@ class RetryTimer {
   RetryTimer& operator=(const RetryTimer&) = delete;
 
   void schedule(Task task, std::chrono::milliseconds delay);
+  // Makes the waiting tasks of `targetId` that `which` selects due now.
+  void expedite(const std::string& targetId, const std::function<bool(const Task&)>& which);
   // Stops the thread; tasks still waiting are dropped (they are on disk).
   void stop();
   size_t waiting() const;

@@ -6,14 +6,15 @@
 namespace webhooker::server {
 
 AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                   const SsrfGuard& guard, const CircuitBreakers& breakers,
-                   RoutingEvaluator* routing)
+                   const SsrfGuard& guard, CircuitBreakers& breakers,
+                   RoutingEvaluator* routing, OperationalEvents* operationalEvents)
     : store_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
       guard_(guard),
       breakers_(breakers),
-      routing_(routing) {}
+      routing_(routing),
+      operationalEvents_(operationalEvents) {}
 
 std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what) {
@@ -56,6 +57,10 @@ void AdminApi::registerRoutes(Router& router) {
   router.add("POST", webhook + "/deliveries/{id}/retry", bind(&AdminApi::retryDelivery));
   router.add("POST", webhook + "/replay", bind(&AdminApi::replay));
   router.add("GET", webhook + "/stats", bind(&AdminApi::webhookStats));
+  const std::string operational = "/api/v1/settings/operational-webhook";
+  router.add("GET", operational, bind(&AdminApi::getOperationalWebhook));
+  router.add("PUT", operational, bind(&AdminApi::putOperationalWebhook));
+  router.add("DELETE", operational, bind(&AdminApi::deleteOperationalWebhook));
 }
 
 }  // namespace webhooker::server

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/dispatcher.h"
+#include "engine/operational_events.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
@@ -23,9 +24,10 @@ namespace webhooker::server {
 
 class AdminApi {
  public:
+  // `operationalEvents` may be null: no operational webhook can be set.
   AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-           const SsrfGuard& guard, const CircuitBreakers& breakers,
-           RoutingEvaluator* routing = nullptr);
+           const SsrfGuard& guard, CircuitBreakers& breakers,
+           RoutingEvaluator* routing, OperationalEvents* operationalEvents);
   void registerRoutes(Router& router);
 
  private:
@@ -68,6 +70,11 @@ class AdminApi {
   void redeliverEvent(const HttpRequest& req, HttpResponse& res);
   void replay(const HttpRequest& req, HttpResponse& res);
 
+  // --- Operational webhook (admin_operational_webhook.cpp) ---
+  void getOperationalWebhook(const HttpRequest& req, HttpResponse& res);
+  void putOperationalWebhook(const HttpRequest& req, HttpResponse& res);
+  void deleteOperationalWebhook(const HttpRequest& req, HttpResponse& res);
+
   // --- Statistics (admin_stats.cpp): counts, breakers, the last 24 hours ---
   void webhookStats(const HttpRequest& req, HttpResponse& res);
 
@@ -75,8 +82,9 @@ class AdminApi {
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;  // told about target changes, handed redriven deliveries
   const SsrfGuard& guard_;  // refuses literal internal addresses in target URLs
-  const CircuitBreakers& breakers_;
+  CircuitBreakers& breakers_;  // shown by the API; reset when a target's config changes
   RoutingEvaluator* const routing_;  // null: programs cannot be saved
+  OperationalEvents* operationalEvents_;  // told about operator enables and setting changes
 };
 
 // The id captured by the route at `index`, if it is a uuid; otherwise a 404

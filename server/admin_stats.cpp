@@ -33,9 +33,18 @@ json lastFailureJson(const std::optional<LastFailure>& f) {
 json breakerJson(const CircuitBreakers& breakers, const TargetRecord& t) {
   if (t.type != "http" && t.type != "slack") return json();
   const CircuitBreakers::Status s = breakers.status(t.id);
-  return {{"state", stateWord(s.state)},
+  return {{"state", breakerStateWord(s.state)},
           {"consecutive_failures", s.consecutiveFailures},
           {"retry_in_ms", s.retryIn.count()}};
+}
+
+json oldestWaitingJson(const std::optional<OldestWaiting>& w) {
+  if (!w) return json();
+  return {{"delivery_id", w->deliveryId},
+          {"event_id", w->eventId},
+          {"status", statusWord(w->status)},
+          {"attempts", w->attempts},
+          {"next_attempt_at", w->nextAttemptAt ? json(*w->nextAttemptAt) : json()}};
 }
 
 }  // namespace
@@ -66,7 +75,18 @@ void AdminApi::webhookStats(const HttpRequest& req, HttpResponse& res) {
                                                              : DeliveryCounts{})},
                           {"breaker", breakerJson(breakers_, t)},
                           {"last_failure", lastFailureJson(activity ? activity->lastFailure
-                                                                    : std::nullopt)}});
+                                                                    : std::nullopt)},
+                          // Endpoint health: its state, and what waits.
+                          {"state", targetStateWord(t.state())},
+                          {"disabled_reason", t.disabled ? json(disabledReasonWord(t.disabled->reason))
+                                                         : json()},
+                          {"ordering", orderingWord(t.health.ordering)},
+                          {"oldest_waiting", oldestWaitingJson(activity ? activity->oldestWaiting
+                                                                        : std::nullopt)},
+                          {"oldest_pending_age_seconds",
+                           activity && activity->oldestDueAgeSeconds
+                               ? json(*activity->oldestDueAgeSeconds)
+                               : json(0)}});
   }
   json hours = json::array();
   for (const HourlyCount& h : stats->hours)

@@ -8,6 +8,7 @@
 #include "server/admin_api.h"
 #include "server/json_io.h"
 #include "server/request_fields.h"
+#include "server/target_health_fields.h"
 #include "targets/routing_rules.h"
 #include "targets/target_config.h"
 #include "targets/webhook_signature.h"
@@ -34,7 +35,16 @@ json targetJson(const TargetRecord& t) {
               {"updated_at", t.updatedAt}};
   if (t.deletedAt) out["deleted_at"] = *t.deletedAt;
   out.update(targetRoutingJson(storedTargetRouting(t.routingJson)));
+  addTargetHealthView(t, out);
   return out;
+}
+
+// refuseUnknownFields for a target body: `known` plus the health fields.
+Result<void> refuseUnknownTargetFields(const json& body,
+                                       std::initializer_list<std::string_view> known) {
+  json rest = body;
+  for (std::string_view field : kTargetHealthFields) rest.erase(std::string(field));
+  return refuseUnknownFields(rest, known);
 }
 
 // The fields create and update share, applied onto `target`. `config` is
@@ -42,8 +52,9 @@ json targetJson(const TargetRecord& t) {
 // URL without sending the secret again.
 // `generated` receives a signing secret made for "signing_secret": "generate",
 // to be shown once in the response.
+// `enable` receives what the write asks of the target's enabled state.
 Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& target,
-                               std::optional<std::string>& generated) {
+                               std::optional<std::string>& generated, EnableRequest& enable) {
   if (body.contains("config") && body["config"].is_object() &&
       body["config"].value("signing_secret", json()) == "generate") {
     generated = newSigningSecret();
@@ -52,9 +63,9 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
   auto name = stringField(body, "name", kMaxNameLength);
   if (!name) return name.error();
   if (name.value()) target.name = *name.value();
-  auto active = boolField(body, "active");
-  if (!active) return active.error();
-  if (active.value()) target.active = *active.value();
+  auto health = applyTargetHealthFields(body, target);
+  if (!health) return health.error();
+  enable = health.value();
   auto concurrency = intField(body, "max_concurrency", 1, kMaxConcurrency);
   if (!concurrency) return concurrency.error();
   if (concurrency.value()) target.maxConcurrency = static_cast<int>(*concurrency.value());
@@ -114,7 +125,7 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   if (!id) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
-  if (auto r = refuseUnknownFields(
+  if (auto r = refuseUnknownTargetFields(
           *body, {"name", "type", "active", "max_concurrency", "config", "retry", "filter",
                      "transform", "rate_limit"});
       !r)
@@ -129,7 +140,8 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   target.webhookId = *id;
   target.type = *type.value();
   std::optional<std::string> generated;
-  if (auto r = applyCommonFields(*body, guard_, target, generated); !r)
+  EnableRequest enable = EnableRequest::kNone;
+  if (auto r = applyCommonFields(*body, guard_, target, generated, enable); !r)
     return sendError(res, r.error());
   if (auto r = checkPrograms(storedTargetRouting(target.routingJson)); !r)
     return sendError(res, r.error());
@@ -161,7 +173,7 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
   if (!tid) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
-  if (auto r = refuseUnknownFields(
+  if (auto r = refuseUnknownTargetFields(
           *body, {"name", "type", "active", "max_concurrency", "config", "retry", "filter",
                      "transform", "rate_limit"});
       !r)
@@ -173,13 +185,40 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
     return sendError(res, 400, "immutable_field",
                      "type cannot change; create a new target instead");
   std::optional<std::string> generated;
-  if (auto r = applyCommonFields(*body, guard_, target.value(), generated); !r)
+  EnableRequest enable = EnableRequest::kNone;
+  const std::string configBefore = target->configJson;
+  if (auto r = applyCommonFields(*body, guard_, target.value(), generated, enable); !r)
     return sendError(res, r.error());
   if (auto r = checkPrograms(storedTargetRouting(target->routingJson)); !r)
     return sendError(res, r.error());
   auto updated = store_.updateTarget(target.value());
   if (!updated) return sendError(res, updated.error());
   spdlog::info("target.updated webhook_id={} target_id={}", *id, *tid);
+  // An operator's word on the target's state ends a disable.
+  if (enable != EnableRequest::kNone && updated->disabled) {
+    const std::string reason(disabledReasonWord(updated->disabled->reason));
+    auto cleared = store_.setTargetDisabled(*id, *tid, std::nullopt);
+    if (!cleared) return sendError(res, cleared.error());
+    if (cleared.value()) {
+      spdlog::info("target.enabled webhook_id={} target_id={} reason=operator was={} state={}",
+                   *id, *tid, reason, enable == EnableRequest::kEnable ? "active" : "inactive");
+      if (enable == EnableRequest::kEnable && operationalEvents_)
+        operationalEvents_->publish(OperationalEventType::kTargetEnabled,
+                                    {{"webhook_id", *id},
+                                     {"target_id", *tid},
+                                     {"target_name", updated->name},
+                                     {"reason", "operator"}});
+    }
+    updated = store_.getTarget(*id, *tid);
+    if (!updated) return sendError(res, updated.error());
+  }
+  // A new URL or config deserves a fresh start: the old breaker's cooldown
+  // would otherwise hold the first deliveries back with nothing saying why.
+  if (body->contains("config") &&
+      json::parse(updated->configJson, nullptr, false) != json::parse(configBefore, nullptr, false)) {
+    spdlog::info("breaker.reset webhook_id={} target_id={} reason=config_changed", *id, *tid);
+    breakers_.reset(*tid);
+  }
   dispatcher_.targetChanged(*id, *tid);
   json view = targetJson(updated.value());
   if (generated) view["generated_signing_secret"] = *generated;  // shown this once

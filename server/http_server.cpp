@@ -462,7 +462,7 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       registry_(parts.registry),
       auth_(parts.store),
       admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers,
-             parts.routing),
+             parts.routing, parts.operationalEvents),
       workers_(static_cast<size_t>(std::max(options_.threads, 1))),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest,
               {parts.routing, parts.routingMetrics}) {

@@ -27,6 +27,7 @@
 
 #include "base/result.h"
 #include "engine/dispatcher.h"
+#include "engine/operational_events.h"
 #include "server/ingest_handler.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
@@ -70,12 +71,14 @@ struct ServerParts {
   EventsDbPool& eventsDbs;
   Dispatcher& dispatcher;
   const SsrfGuard& guard;            // refuses literal internal target URLs at write time
-  const CircuitBreakers& breakers;   // their states are shown by the admin API
+  CircuitBreakers& breakers;         // shown by the admin API, reset on a config change
   prometheus::Registry& registry;    // served on /metrics; the server adds its own series
   // Routing's jq programs and counters (optional: without an evaluator no
   // program can be saved and jq rules match nothing).
   RoutingEvaluator* routing = nullptr;
   RoutingMetrics* routingMetrics = nullptr;
+  // Where operational events go; nullptr: the operational webhook cannot be set.
+  OperationalEvents* operationalEvents = nullptr;
 };
 
 class HttpServer {

@@ -290,15 +290,18 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
 
 namespace {
 
+// ?1: now, which decides what is due.
 constexpr const char* kBacklogByTarget =
-    "SELECT target_id, status, COUNT(*) FROM deliveries "
+    "SELECT target_id, status, COUNT(*), MIN(CASE WHEN next_attempt_at IS NULL "
+    "OR next_attempt_at <= ?1 THEN created_at END) FROM deliveries "
     "WHERE status IN ('pending', 'retrying') GROUP BY target_id, status";
 
-std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
+std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q, TimePoint now) {
+  q.bind(1, formatTime(now));
   std::vector<EventsDb::BacklogCount> out;
   while (q.executeStep())
     out.push_back({q.getColumn(0).getString(), storage::statusColumn(q.getColumn(1)),
-                   q.getColumn(2).getInt64()});
+                   q.getColumn(2).getInt64(), timeColumn(q.getColumn(3))});
   return out;
 }
 
@@ -307,27 +310,28 @@ std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q) {
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
   MutexLock lock(dbMutex_);
   try {
-    return readBacklog(*statements_->get(kBacklogByTarget));
+    return readBacklog(*statements_->get(kBacklogByTarget), clock_.now());
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
   }
 }
 
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
-    const std::filesystem::path& file) {
+    const std::filesystem::path& file, TimePoint now) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
     return makeError(error_code::kNotFound, file.string() + " does not exist");
   try {
     SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
     SQLite::Statement q(db, kBacklogByTarget);
-    return readBacklog(q);
+    return readBacklog(q, now);
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
   }
 }
 
-Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId) {
+Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId,
+                                                                      std::optional<int> limit) {
   MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(
@@ -336,8 +340,10 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std
                           "(SELECT created_at FROM delivery_results r WHERE r.delivery_id = d.id "
                           "ORDER BY attempt DESC, r.id DESC LIMIT 1) END "
                           "FROM deliveries d WHERE status IN ('pending', 'retrying') ") +
-                  (targetId ? "AND target_id = ?1 " : "") + "ORDER BY created_at, d.rowid");
+                  (targetId ? "AND target_id = ?1 " : "") + "ORDER BY created_at, d.rowid" +
+                  (limit ? " LIMIT ?2" : ""));
     if (targetId) q.bind(1, *targetId);
+    if (limit) q.bind(2, *limit);
     std::vector<UnfinishedDelivery> out;
     while (q.executeStep()) {
       UnfinishedDelivery d;

@@ -88,17 +88,23 @@ class EventsDb {
     std::string targetId;
     DeliveryStatus status = DeliveryStatus::kPending;  // kPending or kRetrying
     int64_t count = 0;
+    // created_at of the oldest of them that is due (no next attempt time,
+    // or one that has passed), if any.
+    std::optional<TimePoint> oldestDueCreatedAt;
   };
   // How many deliveries wait, per target and status (for the sampler).
   Result<std::vector<BacklogCount>> backlogByTarget();
   // The same, read from a file nobody holds open here: opened read-only,
   // without migrating or creating it, and closed again ("not_found" if the
-  // file does not exist).
-  static Result<std::vector<BacklogCount>> backlogOfFile(const std::filesystem::path& file);
+  // file does not exist). `now` decides what is due.
+  static Result<std::vector<BacklogCount>> backlogOfFile(const std::filesystem::path& file,
+                                                         TimePoint now);
   // Every pending or retrying delivery, oldest first; only those of
   // `targetId` if given (a refill of one target's queue). One query, the
-  // latest result's time of each retrying one included.
-  Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(const std::string* targetId = nullptr);
+  // latest result's time of each retrying one included. `limit`: at most
+  // that many (a FIFO target's next delivery is the first).
+  Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(const std::string* targetId = nullptr,
+                                                               std::optional<int> limit = std::nullopt);
 
   // --- History (events_db_history.cpp) -------------------------------------
   // Read-only views for the admin API. "not_found" for an unknown id.

@@ -52,7 +52,7 @@ Result<WebhookStats> EventsDb::stats(int hours) {
     while (counts.executeStep()) {
       const std::string targetId = counts.getColumn(0).getString();
       if (stats.targets.empty() || stats.targets.back().targetId != targetId)
-        stats.targets.push_back(TargetActivity{targetId, {}, std::nullopt});
+        stats.targets.push_back(TargetActivity{targetId, {}, {}, {}, {}});
       const DeliveryStatus status = storage::statusColumn(counts.getColumn(1));
       const int64_t n = counts.getColumn(2).getInt64();
       addCount(stats.targets.back().deliveries, status, n);
@@ -79,6 +79,40 @@ Result<WebhookStats> EventsDb::stats(int hours) {
         if (!failures.getColumn(5).isNull()) f.error = failures.getColumn(5).getString();
         t.lastFailure = std::move(f);
       }
+    }
+
+    // Each target's oldest waiting delivery (deliveries_waiting_by_target).
+    SQLite::Statement oldest(
+        *db_,
+        "SELECT target_id, id, event_id, status, attempts, next_attempt_at FROM "
+        "(SELECT target_id, id, event_id, status, attempts, next_attempt_at, ROW_NUMBER() "
+        "OVER (PARTITION BY target_id ORDER BY created_at, rowid) AS n FROM deliveries "
+        "WHERE status IN ('pending', 'retrying')) WHERE n = 1");
+    while (oldest.executeStep()) {
+      const std::string targetId = oldest.getColumn(0).getString();
+      for (TargetActivity& t : stats.targets) {
+        if (t.targetId != targetId) continue;
+        OldestWaiting w;
+        w.deliveryId = oldest.getColumn(1).getString();
+        w.eventId = oldest.getColumn(2).getString();
+        w.status = storage::statusColumn(oldest.getColumn(3));
+        w.attempts = oldest.getColumn(4).getInt();
+        if (!oldest.getColumn(5).isNull()) w.nextAttemptAt = oldest.getColumn(5).getString();
+        t.oldestWaiting = std::move(w);
+      }
+    }
+    const TimePoint now = clock_.now();
+    SQLite::Statement due(*db_,
+                          "SELECT target_id, MIN(created_at) FROM deliveries "
+                          "WHERE status IN ('pending', 'retrying') "
+                          "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) GROUP BY target_id");
+    due.bind(1, formatTime(now));
+    while (due.executeStep()) {
+      const std::string targetId = due.getColumn(0).getString();
+      const auto createdAt = parseTime(due.getColumn(1).getString());
+      for (TargetActivity& t : stats.targets)
+        if (t.targetId == targetId && createdAt)
+          t.oldestDueAgeSeconds = std::chrono::duration<double>(now - *createdAt).count();
     }
 
     const auto received = countByHour(

@@ -15,7 +15,10 @@ constexpr const char* kWebhookColumns =
 
 constexpr const char* kTargetColumns =
     "id, webhook_id, name, type, active, max_concurrency, config, max_retries, base_delay_ms, "
-    "max_delay_ms, jitter, created_at, updated_at, deleted_at, routing";
+    "max_delay_ms, jitter, created_at, updated_at, deleted_at, "
+    // Endpoint health, from 14 on (bindTargetHealthPolicy, readTargetHealth).
+    "ordering, disable_after_ms, auto_resume, probe_interval_ms, disabled_reason, disabled_at, "
+    "routing";  // 20
 
 // mask_pointers is a JSON array of strings; the API wrote it, so anything
 // else in it is skipped rather than fatal.
@@ -68,6 +71,27 @@ void bindTargetSettings(SQLite::Statement& q, const TargetRecord& t, int first) 
   q.bind(first + 6, t.retry.jitter);
 }
 
+// Binds the health policy (ordering to probe_interval_ms, four columns)
+// starting at parameter `first`.
+void bindTargetHealthPolicy(SQLite::Statement& q, const TargetRecord& t, int first) {
+  q.bind(first, std::string(orderingWord(t.health.ordering)));
+  q.bind(first + 1, static_cast<int64_t>(t.health.disableAfter.count()));
+  q.bind(first + 2, t.health.autoResume ? 1 : 0);
+  q.bind(first + 3, static_cast<int64_t>(t.health.probeInterval.count()));
+}
+
+void readTargetHealth(SQLite::Statement& q, TargetRecord& t) {
+  t.health.ordering = parseOrdering(q.getColumn(14).getString()).value_or(TargetOrdering::kParallel);
+  t.health.disableAfter = std::chrono::milliseconds(q.getColumn(15).getInt64());
+  t.health.autoResume = q.getColumn(16).getInt() != 0;
+  t.health.probeInterval = std::chrono::milliseconds(q.getColumn(17).getInt64());
+  if (!q.getColumn(18).isNull()) {
+    t.disabled = TargetDisabled{
+        parseDisabledReason(q.getColumn(18).getString()).value_or(DisabledReason::kFailing),
+        q.getColumn(19).isNull() ? "" : q.getColumn(19).getString()};
+  }
+}
+
 TargetRecord readTarget(SQLite::Statement& q) {
   TargetRecord t;
   t.id = q.getColumn(0).getString();
@@ -84,7 +108,8 @@ TargetRecord readTarget(SQLite::Statement& q) {
   t.createdAt = q.getColumn(11).getString();
   t.updatedAt = q.getColumn(12).getString();
   if (!q.getColumn(13).isNull()) t.deletedAt = q.getColumn(13).getString();
-  t.routingJson = q.getColumn(14).getString();
+  readTargetHealth(q, t);
+  t.routingJson = q.getColumn(20).getString();
   return t;
 }
 
@@ -357,12 +382,14 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
   t.createdAt = now;
   t.updatedAt = now;
   t.deletedAt.reset();
+  t.disabled.reset();
   return write("create target", [&](SQLite::Database& db) -> Result<TargetRecord> {
     SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, t.webhookId);
     if (!exists.executeStep()) return notFound("webhook", t.webhookId);
     SQLite::Statement q(db, std::string("INSERT INTO targets (") + kTargetColumns +
-                                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)");
+                                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, "
+                                  "?, ?, ?, ?, NULL, NULL, ?)");
     q.bind(1, t.id);
     q.bind(2, t.webhookId);
     q.bind(3, t.name);
@@ -370,7 +397,8 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
     bindTargetSettings(q, t, 5);
     q.bind(12, now);
     q.bind(13, now);
-    q.bind(14, t.routingJson);
+    bindTargetHealthPolicy(q, t, 14);
+    q.bind(18, t.routingJson);
     q.exec();
     return t;
   });
@@ -404,14 +432,17 @@ Result<TargetRecord> MainStore::updateTarget(const TargetRecord& t) {
     SQLite::Statement q(db,
                         "UPDATE targets SET name = ?, active = ?, max_concurrency = ?, "
                         "config = ?, max_retries = ?, base_delay_ms = ?, max_delay_ms = ?, "
-                        "jitter = ?, updated_at = ?, routing = ? "
+                        "jitter = ?, updated_at = ?, "
+                        "ordering = ?, disable_after_ms = ?, auto_resume = ?, probe_interval_ms = ?, "
+                        "routing = ? "
                         "WHERE id = ? AND webhook_id = ? AND deleted_at IS NULL");
     q.bind(1, t.name);
     bindTargetSettings(q, t, 2);
     q.bind(9, formatTime(clock_.now()));
-    q.bind(10, t.routingJson);
-    q.bind(11, t.id);
-    q.bind(12, t.webhookId);
+    bindTargetHealthPolicy(q, t, 10);
+    q.bind(14, t.routingJson);
+    q.bind(15, t.id);
+    q.bind(16, t.webhookId);
     if (q.exec() == 0) return notFound("target", t.id);
     return {};
   });
@@ -464,6 +495,127 @@ Result<void> MainStore::setSetting(const std::string& key, const std::string& va
     q.bind(3, formatTime(clock_.now()));
     q.exec();
     return {};
+  });
+}
+
+Result<void> MainStore::deleteSetting(const std::string& key) {
+  return write("delete setting", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db, "DELETE FROM settings WHERE key = ?");
+    q.bind(1, key);
+    q.exec();
+    return {};
+  });
+}
+
+// --- Endpoint health -------------------------------------------------------
+
+Result<bool> MainStore::setTargetDisabled(const std::string& webhookId, const std::string& id,
+                                          std::optional<DisabledReason> reason) {
+  return write("set target disabled", [&](SQLite::Database& db) -> Result<bool> {
+    const std::string now = formatTime(clock_.now());
+    // A target already disabled keeps its first reason and time.
+    SQLite::Statement q(db, reason ? "UPDATE targets SET disabled_reason = ?1, disabled_at = ?2, "
+                                     "updated_at = ?2 WHERE id = ?3 AND webhook_id = ?4 "
+                                     "AND deleted_at IS NULL AND disabled_reason IS NULL"
+                                   : "UPDATE targets SET disabled_reason = NULL, disabled_at = NULL, "
+                                     "updated_at = ?2 WHERE id = ?3 AND webhook_id = ?4 "
+                                     "AND deleted_at IS NULL AND disabled_reason IS NOT NULL");
+    if (reason) q.bind(1, std::string(disabledReasonWord(*reason)));
+    q.bind(2, now);
+    q.bind(3, id);
+    q.bind(4, webhookId);
+    if (q.exec() > 0) return true;
+    SQLite::Statement exists(db, "SELECT 1 FROM targets WHERE id = ? AND webhook_id = ? "
+                                 "AND deleted_at IS NULL");
+    exists.bind(1, id);
+    exists.bind(2, webhookId);
+    if (!exists.executeStep()) return notFound("target", id);
+    return false;
+  });
+}
+
+Result<void> MainStore::saveBreaker(const std::string& targetId, BreakerState state,
+                                    std::optional<TimePoint> openedAt, int consecutiveFailures) {
+  return write("save breaker", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "INSERT INTO target_health (target_id, breaker_state, breaker_opened_at, "
+                        "consecutive_failures, updated_at) "
+                        "SELECT id, ?2, ?3, ?4, ?5 FROM targets WHERE id = ?1 "
+                        "ON CONFLICT(target_id) DO UPDATE SET breaker_state = excluded.breaker_state, "
+                        "breaker_opened_at = excluded.breaker_opened_at, "
+                        "consecutive_failures = excluded.consecutive_failures, "
+                        "updated_at = excluded.updated_at");
+    q.bind(1, targetId);
+    q.bind(2, std::string(breakerStateWord(state)));
+    if (openedAt) q.bind(3, formatTime(*openedAt));
+    else q.bind(3);
+    q.bind(4, consecutiveFailures);
+    q.bind(5, formatTime(clock_.now()));
+    q.exec();
+    return {};
+  });
+}
+
+Result<void> MainStore::setFailingSince(const std::string& targetId,
+                                        std::optional<TimePoint> since) {
+  return write("set failing since", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "INSERT INTO target_health (target_id, failing_since, updated_at) "
+                        "SELECT id, ?2, ?3 FROM targets WHERE id = ?1 "
+                        "ON CONFLICT(target_id) DO UPDATE SET failing_since = excluded.failing_since, "
+                        "updated_at = excluded.updated_at");
+    q.bind(1, targetId);
+    if (since) q.bind(2, formatTime(*since));
+    else q.bind(2);
+    q.bind(3, formatTime(clock_.now()));
+    q.exec();
+    return {};
+  });
+}
+
+Result<std::unordered_set<std::string>> MainStore::heldTargetIds() {
+  using Ids = std::unordered_set<std::string>;
+  return read("list held targets", [&](SQLite::Database& db) -> Result<Ids> {
+    SQLite::Statement q(db, "SELECT id FROM targets WHERE deleted_at IS NULL "
+                            "AND (active = 0 OR disabled_reason IS NOT NULL)");
+    Ids out;
+    while (q.executeStep()) out.insert(q.getColumn(0).getString());
+    return out;
+  });
+}
+
+Result<std::vector<TargetRecord>> MainStore::listDisabledTargets() {
+  return read("list disabled targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
+    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns +
+                                  " FROM targets WHERE disabled_reason IS NOT NULL "
+                                  "AND deleted_at IS NULL ORDER BY disabled_at, id");
+    std::vector<TargetRecord> out;
+    while (q.executeStep()) out.push_back(readTarget(q));
+    return out;
+  });
+}
+
+Result<std::vector<StoredTargetHealth>> MainStore::listTargetHealth() {
+  using Rows = std::vector<StoredTargetHealth>;
+  return read("list target health", [&](SQLite::Database& db) -> Result<Rows> {
+    SQLite::Statement q(db,
+                        "SELECT h.target_id, t.webhook_id, t.type, h.breaker_state, "
+                        "h.breaker_opened_at, h.consecutive_failures, h.failing_since "
+                        "FROM target_health h JOIN targets t ON t.id = h.target_id "
+                        "WHERE t.deleted_at IS NULL");
+    Rows out;
+    while (q.executeStep()) {
+      StoredTargetHealth h;
+      h.targetId = q.getColumn(0).getString();
+      h.webhookId = q.getColumn(1).getString();
+      h.targetType = q.getColumn(2).getString();
+      h.breakerState = parseBreakerState(q.getColumn(3).getString()).value_or(BreakerState::kClosed);
+      if (!q.getColumn(4).isNull()) h.breakerOpenedAt = q.getColumn(4).getString();
+      h.consecutiveFailures = q.getColumn(5).getInt();
+      if (!q.getColumn(6).isNull()) h.failingSince = q.getColumn(6).getString();
+      out.push_back(std::move(h));
+    }
+    return out;
   });
 }
 

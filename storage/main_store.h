@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -86,8 +87,26 @@ class MainStore {
   // id → type of every target that is not deleted, across all webhooks.
   Result<std::unordered_map<std::string, std::string>> liveTargetTypes();
 
+  // --- Endpoint health (storage/target_health_records.h) ---
+  // Sets (reason) or clears (nullopt) a live target's disabled state. True
+  // if it changed: a disabled target keeps its first reason and time.
+  Result<bool> setTargetDisabled(const std::string& webhookId, const std::string& id,
+                                 std::optional<DisabledReason> reason);
+  // The breaker columns of a target's target_health row.
+  Result<void> saveBreaker(const std::string& targetId, BreakerState state,
+                           std::optional<TimePoint> openedAt, int consecutiveFailures);
+  // Since when its attempts have failed without a success; nullopt clears it.
+  Result<void> setFailingSince(const std::string& targetId, std::optional<TimePoint> since);
+  // Ids of live targets whose deliveries wait on purpose (inactive or disabled).
+  Result<std::unordered_set<std::string>> heldTargetIds();
+  // Live targets disabled by the engine, across all webhooks.
+  Result<std::vector<TargetRecord>> listDisabledTargets();
+  // Every live target's target_health row.
+  Result<std::vector<StoredTargetHealth>> listTargetHealth();
+
   Result<std::optional<std::string>> getSetting(const std::string& key);
   Result<void> setSetting(const std::string& key, const std::string& value);
+  Result<void> deleteSetting(const std::string& key);
 
   // Moves after every write this store makes, once it is committed (or
   // rolled back). A cache of what was read keeps it valid while the number

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/target_health_records.h"
+
 namespace webhooker {
 
 struct Webhook {
@@ -69,6 +71,17 @@ struct TargetRecord {
   // Subscription, transformation and rate limit, as JSON
   // (targets/routing_rules.h); checked when written.
   std::string routingJson = "{}";
+  // Endpoint health (storage/target_health_records.h).
+  TargetHealthPolicy health;
+  std::optional<TargetDisabled> disabled;  // set: the engine holds its deliveries back
+
+  // Whether its deliveries are attempted now.
+  bool deliverable() const { return active && !disabled && !deletedAt; }
+  TargetState state() const {
+    if (disabled) return TargetState::kDisabled;
+    return active ? TargetState::kActive : TargetState::kInactive;
+  }
+  bool fifo() const { return health.ordering == TargetOrdering::kFifo; }
 };
 
 }  // namespace webhooker

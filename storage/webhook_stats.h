@@ -2,6 +2,8 @@
 // console. Plain values; times are the stored ISO-8601 text.
 #pragma once
 
+#include "storage/delivery_status.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,10 +27,24 @@ struct LastFailure {
   std::optional<std::string> error;
 };
 
+// A target's oldest waiting delivery: for a FIFO target the one its lane
+// holds, which the others wait behind.
+struct OldestWaiting {
+  std::string deliveryId;
+  std::string eventId;
+  DeliveryStatus status = DeliveryStatus::kPending;
+  int attempts = 0;
+  std::optional<std::string> nextAttemptAt;
+};
+
 struct TargetActivity {
   std::string targetId;
   DeliveryCounts deliveries;
   std::optional<LastFailure> lastFailure;
+  std::optional<OldestWaiting> oldestWaiting;
+  // How long the oldest delivery that is due (no next attempt time, or one
+  // that has passed) and not delivered has waited since it was created.
+  std::optional<double> oldestDueAgeSeconds;
 };
 
 // One hour of the activity chart: events received in it, and deliveries that

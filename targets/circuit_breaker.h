@@ -4,6 +4,9 @@
 //   closed --5 consecutive retryable failures--> open --30 s--> half-open
 //   half-open lets exactly one probe through: success closes, failure reopens.
 //
+// Every change of state goes to the transition listener (logged, persisted
+// in the main DB, sent as an operational event); restore() puts a persisted
+// breaker back at start-up, so a restart does not close an open one.
 // A delivery the breaker refuses is not an attempt: the caller records no
 // result row and no attempt metric, and retries at the end of the cooldown.
 // Threading: every method is safe from any thread (breakersMutex_).
@@ -12,26 +15,16 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <string>
 #include <unordered_map>
 
 #include "base/clock.h"
 #include "base/mutex.h"
+#include "storage/target_health_records.h"
 
 namespace webhooker {
-
-// A breaker's state; stateWord() gives the admin API's word for it.
-enum class BreakerState { kClosed, kOpen, kHalfOpen };
-
-constexpr std::string_view stateWord(BreakerState state) {
-  switch (state) {
-    case BreakerState::kClosed: return "closed";
-    case BreakerState::kOpen: return "open";
-    case BreakerState::kHalfOpen: return "half_open";
-  }
-  return "closed";  // not reached: the switch names every state
-}
 
 class CircuitBreakers {
  public:
@@ -51,8 +44,10 @@ class CircuitBreakers {
   Decision allow(const std::string& targetId);
   void recordSuccess(const std::string& targetId);
   // Only retryable failures count: a 404 says the receiver is up.
-  // `targetType` labels the breaker in openCountByType().
-  void recordFailure(const std::string& targetId, std::string_view targetType = "");
+  // `targetType` labels the breaker in openCountByType(); `webhookId` goes
+  // with its transitions.
+  void recordFailure(const std::string& targetId, std::string_view targetType = "",
+                     std::string_view webhookId = "");
   // The attempt allow() let through ended without saying anything about the
   // receiver (nothing was sent: a refused destination, a bad config). If it
   // was the half-open probe, the next caller may probe instead; without this
@@ -60,6 +55,24 @@ class CircuitBreakers {
   void releaseProbe(const std::string& targetId);
   // Forgets a target's breaker (target deleted or reconfigured).
   void reset(const std::string& targetId);
+  // Puts back a breaker persisted before a restart (an open one keeps its
+  // opening time, so its cooldown ends when it would have). No transition
+  // is reported; the state-change listener hears the new open count.
+  void restore(const StoredTargetHealth& stored, TimePoint openedAt);
+
+  // A change of a breaker's state, reported after it happened.
+  struct Transition {
+    std::string targetId;
+    std::string webhookId;
+    std::string targetType;
+    BreakerState from = BreakerState::kClosed;
+    BreakerState to = BreakerState::kClosed;
+    int consecutiveFailures = 0;
+    TimePoint openedAt{};  // open and half-open: when it last opened
+  };
+  // Called outside the lock, on the thread that made the change. Set once,
+  // before use.
+  void onTransition(std::function<void(const Transition&)> listener);
 
   // What the admin API shows of one target's breaker.
   struct Status {
@@ -83,14 +96,18 @@ class CircuitBreakers {
     TimePoint openedAt{};
     bool probeInFlight = false;
     std::string type;
+    std::string webhookId;
   };
   int openCountLocked() const REQUIRES(breakersMutex_);
   void notify(int openCount) const;
+  static Transition transitionOf(const std::string& targetId, const Breaker& b, State from);
+  void report(const std::optional<Transition>& transition) const;
 
   const Clock& clock_;
   const int threshold_;
   const std::chrono::milliseconds cooldown_;
   std::function<void(int)> listener_;
+  std::function<void(const Transition&)> transitionListener_;
 
   mutable Mutex breakersMutex_;
   std::unordered_map<std::string, Breaker> breakers_ GUARDED_BY(breakersMutex_);

@@ -4,6 +4,7 @@
 
 #include "storage/events_db.h"
 #include "targets/backoff.h"
+#include "targets/health_reporter.h"
 
 namespace webhooker {
 
@@ -11,7 +12,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-enum class Verdict { kSuccess, kRetry, kTerminal };
+// kGone: 410 Gone. The receiver says it is gone for good: the target is
+// disabled and the delivery waits for it to be enabled again.
+enum class Verdict { kSuccess, kRetry, kTerminal, kGone };
 
 struct Classified {
   Verdict verdict;
@@ -23,6 +26,7 @@ Classified classify(const OutboundResponse& r) {
   if (r.failure == F::kBlocked) return {Verdict::kTerminal, "blocked_destination"};
   if (r.failure != F::kNone) return {Verdict::kRetry, ""};
   if (r.status >= 200 && r.status < 300) return {Verdict::kSuccess, ""};
+  if (r.status == 410) return {Verdict::kGone, ""};
   if (r.status >= 500 || r.status == 408 || r.status == 425 || r.status == 429)
     return {Verdict::kRetry, ""};
   return {Verdict::kTerminal, "http_" + std::to_string(r.status)};
@@ -31,7 +35,8 @@ Classified classify(const OutboundResponse& r) {
 // After the attempt's result is written (or failed to be): metrics, the log
 // line, and the next attempt.
 void finishAttempt(const Result<void>& written, const AttemptRecord& record, milliseconds delay,
-                   Task task, Scheduler& scheduler, AttemptObserver& observer) {
+                   Task task, Scheduler& scheduler, AttemptObserver& observer,
+                   HealthReporter* health) {
   if (!written) {
     // The row keeps its previous state and attempt count; the sweep picks it
     // up again. Rescheduling here would skip an attempt number.
@@ -40,23 +45,37 @@ void finishAttempt(const Result<void>& written, const AttemptRecord& record, mil
     return;
   }
   observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));
-  if (record.newStatus == DeliveryStatus::kRetrying)
-    spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
-                 "status_code={} error=\"{}\" retry_in_ms={}",
-                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                 record.statusCode.value_or(0), record.error, delay.count());
-  else if (record.newStatus == DeliveryStatus::kFailed)
-    spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
-                 "reason={} status_code={} error=\"{}\"",
-                 task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                 *record.failureReason, record.statusCode.value_or(0), record.error);
-  else  // debug: at thousands a second, successes would be most of the log
-    spdlog::debug("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
-                  "status_code={} duration_ms={}",
-                  task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                  record.statusCode.value_or(0), record.durationMs);
+  switch (record.newStatus) {
+    case DeliveryStatus::kRetrying:
+      spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
+                   "status_code={} error=\"{}\" retry_in_ms={}",
+                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                   record.statusCode.value_or(0), record.error, delay.count());
+      break;
+    case DeliveryStatus::kFailed:
+      spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
+                   "reason={} status_code={} error=\"{}\"",
+                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                   *record.failureReason, record.statusCode.value_or(0), record.error);
+      if (health) health->deadLettered(task, *record.failureReason);
+      break;
+    case DeliveryStatus::kPending:
+      spdlog::info("delivery.held webhook_id={} delivery_id={} target_id={} attempt={} "
+                   "status_code={} reason=target_disabled",
+                   task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                   record.statusCode.value_or(0));
+      break;
+    case DeliveryStatus::kDelivered:
+      // debug: at thousands a second, successes would be most of the log
+      spdlog::debug("delivery.delivered webhook_id={} delivery_id={} target_id={} attempt={} "
+                    "status_code={} duration_ms={}",
+                    task.webhookId, task.deliveryId, task.targetId, task.attempt,
+                    record.statusCode.value_or(0), record.durationMs);
+      break;
+  }
   if (record.newStatus == DeliveryStatus::kRetrying) {
     ++task.attempt;
+    task.probe = false;
     scheduler.scheduleRetry(std::move(task), delay);
   }
 }
@@ -69,8 +88,9 @@ RetryingTarget::RetryingTarget(HttpClient& client, CircuitBreakers& breakers, Ra
 
 void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
   const RetryPolicy& policy = ctx.target.retry;
-  // max_retries 0 means one attempt and no breaker: nothing to protect.
-  const bool guarded = policy.maxRetries > 0;
+  // max_retries 0 means one attempt and no breaker: nothing to protect. An
+  // auto-resume probe is the one attempt a disabled target gets: it passes.
+  const bool guarded = policy.maxRetries > 0 && !task.probe;
   if (guarded) {
     const auto decision = breakers_.allow(task.targetId);
     if (!decision.allowed) {
@@ -80,10 +100,12 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
                      r.error().message);
       spdlog::debug("delivery.breaker_refused target_id={} delivery_id={} retry_in_ms={}",
                     task.targetId, task.deliveryId, decision.retryIn.count());
+      task.breakerDeferred = true;
       ctx.scheduler.scheduleRetry(std::move(task), decision.retryIn);
       return;
     }
   }
+  task.breakerDeferred = false;
 
   AttemptRecord record;
   record.deliveryId = task.deliveryId;
@@ -105,12 +127,23 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
     if (response.failure != OutboundResponse::Failure::kBlocked)
       ctx.observer.attempted(task.targetType, response.duration);
   }
+  // Nothing sent says nothing about the receiver.
+  const bool sent = request && verdict.reason != "blocked_destination";
   if (guarded) {
-    // Nothing sent says nothing about the receiver, but a probe must not
-    // stay out forever.
-    if (!request || verdict.reason == "blocked_destination") breakers_.releaseProbe(task.targetId);
-    else if (verdict.verdict == Verdict::kRetry) breakers_.recordFailure(task.targetId, task.targetType);
-    else breakers_.recordSuccess(task.targetId);
+    // A half-open breaker's probe must not stay out forever; a 410 leaves
+    // the breaker to the disabled state.
+    if (!sent || verdict.verdict == Verdict::kGone) breakers_.releaseProbe(task.targetId);
+    else if (verdict.verdict == Verdict::kRetry)
+      breakers_.recordFailure(task.targetId, task.targetType, task.webhookId);
+    else if (verdict.verdict == Verdict::kSuccess) breakers_.recordSuccess(task.targetId);
+  } else if (task.probe && verdict.verdict == Verdict::kSuccess) {
+    breakers_.recordSuccess(task.targetId);
+  }
+  bool disabledNow = false;
+  if (sent && ctx.health) {
+    if (verdict.verdict == Verdict::kSuccess) ctx.health->attemptSucceeded(ctx.target, task);
+    else if (verdict.verdict == Verdict::kGone) ctx.health->receiverGone(ctx.target, task);
+    else disabledNow = ctx.health->attemptFailed(ctx.target, task);
   }
 
   milliseconds delay{0};
@@ -120,6 +153,10 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
   } else if (verdict.verdict == Verdict::kTerminal) {
     record.newStatus = DeliveryStatus::kFailed;
     record.failureReason = verdict.reason;
+  } else if (verdict.verdict == Verdict::kGone || disabledNow) {
+    // The target is disabled: the delivery waits, first in line, for it to
+    // be enabled (which queues every waiting delivery again).
+    record.newStatus = DeliveryStatus::kPending;
   } else if (task.attemptInSeries() > policy.maxRetries) {
     record.newStatus = DeliveryStatus::kFailed;
     record.failureReason = "max_attempts";
@@ -134,9 +171,9 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
   // the rest happens once it is (the hold keeps the delivery ours till then).
   ctx.db.recordAttemptAsync(
       record, [record, delay, task = std::move(task), &scheduler = ctx.scheduler,
-               &observer = ctx.observer,
+               &observer = ctx.observer, health = ctx.health,
                hold = ctx.hold /* released with this callback */](Result<void> written) mutable {
-        finishAttempt(written, record, delay, std::move(task), scheduler, observer);
+        finishAttempt(written, record, delay, std::move(task), scheduler, observer, health);
       });
 }
 

@@ -8,6 +8,11 @@
 //   retryable  connection, DNS, TLS errors, every timeout, 5xx, 408, 425, 429
 //   terminal   other 4xx and 3xx (http_<code>), blocked_destination,
 //              invalid_config; max_attempts once retries are used up
+//   gone       410: the target is disabled (HealthReporter) and the
+//              delivery waits, `pending` again, for it to be enabled
+// A delivery whose failure disabled its target (no success for its
+// disable_after) waits the same way instead of retrying or ending
+// max_attempts, so the oldest goes first when the target is enabled.
 #pragma once
 
 #include "base/clock.h"

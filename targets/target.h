@@ -22,6 +22,7 @@
 namespace webhooker {
 
 class EventsDb;
+class HealthReporter;
 
 // Re-enqueues a task for a later attempt. Implemented by the engine.
 // Threading: any thread. The task is queued even when the engine is busy;
@@ -61,6 +62,9 @@ struct DeliveryContext {
   Scheduler& scheduler;
   AttemptObserver& observer;
   AttemptHold hold;           // released when deliver() returns, unless copied
+  // Told about the receiver's health (targets/health_reporter.h); nullptr:
+  // nobody listens. Lives as long as the scheduler.
+  HealthReporter* health = nullptr;
 };
 
 class Target {

@@ -24,6 +24,12 @@ struct Task {
   // with a full retry budget, and the results of the old one stay.
   int seriesStart = 0;
   std::optional<EventPayload> payload;  // set when the body is at most kInlineBodyLimit
+  // An auto-resume probe: attempted although its target is disabled, past
+  // the breaker. Its retries are ordinary tasks again.
+  bool probe = false;
+  // Waiting only because the target's breaker refused it: a change of the
+  // target (its config resets the breaker) lets it go at once.
+  bool breakerDeferred = false;
 
   // The attempt's number within its series (1 for the first attempt).
   int attemptInSeries() const { return attempt - seriesStart; }

@@ -6,7 +6,9 @@
 //     delivery per target;
 //   - every delivery is `delivered` (and an http one reached the receiver,
 //     which answered 2xx, at least once) or `failed` with its reason;
-//   - the receiver never saw a delivery that does not exist.
+//   - the receiver never saw a delivery that does not exist;
+//   - a FIFO target's receiver saw its deliveries in the order their events
+//     were stored, a repeat being only of the last one sent.
 // It reports how many deliveries reached the receiver more than once
 // (at-least-once allows it; README "Crash test" says why).
 //
@@ -71,6 +73,23 @@ json httpTarget(const std::string& name, const std::string& url, int maxConcurre
           {"max_concurrency", maxConcurrency},
           {"config", {{"url", url}, {"timeout_ms", 2000}, {"signing_secret", kSigningSecret}}},
           {"retry", {{"max_retries", maxRetries}, {"base_delay_ms", 100}, {"max_delay_ms", 400}}}};
+}
+
+json fifoTarget(const std::string& name, const std::string& url) {
+  json target = httpTarget(name, url, 1);
+  target["ordering"] = "fifo";
+  return target;
+}
+
+// The FIFO target's deliveries in the order their events were stored.
+std::map<std::string, size_t> storedOrder(const std::filesystem::path& db,
+                                          const std::string& targetId) {
+  SQLite::Database file(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement q(file, "SELECT id FROM deliveries WHERE target_id = ? ORDER BY created_at, rowid");
+  q.bind(1, targetId);
+  std::map<std::string, size_t> out;
+  while (q.executeStep()) out.emplace(q.getColumn(0).getString(), out.size());
+  return out;
 }
 
 struct AckedEvent {
@@ -308,18 +327,20 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
   CrashingDaemon daemon(dir.path());
 
   // Three webhooks: several http targets (one with a single lane slot and
-  // a single retry), and the fire-and-forget database and log targets.
+  // a single retry, one FIFO), and the fire-and-forget database and log targets.
   const DaemonApi api(daemon.process().url());
   std::vector<std::string> hooks;
   std::vector<std::filesystem::path> dbs;
   std::vector<size_t> targetsPerWebhook;
   std::map<std::string, std::string> typeOfTarget;
   std::map<std::string, int> attemptsOfTarget;  // http targets: max_retries + 1
+  std::string fifoTargetId;
   const std::vector<std::vector<json>> layout = {
       {httpTarget("a", receiver.url("/w0/a"), 4), httpTarget("b", receiver.url("/w0/b"), 4),
        {{"name", "archive"}, {"type", "database"}, {"config", json::object()}}},
       {httpTarget("c", receiver.url("/w1/c"), 2),
-       {{"name", "audit"}, {"type", "log"}, {"config", json::object()}}},
+       {{"name", "audit"}, {"type", "log"}, {"config", json::object()}},
+       fifoTarget("f", receiver.url("/w1/fifo"))},
       {httpTarget("d", receiver.url("/w2/d"), 1, kFewRetries)}};
   for (size_t w = 0; w < layout.size(); ++w) {
     const json webhook = api.createWebhook("crash-" + std::to_string(w));
@@ -330,6 +351,7 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
       typeOfTarget[created["id"].get<std::string>()] = target["type"].get<std::string>();
       if (target.contains("retry"))
         attemptsOfTarget[created["id"].get<std::string>()] = target["retry"]["max_retries"].get<int>() + 1;
+      if (target.value("ordering", "") == "fifo") fifoTargetId = created["id"];
     }
     targetsPerWebhook.push_back(layout[w].size());
   }
@@ -429,6 +451,23 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
   }
   for (const std::string& id : seenIds)
     CHECK_MESSAGE(allIds.count(id) == 1, "the receiver got a delivery that does not exist: " << id);
+
+  // FIFO: what arrived never steps back in the stored order.
+  const std::map<std::string, size_t> order = storedOrder(dbs[1], fifoTargetId);
+  size_t fifoRequests = 0, lastIndex = 0;
+  for (const ReceivedRequest& r : requests) {
+    if (r.path != "/w1/fifo") continue;
+    const std::string webhookId = r.header("webhook-id");
+    const auto it = order.find(webhookId.substr(std::min<size_t>(4, webhookId.size())));
+    REQUIRE_MESSAGE(it != order.end(), "a FIFO request for no FIFO delivery: " << webhookId);
+    CHECK_MESSAGE(it->second >= lastIndex, "FIFO order broken: delivery #" << it->second
+                                                << " arrived after #" << lastIndex);
+    lastIndex = it->second;
+    ++fifoRequests;
+  }
+  CHECK(fifoRequests >= order.size() / 2);  // most reached it; the rest failed while it was down
+  log("FIFO target: " + std::to_string(order.size()) + " deliveries, " +
+      std::to_string(fifoRequests) + " requests, in order");
 
   std::string breakdown;
   for (const auto& [outcome, n] : outcomes) breakdown += " " + outcome + "=" + std::to_string(n);

@@ -378,7 +378,7 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   CHECK(json::parse(off.out)["active"] == false);
   const auto targets = run({"targets", "list", webhookId}, envWithUrl);
   CHECK(std::regex_search(targets.out,
-                          std::regex(targetId + " +t +http +no +https://example.com/x\n")));
+                          std::regex(targetId + " +t +http +inactive +parallel +https://example.com/x\n")));
 
   SUBCASE("a missing token is an error that says what to set") {
     const auto noToken = run({"webhooks", "list", "--url", daemon.url()}, {});

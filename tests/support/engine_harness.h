@@ -40,6 +40,8 @@
 #include "base/random.h"
 #include "base/time_format.h"
 #include "engine/engine.h"
+#include "engine/operational_events.h"
+#include "engine/target_health_monitor.h"
 #include "server/admin_token.h"
 #include "server/http_server.h"
 #include "storage/events_db_pool.h"
@@ -251,6 +253,12 @@ class EngineHarness {
     engine_ = std::make_unique<Engine>(engineOptions, *store_, *eventsDbs_, *registry_, clock_,
                                        observer_,
                                        EngineRouting{evaluator_.get(), routingMetrics_.get()});
+    operationalEvents_ = std::make_unique<OperationalEvents>(*store_, *eventsDbs_, *engine_, clock_);
+    operationalEvents_->reload();
+    health_ = std::make_unique<TargetHealthMonitor>(*store_, *engine_, *operationalEvents_, clock_);
+    health_->attach(*breakers_);
+    engine_->setHealthReporter(*health_);
+    operationalEvents_->start();
 
     server::ServerOptions serverOptions;
     serverOptions.listenAddress = "127.0.0.1";
@@ -259,7 +267,7 @@ class EngineHarness {
     http_ = std::make_unique<server::HttpServer>(
         serverOptions,
         server::ServerParts{*store_, *eventsDbs_, *engine_, *guard_, *breakers_, metricsRegistry_,
-                            evaluator_.get(), routingMetrics_.get()});
+                            evaluator_.get(), routingMetrics_.get(), operationalEvents_.get()});
     auto port = http_->bind();
     if (!port) throw std::runtime_error("harness: bind: " + port.error().message);
     port_ = port.value();
@@ -272,6 +280,8 @@ class EngineHarness {
   ~EngineHarness() {
     http_->stop();
     if (serveThread_.joinable()) serveThread_.join();
+    health_->stop();
+    operationalEvents_->stop();
     engine_->stop(std::chrono::seconds(10));
     engine_.reset();
   }
@@ -299,6 +309,8 @@ class EngineHarness {
   // With options_.jq only.
   JqSandbox& jqSandbox() { return *sandbox_; }
   prometheus::Registry& metricsRegistry() { return metricsRegistry_; }
+  TargetHealthMonitor& health() { return *health_; }
+  OperationalEvents& operationalEvents() { return *operationalEvents_; }
   const Clock& clock() const { return clock_; }
   int port() const { return port_; }
   // openCount() after each breaker state change, in order.
@@ -548,6 +560,8 @@ class EngineHarness {
   std::unique_ptr<RoutingEvaluator> evaluator_;
   std::unique_ptr<RoutingMetrics> routingMetrics_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<OperationalEvents> operationalEvents_;
+  std::unique_ptr<TargetHealthMonitor> health_;
   prometheus::Registry metricsRegistry_;
   std::unique_ptr<server::HttpServer> http_;
   int port_ = 0;

@@ -262,3 +262,59 @@ TEST_CASE_FIXTURE(Fixture, "status() shows closed with its failure count, open w
   CHECK(breakers.status(kTarget).state == BreakerState::kClosed);
   CHECK(breakers.status(kTarget).consecutiveFailures == 0);
 }
+
+TEST_CASE("every change of state is reported as a transition, with its webhook and failures") {
+  FakeClock clock;
+  CircuitBreakers breakers(clock, 2, 30s);
+  std::vector<CircuitBreakers::Transition> seen;
+  breakers.onTransition([&](const CircuitBreakers::Transition& t) { seen.push_back(t); });
+  breakers.recordFailure(kTarget, "http", "wh-1");
+  CHECK(seen.empty());  // counted, not a change of state
+  breakers.recordFailure(kTarget, "http", "wh-1");
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].from == BreakerState::kClosed);
+  CHECK(seen[0].to == BreakerState::kOpen);
+  CHECK(seen[0].webhookId == "wh-1");
+  CHECK(seen[0].targetType == "http");
+  CHECK(seen[0].consecutiveFailures == 2);
+  CHECK(seen[0].openedAt == clock.now());
+  clock.advance(30s);
+  CHECK(breakers.allow(kTarget).allowed);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1].to == BreakerState::kHalfOpen);
+  breakers.recordFailure(kTarget, "http", "wh-1");  // the probe failed
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[2].from == BreakerState::kHalfOpen);
+  CHECK(seen[2].to == BreakerState::kOpen);
+  clock.advance(30s);
+  CHECK(breakers.allow(kTarget).allowed);
+  breakers.recordSuccess(kTarget);
+  REQUIRE(seen.size() == 5);
+  CHECK(seen[4].from == BreakerState::kHalfOpen);
+  CHECK(seen[4].to == BreakerState::kClosed);
+  breakers.reset(kTarget);  // closed already: nothing to report
+  CHECK(seen.size() == 5);
+}
+
+TEST_CASE("a restored open breaker keeps its cooldown from when it opened") {
+  FakeClock clock;
+  CircuitBreakers breakers(clock, 5, 30s);
+  std::vector<int> openCounts;
+  breakers.onStateChange([&](int n) { openCounts.push_back(n); });
+  webhooker::StoredTargetHealth stored;
+  stored.targetId = kTarget;
+  stored.webhookId = "wh-1";
+  stored.targetType = "http";
+  stored.breakerState = BreakerState::kHalfOpen;  // its probe died with the process
+  stored.consecutiveFailures = 5;
+  breakers.restore(stored, clock.now() - 20s);
+  CHECK(openCounts == std::vector<int>{1});
+  CHECK(breakers.openCountByType().at("http") == 1);
+  const CircuitBreakers::Status s = breakers.status(kTarget);
+  CHECK(s.state == BreakerState::kOpen);
+  CHECK(s.retryIn == 10s);
+  CHECK(s.consecutiveFailures == 5);
+  CHECK_FALSE(breakers.allow(kTarget).allowed);
+  clock.advance(10s);
+  CHECK(breakers.allow(kTarget).allowed);  // the probe
+}

@@ -300,7 +300,7 @@ struct SamplerFixture {
   EventsDbPool pool;
   prometheus::Registry registry;
   DeliveryMetrics metrics{registry};
-  BacklogSampler sampler{store, pool, metrics};
+  BacklogSampler sampler{store, pool, metrics, clock};
 
   explicit SamplerFixture(size_t capacity = EventsDbPool::kDefaultCapacity)
       : pool(dir.path(), DbOptions{}, clock, capacity) {}

@@ -588,6 +588,27 @@
     return [chip(b.state, label), detail ? h('span', { class: 'cell-sub' }, detail) : null];
   }
 
+  // active / inactive / disabled (gone or failing), and what waits: a FIFO
+  // target's oldest waiting delivery holds the others behind it.
+  function stateCell(t) {
+    const state = t.state || (t.active ? 'active' : 'inactive');
+    const label = state === 'disabled' ? `disabled: ${t.disabled_reason}` : state;
+    const parts = [chip(state, label)];
+    if (t.ordering === 'fifo') {
+      parts.push(h('span', { class: 'cell-sub' }, 'FIFO'));
+      const w = t.oldest_waiting;
+      if (w && w.status === 'retrying') {
+        parts.push(h('span', { class: 'cell-sub', 'data-blocked-by': w.delivery_id },
+          `blocked by delivery ${w.delivery_id.slice(0, 8)} (${w.attempts} attempts)`));
+      }
+    }
+    if (t.oldest_pending_age_seconds >= 60) {
+      parts.push(h('span', { class: 'cell-sub bad-text' },
+        `oldest due for ${Math.round(t.oldest_pending_age_seconds / 60)} min`));
+    }
+    return parts;
+  }
+
   function lastErrorCell(t) {
     const f = t.last_failure;
     if (!f) return h('span', { class: 'muted' }, 'none');
@@ -611,10 +632,14 @@
     }
     const rows = targets.map((t) => {
       const d = t.deliveries;
-      const toggle = h('button', { type: 'button', class: 'btn btn-small' }, t.active ? 'Deactivate' : 'Activate');
+      // A disabled target is enabled with the same write as an inactive one.
+      const disabled = t.state === 'disabled';
+      const turnOn = disabled || !t.active;
+      const toggle = h('button', { type: 'button', class: 'btn btn-small' },
+        disabled ? 'Enable' : t.active ? 'Deactivate' : 'Activate');
       toggle.addEventListener('click', () => act(toggle, async () => {
-        await api('PATCH', `${webhookPath(webhookId)}/targets/${encodeURIComponent(t.target_id)}`, { active: !t.active });
-        showNotice(`Target \u201c${t.target_name}\u201d ${t.active ? 'deactivated: its deliveries wait' : 'activated'}.`, 'ok');
+        await api('PATCH', `${webhookPath(webhookId)}/targets/${encodeURIComponent(t.target_id)}`, { active: turnOn });
+        showNotice(`Target \u201c${t.target_name}\u201d ${turnOn ? (disabled ? 'enabled: its waiting deliveries resume' : 'activated') : 'deactivated: its deliveries wait'}.`, 'ok');
         await refresh();
       }));
       const replayButton = h('button', { type: 'button', class: 'btn btn-small', disabled: d.failed === 0 }, 'Replay failed');
@@ -627,7 +652,7 @@
       return h('tr', { 'data-target-id': t.target_id },
         td('lead', h('strong', null, t.target_name), h('span', { class: 'cell-sub' }, t.target_type),
           routingSummary(routing.get(t.target_id))),
-        td(null, chip(t.active ? 'active' : 'inactive', t.active ? 'active' : 'inactive')),
+        td(null, stateCell(t)),
         td(null, breakerCell(t)),
         labelled('waiting', 'num', count(d.pending + d.retrying)),
         labelled('failed', 'num' + (d.failed > 0 ? ' bad-text' : ''), count(d.failed)),
