@@ -7,13 +7,16 @@
 //    body is the parsed body when the body is JSON, else null;
 //  - a type found is a usable one (isEventTypeValue); a header rule gives
 //    that header's value, a pointer rule the string at the pointer;
-//  - every usable type, as a pattern, matches itself.
+//  - every usable type, as a pattern, matches itself;
+//  - on valid JSON, the scan for the default rule's "type" member finds
+//    what a full parse finds.
 #include <fuzzer/FuzzedDataProvider.h>
 #include <nlohmann/json.hpp>
 
 #include <cctype>
 #include <string>
 
+#include "base/json_member.h"
 #include "base/json_pointer.h"
 #include "base/json_text.h"
 #include "fuzz/fuzz_check.h"
@@ -36,6 +39,55 @@ bool sameIgnoringCase(const std::string& a, const std::string& b) {
       return false;
   return true;
 }
+
+// The parser's answer: the first top-level "type" member whose value is a
+// string.
+class FirstTypeMember : public nlohmann::json_sax<json> {
+ public:
+  std::optional<std::string> found;
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  bool string(string_t& value) override {
+    if (depth_ == 1 && typeNext_) {
+      found = value;
+      return false;
+    }
+    return scalar();
+  }
+  bool binary(binary_t&) override { return scalar(); }
+  bool start_object(std::size_t) override { return open(); }
+  bool key(string_t& name) override {
+    typeNext_ = depth_ == 1 && name == "type";
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  bool scalar() {
+    typeNext_ = false;
+    return true;
+  }
+  bool open() {
+    typeNext_ = false;
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    return true;
+  }
+  size_t depth_ = 0;
+  bool typeNext_ = false;
+};
 
 }  // namespace
 
@@ -71,6 +123,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (type) FUZZ_CHECK(first == type);
   }
   const auto parsed = webhooker::parseJsonText(body);
+  if (!parsed.is_discarded()) {
+    FirstTypeMember parser;
+    json::sax_parse(body, &parser);
+    FUZZ_CHECK(webhooker::topLevelStringMember(body, "type") == parser.found);
+  }
   if (ruleKind == 2 && type) {
     const auto pointer = webhooker::parseJsonPointer(ruleText);
     FUZZ_CHECK(pointer && !parsed.is_discarded());

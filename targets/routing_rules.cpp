@@ -7,6 +7,7 @@
 #include <map>
 
 #include "base/json_depth.h"
+#include "base/json_member.h"
 #include "base/json_pointer.h"
 #include "base/json_text.h"
 #include "base/utf8.h"
@@ -46,54 +47,6 @@ bool isJsonBody(std::string_view body) {
   return !body.empty() && std::memchr(body.data(), '\0', body.size()) == nullptr &&
          jsonDepthWithin(body) && json::accept(body);
 }
-
-// Finds the top-level "type" string of a JSON object without building it,
-// and stops reading there.
-class TopLevelType : public nlohmann::json_sax<json> {
- public:
-  std::optional<std::string> found;
-
-  bool null() override { return scalar(); }
-  bool boolean(bool) override { return scalar(); }
-  bool number_integer(number_integer_t) override { return scalar(); }
-  bool number_unsigned(number_unsigned_t) override { return scalar(); }
-  bool number_float(number_float_t, const string_t&) override { return scalar(); }
-  bool string(string_t& value) override {
-    if (depth_ == 1 && typeNext_) {
-      found = value;
-      return false;  // done
-    }
-    return scalar();
-  }
-  bool binary(binary_t&) override { return scalar(); }
-  bool start_object(std::size_t) override { return open(); }
-  bool key(string_t& name) override {
-    typeNext_ = depth_ == 1 && name == "type";
-    return true;
-  }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t) override { return open(); }
-  bool end_array() override { return close(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  bool scalar() {
-    typeNext_ = false;
-    return depth_ > 0;  // a bare scalar document has no type
-  }
-  bool open() {
-    typeNext_ = false;
-    return ++depth_ <= kMaxJsonDepth;
-  }
-  bool close() {
-    --depth_;
-    return depth_ > 0;
-  }
-  size_t depth_ = 0;
-  bool typeNext_ = false;
-};
 
 std::optional<std::string> usable(std::optional<std::string> type) {
   if (type && isEventTypeValue(*type)) return type;
@@ -265,9 +218,7 @@ std::optional<std::string> eventTypeWithoutJq(const EventTypeRule& rule, const H
   }
   if (auto github = usable(headerValue(headers, "X-GitHub-Event"))) return github;
   if (body.empty() || std::memchr(body.data(), '\0', body.size()) != nullptr) return std::nullopt;
-  TopLevelType sax;
-  json::sax_parse(body, &sax, json::input_format_t::json, /*strict=*/false);
-  return usable(std::move(sax.found));
+  return usable(topLevelStringMember(body, "type"));
 }
 
 bool isEventTypeValue(std::string_view type) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "base/json_member.h"
 #include "engine/token_bucket.h"
 #include "targets/jq_sandbox.h"
 #include "targets/routing_rules.h"
@@ -29,6 +30,34 @@ constexpr bool kSanitized = false;
 EventTypeRule rule(const json& value) { return parseEventTypeRule(value).value(); }
 
 }  // namespace
+
+TEST_CASE("the top-level string member is found by a scan that follows the structure") {
+  const auto type = [](std::string_view text) { return topLevelStringMember(text, "type"); };
+  CHECK(type(R"({"id":"e","data":{"type":"no","list":[1,{"type":"x"}],"s":"}]\"{"},"type":"paid"})") == "paid");
+  CHECK(type(" \r\n\t{ \"type\" :\t\"spaced\" }") == "spaced");
+  CHECK(type(R"({"type":"a\"b\u00e9\\"})") == "a\"b\xC3\xA9\\");
+  CHECK(type(R"({"\u0074ype":"escaped key"})") == "escaped key");
+  CHECK(type(R"({"types":"x","typ":"y","type":1,"type":null,"type":"third"})") == "third");
+  CHECK(type("\xEF\xBB\xBF{\"type\":\"after a byte order mark\"}") == "after a byte order mark");
+  CHECK(type(R"({"type":"first","type":"second"})") == "first");
+  CHECK(type(R"({"type":"\ud800"})") == std::nullopt);  // a lone surrogate does not decode
+  // Where the structure breaks before the member, there is none.
+  CHECK(type(R"([{"type":"x"}])") == std::nullopt);
+  CHECK(type(R"({"a":[}],"type":"x"})") == std::nullopt);
+  CHECK(type(R"({"a" 1,"type":"x"})") == std::nullopt);
+  CHECK(type(R"({"a":1 "type":"x"})") == std::nullopt);
+  CHECK(type(R"({"a":,"type":"x"})") == std::nullopt);
+  CHECK(type(R"({"a":"open,"type":"x"})") == std::nullopt);
+  CHECK(type(R"({"a":"\\\"})") == std::nullopt);
+  CHECK(type(R"({"type")") == std::nullopt);
+  CHECK(type("") == std::nullopt);
+  // Nesting counts from the top-level object, up to kMaxJsonDepth.
+  const auto nestedThenType = [](int arrays) {
+    return "{\"a\":" + std::string(arrays, '[') + std::string(arrays, ']') + ",\"type\":\"deep\"}";
+  };
+  CHECK(type(nestedThenType(127)) == "deep");
+  CHECK(type(nestedThenType(128)) == std::nullopt);
+}
 
 TEST_CASE("the default event type: X-GitHub-Event, then the body's top-level type") {
   const EventTypeRule byDefault;
