@@ -37,15 +37,18 @@ void Report::addRuns(const std::vector<Report>& runs) {
   for (Figure figure : runs.front().figures_) {
     std::vector<double> values;
     std::vector<double> baselines;
+    std::vector<double> ratios;
     for (const Report& run : runs) {
       for (const Figure& f : run.figures_) {
         if (f.scenario != figure.scenario || f.name != figure.name) continue;
         values.push_back(f.value);
         baselines.push_back(f.baseline);
+        ratios.push_back(f.ratio());
       }
     }
     figure.value = median(values);
     figure.baseline = median(baselines);
+    figure.medianRatio = median(ratios);
     figures_.push_back(std::move(figure));
   }
   for (const Report& run : runs) checks_.insert(checks_.end(), run.checks_.begin(), run.checks_.end());
@@ -62,7 +65,7 @@ bool Report::correct() const {
 }
 
 void Report::print(std::ostream& out) const {
-  if (runs_ > 1) out << fmt::format("\nmedian of {} runs", runs_);
+  if (runs_ > 1) out << fmt::format("\nmedian of {} runs (ratio: the median of each run's own ratio)", runs_);
   out << fmt::format("\n{:<11} {:<44} {:>12} {:<8} {:>12}  {:<34} {:>7}  {:<16} {}\n", "scenario",
                      "figure", "value", "unit", "baseline", "baseline is", "ratio", "goal", "");
   for (const Figure& f : figures_) {

@@ -25,8 +25,16 @@ struct Figure {
   double baseline = 0;
   std::string baselineName;
   std::optional<Goal> goal;
+  // Over several runs: the median of each run's own ratio. A run measures
+  // its value and baseline back to back, so a slow spell of the shared
+  // machine lowers both sides of one ratio; the ratio of the two medians
+  // could pair one run's value with another run's baseline.
+  std::optional<double> medianRatio = std::nullopt;
 
-  double ratio() const { return baseline > 0 ? value / baseline : 0; }
+  double ratio() const {
+    if (medianRatio) return *medianRatio;
+    return baseline > 0 ? value / baseline : 0;
+  }
   bool met() const;
   std::string goalText() const;
 };
@@ -36,8 +44,9 @@ class Report {
   explicit Report(bool judgeGoals) : judgeGoals_(judgeGoals) {}
 
   void add(Figure figure);
-  // Folds another run in: each figure's value and baseline become the median
-  // over the runs (matched by scenario and name); checks are kept from all.
+  // Folds several runs in: each figure's value, baseline and ratio become
+  // the medians over the runs (matched by scenario and name); checks are
+  // kept from all.
   void addRuns(const std::vector<Report>& runs);
   // A scenario's correctness violations (none is a pass).
   void addCheck(const std::string& scenario, std::vector<std::string> violations);
