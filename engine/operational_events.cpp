@@ -184,20 +184,8 @@ void OperationalEvents::store(Queued queued) {
     return;
   }
   spdlog::info("operational_webhook.queued type={} event_id={}", type, stored->eventId);
-  std::vector<Task> tasks;
-  for (const StoredDelivery& d : stored->deliveries) {
-    Task task;
-    task.deliveryId = d.id;
-    task.eventId = stored->eventId;
-    task.webhookId = webhookId;
-    task.targetId = d.targetId;
-    task.targetType = "http";
-    task.payload =
-        EventPayload{event.method,     event.headers,        event.contentType,
-                     event.body,       stored->receivedAt,   event.eventType};
-    tasks.push_back(std::move(task));
-  }
-  dispatcher_.submit(std::move(tasks));
+  dispatcher_.submit(firstAttempts(webhookId, std::move(event), *stored,
+                                    [](const std::string&) { return std::string("http"); }));
 }
 
 }  // namespace webhooker

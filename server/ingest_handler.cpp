@@ -203,29 +203,12 @@ void IngestHandler::finish(const IngestRoute& route, const RoutedEvent& routed,
   spdlog::debug("ingest.stored webhook_id={} event_id={} deliveries={}", webhookId,
                 stored->eventId, stored->deliveries.size());
 
-  std::vector<Task> tasks;
-  tasks.reserve(stored->deliveries.size());
-  const bool inlined = event.body.size() <= Task::kInlineBodyLimit;
-  for (const StoredDelivery& d : stored->deliveries) {
-    Task task;
-    task.deliveryId = d.id;
-    task.eventId = stored->eventId;
-    task.webhookId = webhookId;
-    task.targetId = d.targetId;
+  const auto targetType = [&route](const std::string& targetId) {
     for (const IngestRoute::ActiveTarget& t : route.targets)
-      if (t.id == d.targetId) task.targetType = t.type;
-    // The last task takes the stored event's body and headers: no copy for
-    // the common single target.
-    if (inlined && &d == &stored->deliveries.back())
-      task.payload = EventPayload{std::move(event.method), std::move(event.headers),
-                                  std::move(event.contentType), std::move(event.body),
-                                  stored->receivedAt, event.eventType};
-    else if (inlined)
-      task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
-                                  stored->receivedAt, event.eventType};
-    tasks.push_back(std::move(task));
-  }
-  dispatcher_.submit(std::move(tasks));
+      if (t.id == targetId) return t.type;
+    return std::string();
+  };
+  dispatcher_.submit(firstAttempts(webhookId, std::move(event), *stored, targetType));
   respond(std::move(res));
 }
 

@@ -4,10 +4,13 @@
 // which is read from the events DB when the attempt runs.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "storage/event_payload.h"
+#include "storage/ingest_records.h"
 
 namespace webhooker {
 
@@ -34,5 +37,13 @@ struct Task {
   // The attempt's number within its series (1 for the first attempt).
   int attemptInSeries() const { return attempt - seriesStart; }
 };
+
+// The first attempt of each delivery an ingest stored, from the event as it
+// came in (consumed: the last task takes its body and headers, so the common
+// single target copies nothing). A body over kInlineBodyLimit is left to be
+// read when the attempt runs. `targetType` names each stored target's type.
+std::vector<Task> firstAttempts(const std::string& webhookId, InboundEvent event,
+                                const IngestOutcome& stored,
+                                const std::function<std::string(const std::string& targetId)>& targetType);
 
 }  // namespace webhooker
