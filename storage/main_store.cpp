@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "base/time_format.h"
 #include "base/uuid.h"
 #include "storage/sqlite_database.h"
@@ -311,19 +313,17 @@ Result<std::vector<Entrypoint>> MainStore::listEntrypoints(const std::string& we
   });
 }
 
-Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webhookId,
-                                                        const std::string& id,
-                                                        const std::string& scheme,
-                                                        const std::string& secret) {
+Result<Entrypoint> MainStore::updateEntrypoint(const std::string& webhookId,
+                                               const std::string& id, const std::string& columns,
+                                               const std::function<void(SQLite::Statement&)>& bind) {
   auto written = write("update entrypoint", [&](SQLite::Database& db) -> Result<void> {
-    SQLite::Statement q(db,
-                        "UPDATE entrypoints SET verification = ?, verification_secret = ?, "
-                        "updated_at = ? WHERE id = ? AND webhook_id = ?");
-    q.bind(1, scheme);
-    if (scheme != "none") q.bind(2, secret);
-    q.bind(3, formatTime(clock_.now()));
-    q.bind(4, id);
-    q.bind(5, webhookId);
+    SQLite::Statement q(db, "UPDATE entrypoints SET " + columns +
+                                ", updated_at = ? WHERE id = ? AND webhook_id = ?");
+    bind(q);
+    const int next = static_cast<int>(std::count(columns.begin(), columns.end(), '?')) + 1;
+    q.bind(next, formatTime(clock_.now()));
+    q.bind(next + 1, id);
+    q.bind(next + 2, webhookId);
     if (q.exec() == 0) return notFound("entrypoint", id);
     return {};
   });
@@ -331,39 +331,29 @@ Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webho
   return getEntrypoint(id);
 }
 
+Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webhookId,
+                                                        const std::string& id,
+                                                        const std::string& scheme,
+                                                        const std::string& secret) {
+  return updateEntrypoint(webhookId, id, "verification = ?, verification_secret = ?",
+                          [&](SQLite::Statement& q) {
+                            q.bind(1, scheme);
+                            if (scheme != "none") q.bind(2, secret);
+                          });
+}
+
 Result<Entrypoint> MainStore::setEntrypointActive(const std::string& webhookId,
                                                   const std::string& id, bool active) {
-  auto written = write("update entrypoint", [&](SQLite::Database& db) -> Result<void> {
-    SQLite::Statement q(db,
-                        "UPDATE entrypoints SET active = ?, updated_at = ? "
-                        "WHERE id = ? AND webhook_id = ?");
-    q.bind(1, active ? 1 : 0);
-    q.bind(2, formatTime(clock_.now()));
-    q.bind(3, id);
-    q.bind(4, webhookId);
-    if (q.exec() == 0) return notFound("entrypoint", id);
-    return {};
-  });
-  if (!written) return written.error();
-  return getEntrypoint(id);
+  return updateEntrypoint(webhookId, id, "active = ?",
+                          [&](SQLite::Statement& q) { q.bind(1, active ? 1 : 0); });
 }
 
 Result<Entrypoint> MainStore::setEntrypointEventTypeRule(const std::string& webhookId,
                                                         const std::string& id,
                                                         const std::string& rule) {
-  auto written = write("update entrypoint", [&](SQLite::Database& db) -> Result<void> {
-    SQLite::Statement q(db,
-                        "UPDATE entrypoints SET event_type_rule = ?, updated_at = ? "
-                        "WHERE id = ? AND webhook_id = ?");
+  return updateEntrypoint(webhookId, id, "event_type_rule = ?", [&](SQLite::Statement& q) {
     if (!rule.empty()) q.bind(1, rule);
-    q.bind(2, formatTime(clock_.now()));
-    q.bind(3, id);
-    q.bind(4, webhookId);
-    if (q.exec() == 0) return notFound("entrypoint", id);
-    return {};
   });
-  if (!written) return written.error();
-  return getEntrypoint(id);
 }
 
 Result<void> MainStore::deleteEntrypoint(const std::string& webhookId, const std::string& id) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,7 +23,10 @@
 #include "storage/db_options.h"
 #include "storage/records.h"
 
-namespace SQLite { class Database; }
+namespace SQLite {
+class Database;
+class Statement;
+}  // namespace SQLite
 
 namespace webhooker {
 
@@ -136,6 +140,12 @@ class MainStore {
   // The same for a method that writes, under a WriteLock.
   template <typename Body>
   auto write(const char* operation, const Body& body) EXCLUDES(dbMutex_);
+
+  // Sets `columns` ("name = ?, ...", whose values `bind` binds from 1 on)
+  // and updated_at on the webhook's entrypoint `id`; not_found without one.
+  Result<Entrypoint> updateEntrypoint(const std::string& webhookId, const std::string& id,
+                                      const std::string& columns,
+                                      const std::function<void(SQLite::Statement&)>& bind);
 
   MainStore(std::unique_ptr<SQLite::Database> db, const Clock& clock);
 
