@@ -30,6 +30,7 @@ using webhooker::EventsDb;
 using webhooker::InboundEvent;
 using webhooker::IngestOutcome;
 using webhooker::testing::DbFile;
+using webhooker::testing::matchesWhole;
 using webhooker::testing::sqlText;
 
 constexpr std::chrono::milliseconds kWindow = 24h;
