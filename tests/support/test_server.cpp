@@ -14,44 +14,6 @@ nlohmann::json expectStatus(const httplib::Result& res, int status, const char* 
 
 }  // namespace
 
-void RecordingDispatcher::submit(std::vector<Task> tasks) {
-  std::lock_guard lock(mutex_);
-  batches_.push_back(std::move(tasks));
-}
-
-void RecordingDispatcher::targetChanged(const std::string& webhookId, const std::string& targetId) {
-  std::lock_guard lock(mutex_);
-  targetChanges_.emplace_back(webhookId, targetId);
-}
-
-std::vector<std::vector<Task>> RecordingDispatcher::batches() const {
-  std::lock_guard lock(mutex_);
-  return batches_;
-}
-
-std::vector<Task> RecordingDispatcher::tasks() const {
-  std::lock_guard lock(mutex_);
-  std::vector<Task> out;
-  for (const auto& batch : batches_) out.insert(out.end(), batch.begin(), batch.end());
-  return out;
-}
-
-size_t RecordingDispatcher::batchCount() const {
-  std::lock_guard lock(mutex_);
-  return batches_.size();
-}
-
-std::vector<std::pair<std::string, std::string>> RecordingDispatcher::targetChanges() const {
-  std::lock_guard lock(mutex_);
-  return targetChanges_;
-}
-
-void RecordingDispatcher::clear() {
-  std::lock_guard lock(mutex_);
-  batches_.clear();
-  targetChanges_.clear();
-}
-
 TestServer::TestServer(TestServerOptions options)
     : options_(options), clock_(options.clock ? *options.clock : systemClock_) {
   auto store = MainStore::open(dir_ / "webhooker.db", DbOptions{}, clock_);

@@ -44,19 +44,44 @@ namespace webhooker::testing {
 // Keeps every batch ingest submits and every target change the admin API
 // reports, in order, so a test can check exactly what was handed over (and
 // that a rejected request handed nothing).
+// Inline: the ingest fuzzer (fuzz/) uses it without the test support library.
 class RecordingDispatcher final : public Dispatcher {
  public:
   Handoff openHandoff() override { return nullptr; }  // nothing here scans the events DBs
-  void submit(std::vector<Task> tasks) override;
-  void targetChanged(const std::string& webhookId, const std::string& targetId) override;
+  void submit(std::vector<Task> tasks) override {
+    std::lock_guard lock(mutex_);
+    batches_.push_back(std::move(tasks));
+  }
+  void targetChanged(const std::string& webhookId, const std::string& targetId) override {
+    std::lock_guard lock(mutex_);
+    targetChanges_.emplace_back(webhookId, targetId);
+  }
 
-  std::vector<std::vector<Task>> batches() const;
+  std::vector<std::vector<Task>> batches() const {
+    std::lock_guard lock(mutex_);
+    return batches_;
+  }
   // Every task of every batch, in submission order.
-  std::vector<Task> tasks() const;
-  size_t batchCount() const;
+  std::vector<Task> tasks() const {
+    std::lock_guard lock(mutex_);
+    std::vector<Task> out;
+    for (const auto& batch : batches_) out.insert(out.end(), batch.begin(), batch.end());
+    return out;
+  }
+  size_t batchCount() const {
+    std::lock_guard lock(mutex_);
+    return batches_.size();
+  }
   // (webhook id, target id) per targetChanged() call.
-  std::vector<std::pair<std::string, std::string>> targetChanges() const;
-  void clear();
+  std::vector<std::pair<std::string, std::string>> targetChanges() const {
+    std::lock_guard lock(mutex_);
+    return targetChanges_;
+  }
+  void clear() {
+    std::lock_guard lock(mutex_);
+    batches_.clear();
+    targetChanges_.clear();
+  }
 
  private:
   mutable std::mutex mutex_;  // guards both lists: calls come from HTTP worker threads
