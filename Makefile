@@ -77,7 +77,8 @@ fuzz: fuzz-build
 	    --timeout-multiplier 0 --print-errorlogs
 
 # Sanitizers: every test and each fuzzer's short run under ASan+UBSan in
-# build-fuzz/ (clang; the layers are compiled once there for both),
+# build-fuzz/ (clang; the layers are compiled once there for both; the test
+# code itself is not instrumented, only what it runs: tests/meson.build),
 # and the tests that run threads of the engine and targets layers under TSan
 # in build-tsan/ (gcc; a test with one thread cannot race). -O1 and line
 # tables only keep the builds short; gcc's sanitizers make
@@ -87,7 +88,8 @@ fuzz: fuzz-build
 # fences; the handoff it orders is also ordered by Asio's mutex). Any sanitizer
 # report fails its test. See README.
 TSAN_DIR := build-tsan
-# The TSan build compiles only these tests (tests/meson.build, threaded_tests).
+# The TSan build compiles only these tests: keep threaded_tests in
+# tests/meson.build the same list, so nothing is compiled that never runs.
 TSAN_TESTS := attempt_watchdog group_commit delivery recovery redrive
 TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
     -Dcpp_args="['-g1', '-Wno-maybe-uninitialized', '-Wno-tsan']" -Db_sanitize=thread

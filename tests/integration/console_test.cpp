@@ -7,12 +7,12 @@
 
 #include <httplib.h>
 
-#include <regex>
 #include <string>
 
 #include "server/console.h"
 #include "tests/support/contains.h"
 #include "tests/support/test_server.h"
+#include "tests/support/text_pattern.h"
 
 namespace webhooker::testing {
 namespace {
@@ -119,22 +119,20 @@ TEST_CASE("the console opens nothing else: unknown files 404, the API still want
 
 TEST_CASE("the page links only embedded files and has nothing inline") {
   const std::string html(fileNamed("index.html").content);
-  const std::regex ref(R"re((?:src|href)="(/[^"]*)")re");
   int refs = 0;
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), ref); it != std::sregex_iterator();
-       ++it) {
-    const std::string path = (*it)[1].str().substr(1);
+  for (const std::string& ref : allMatches(html, R"re((?:src|href)="(/[^"]*)")re", 1)) {
+    const std::string path = ref.substr(1);
     CAPTURE(path);
     CHECK(fileNamed(path).path == path);
     ++refs;
   }
   CHECK(refs == 3);  // script, style sheet, icon
   // Every <script> has a src; no style attribute or element, no handler attribute.
-  CHECK(std::regex_search(html, std::regex(R"(<script src="/assets/app\.js" defer></script>)")));
-  CHECK_FALSE(std::regex_search(html, std::regex(R"(<script(?![^>]*\ssrc=))")));
+  CHECK(firstMatch(html, R"(<script src="/assets/app\.js" defer></script>)"));
+  CHECK_FALSE(firstMatch(html, R"(<script(?![^>]*\ssrc=))"));
   CHECK_FALSE(contains(html, "<style"));
   CHECK_FALSE(contains(html, "style="));
-  CHECK_FALSE(std::regex_search(html, std::regex(R"(\son[a-z]+=)")));
+  CHECK_FALSE(firstMatch(html, R"(\son[a-z]+=)"));
   // Data reaches the page as text only.
   const std::string_view js = fileNamed("assets/app.js").content;
   CHECK_FALSE(contains(js, "innerHTML"));

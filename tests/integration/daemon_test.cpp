@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "tests/support/daemon_process.h"
 #include "tests/support/receiver.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/text_pattern.h"
 
 namespace webhooker::testing {
 namespace {
@@ -77,12 +77,8 @@ std::string describe(const CommandResult& r) {
 
 // Every distinct whk_ token in a command's output.
 std::set<std::string> printedTokens(const std::string& text) {
-  static const std::regex token(R"(whk_[A-Za-z0-9_-]+)");
-  std::set<std::string> tokens;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), token); it != std::sregex_iterator();
-       ++it)
-    tokens.insert(it->str());
-  return tokens;
+  const std::vector<std::string> tokens = allMatches(text, R"(whk_[A-Za-z0-9_-]+)");
+  return {tokens.begin(), tokens.end()};
 }
 
 // The permission bits of a file or folder.
@@ -355,7 +351,7 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
 
   const auto list = run({"webhooks", "list", "--url", daemon.url()}, env);
   CHECK_MESSAGE(list.exitCode == 0, describe(list));
-  CHECK(std::regex_search(list.out, std::regex(webhookId + " +shop +30 +1\n")));
+  CHECK(firstMatch(list.out, webhookId + " +shop +30 +1\n"));
 
   const auto target = run({"targets", "create", webhookId, "--name", "t", "--type", "http",
                            "--target-url", "https://example.com/x", "--header",
@@ -377,8 +373,7 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   REQUIRE_MESSAGE(off.exitCode == 0, describe(off));
   CHECK(json::parse(off.out)["active"] == false);
   const auto targets = run({"targets", "list", webhookId}, envWithUrl);
-  CHECK(std::regex_search(targets.out,
-                          std::regex(targetId + " +t +http +inactive +parallel +https://example.com/x\n")));
+  CHECK(firstMatch(targets.out, targetId + " +t +http +inactive +parallel +https://example.com/x\n"));
 
   SUBCASE("a missing token is an error that says what to set") {
     const auto noToken = run({"webhooks", "list", "--url", daemon.url()}, {});

@@ -31,7 +31,6 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -43,6 +42,7 @@
 #include "tests/support/receiver.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/text_pattern.h"
 
 namespace webhooker::testing {
 namespace {
@@ -59,12 +59,6 @@ constexpr std::array<const char*, 3> kGauges = {"webhooker_deliveries_pending",
 
 
 bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
-const std::regex& uuidPattern() {
-  static const std::regex uuid(
-      "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
-  return uuid;
-}
 
 // Every delivery series carries target_type from the five values, and no
 // id appears anywhere in the text (request routes included).
@@ -84,9 +78,8 @@ void checkLabelDomains(const std::string& text) {
     CHECK(std::find(kTypes.begin(), kTypes.end(), it->second) != kTypes.end());
   }
   CHECK(deliverySeries > 0);
-  std::smatch m;
-  CHECK_MESSAGE(!std::regex_search(text, m, uuidPattern()),
-                "an id in /metrics: " << (m.empty() ? "" : m.str()));
+  const std::optional<std::string> id = firstMatch(text, kUuidPattern);
+  CHECK_MESSAGE(!id, "an id in /metrics: " << id.value_or(""));
 }
 
 // --- Talking to the daemon --------------------------------------------------

@@ -9,6 +9,9 @@
 //
 // Not thread-safe: drive a DaemonProcess from the test's thread. Failures to
 // start throw std::runtime_error, which doctest reports as a failed test.
+//
+// Header-only, unlike most of tests/support: the benchmarks (bench/) run the
+// daemon with it too, and they do not link the test support library.
 #pragma once
 
 #include <fcntl.h>
@@ -28,7 +31,6 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -352,16 +354,33 @@ class DaemonProcess {
   // Parses the port once the listening line is complete; false on timeout
   // or if the daemon exited first.
   bool waitUntilListening(std::chrono::milliseconds timeout) {
-    static const std::regex listening(R"(webhooker listening on http://([^ ]+):([0-9]+)[^\n]*\n)");
     std::unique_lock lock(stdoutMutex_);
-    std::smatch m;
-    const bool found = stdoutChanged_.wait_for(lock, timeout, [&] {
-      return std::regex_search(stdoutBuffer_, m, listening) || stdoutEof_;
+    std::optional<std::pair<std::string, int>> address;
+    stdoutChanged_.wait_for(lock, timeout, [&] {
+      address = listeningAddress(stdoutBuffer_);
+      return address || stdoutEof_;
     });
-    if (!found || m.empty()) return false;
-    host_ = m[1].str();
-    port_ = std::stoi(m[2].str());
+    if (!address) return false;
+    host_ = address->first;
+    port_ = address->second;
     return true;
+  }
+
+  // The host and port of "webhooker listening on http://<host>:<port>...\n"
+  // once that line is complete in `text`.
+  static std::optional<std::pair<std::string, int>> listeningAddress(const std::string& text) {
+    static constexpr std::string_view kPrefix = "webhooker listening on http://";
+    for (size_t at = text.find(kPrefix); at != std::string::npos; at = text.find(kPrefix, at + 1)) {
+      const size_t hostAt = at + kPrefix.size();
+      if (text.find('\n', hostAt) == std::string::npos) return std::nullopt;  // not complete yet
+      const std::string address = text.substr(hostAt, text.find_first_of(" \n", hostAt) - hostAt);
+      const size_t colon = address.rfind(':');
+      if (colon == std::string::npos || colon == 0) continue;
+      const std::string digits = address.substr(colon + 1);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      return std::pair(address.substr(0, colon), std::stoi(digits));
+    }
+    return std::nullopt;
   }
 
   TempDir logDir_;

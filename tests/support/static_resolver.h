@@ -17,26 +17,11 @@ namespace webhooker::testing {
 class StaticResolver final : public Resolver {
  public:
   // `addresses` in any IpAddress::parse spelling; a bad one is a test bug.
-  void set(const std::string& host, const std::vector<std::string_view>& addresses) {
-    std::vector<IpAddress> parsed;
-    for (std::string_view a : addresses) parsed.push_back(IpAddress::parse(a).value());
-    const std::lock_guard lock(mutex_);
-    answers_[host] = std::move(parsed);
-  }
+  void set(const std::string& host, const std::vector<std::string_view>& addresses);
 
-  Result<std::vector<IpAddress>> resolve(const std::string& host) override {
-    const std::lock_guard lock(mutex_);
-    ++lookups_;
-    const auto it = answers_.find(host);
-    if (it == answers_.end())
-      return makeError("dns_failure", "cannot resolve " + host + ": unknown name");
-    return it->second;
-  }
+  Result<std::vector<IpAddress>> resolve(const std::string& host) override;
 
-  int lookups() const {
-    const std::lock_guard lock(mutex_);
-    return lookups_;
-  }
+  int lookups() const;
 
  private:
   mutable std::mutex mutex_;  // guards answers_ and lookups_

@@ -1,5 +1,7 @@
 // TempDir: a fresh folder under the system temp dir, removed with all its
 // files when the test ends. Every test that touches SQLite gets its own.
+// Header-only: the benchmarks (bench/) use it too, without the test support
+// library.
 #pragma once
 
 #include <filesystem>

@@ -8,7 +8,6 @@
 #include <prometheus/text_serializer.h>
 
 #include <chrono>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "server/router.h"
 #include "server/server_metrics.h"
 #include "tests/support/contains.h"
+#include "tests/support/text_pattern.h"
 
 namespace webhooker::testing {
 namespace {
@@ -68,9 +68,7 @@ TEST_CASE("request() counts by route pattern and status class, and no id reaches
   CHECK(contains(text, R"(webhooker_http_requests_total{code="other",route="/healthz"} 1)"));
   CHECK(contains(text, R"(webhooker_http_request_duration_seconds_count{route="/hooks/{id}"} 3)"));
   CHECK(contains(text, "webhooker_events_received_total 2"));
-  static const std::regex uuid(
-      "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
-  CHECK_FALSE(std::regex_search(text, uuid));
+  CHECK_FALSE(firstMatch(text, kUuidPattern));
 }
 
 TEST_CASE("webhooker_events_received_total exists at 0 from construction") {
