@@ -241,21 +241,11 @@ IngestOutcome EngineHarness::ingestDirect(const std::string& webhookId, InboundE
 
 void EngineHarness::handOver(const std::string& webhookId, const InboundEvent& event,
                              const IngestOutcome& stored) {
-  std::vector<Task> tasks;
-  for (const StoredDelivery& d : stored.deliveries) {
-    Task task;
-    task.deliveryId = d.id;
-    task.eventId = stored.eventId;
-    task.webhookId = webhookId;
-    task.targetId = d.targetId;
-    auto target = store_->getTarget(webhookId, d.targetId);
-    task.targetType = target ? target->type : "";
-    if (event.body.size() <= Task::kInlineBodyLimit)
-      task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
-                                  stored.receivedAt, event.eventType};
-    tasks.push_back(std::move(task));
-  }
-  engine_->submit(std::move(tasks));
+  const auto targetType = [&](const std::string& targetId) {
+    auto target = store_->getTarget(webhookId, targetId);
+    return target ? target->type : std::string();
+  };
+  engine_->submit(firstAttempts(webhookId, event, stored, targetType));
 }
 
 std::filesystem::path EngineHarness::eventsDbPath(const std::string& webhookId) const {
