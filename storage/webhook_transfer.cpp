@@ -141,16 +141,24 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
     ::close(fd);
     if (!written) return makeError(error_code::kStorageError, "cannot write " + piece.path().string());
   }
+  // Checked before the copy is opened: a body that is no piece creates nothing.
+  const auto invalid = [] {
+    return makeError("invalid_transfer", "the body is not a piece of an events database");
+  };
+  try {
+    SQLite::Database check(piece.path().string(), SQLite::OPEN_READONLY);
+    if (check.execAndGet("SELECT count(*) FROM sqlite_master WHERE name IN "
+                         "('events', 'deliveries', 'delivery_results', 'transfer')")
+            .getInt() != 4)
+      return invalid();
+  } catch (const std::exception&) {
+    return invalid();
+  }
   auto opened = storage::openDatabase(eventsDb, options, eventsMigrations());
   if (!opened) return opened.error();
   SQLite::Database& db = *opened.value();
   try {
     attach(db, piece.path());
-    const auto tables = db.execAndGet("SELECT count(*) FROM piece.sqlite_master WHERE name IN "
-                                      "('events', 'deliveries', 'delivery_results', 'transfer')")
-                            .getInt();
-    if (tables != 4)
-      return makeError("invalid_transfer", "the body is not a piece of an events database");
     if (db.execAndGet("SELECT schema_version FROM piece.transfer").getInt() !=
         storage::schemaVersion(db))
       return makeError("schema_mismatch",

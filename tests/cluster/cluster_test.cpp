@@ -257,6 +257,21 @@ TEST_CASE("cluster commands refuse bad input and change nothing; placement repor
   CHECK(nodes.placement("a") == before);
   CHECK(nodes.placement("b")["webhooks"].empty());
 
+  // A body that is no piece of an events DB: a JSON 400, no copy started.
+  const std::string stranger = "5f0c5a8e-0d6f-4c62-9d5e-000000000001";
+  const auto garbage = nodes.api("b").admin().Put("/api/v1/webhooks/" + stranger + "/move/events",
+                                                  "not a database", "application/vnd.sqlite3");
+  REQUIRE(garbage);
+  CHECK(garbage->status == 400);
+  CHECK(json::parse(garbage->body)["error"]["code"] == "invalid_transfer");
+  CHECK(!fs::exists(nodes.dataDir("b") / ("incoming-" + stranger + ".db")));
+  // Taking over a webhook whose events were never copied: refused.
+  const auto noCopy = nodes.api("b").admin().Post("/api/v1/webhooks/" + stranger + "/move/in",
+                                                  "{}", "application/json");
+  REQUIRE(noCopy);
+  CHECK(noCopy->status == 409);
+  CHECK(nodes.placement("b")["webhooks"].empty());
+
   // A data folder keeps the node id it was first served with.
   nodes.daemon("b").stop();
   const CommandResult other = runCommand({webhookerBin(), "serve", "--port", "0", "--data-dir",
