@@ -448,8 +448,8 @@ TEST_CASE("three nodes behind HAProxy: spread, routed, stored once, delivered; a
   }
   CHECK(delivered);
   // Twice only where a crash can cause it: node b's at-least-once.
-  for (const auto& [key, times] : received)
-    if (nodeOfKey[key] != "b") CHECK_MESSAGE(times == 1, key);
+  for (const auto& arrival : received)
+    if (nodeOfKey[arrival.first] != "b") CHECK_MESSAGE(arrival.second == 1, arrival.first);
 }
 
 TEST_CASE("ten webhooks moved between nodes while events keep arriving: every acknowledged "
@@ -563,7 +563,7 @@ TEST_CASE("ten webhooks moved between nodes while events keep arriving: every ac
     if (!delivered) std::this_thread::sleep_for(100ms);
   }
   CHECK(delivered);
-  for (const auto& [key, times] : received) CHECK_MESSAGE(times == 1, key);
+  for (const auto& arrival : received) CHECK_MESSAGE(arrival.second == 1, arrival.first);
 }
 
 }  // namespace
