@@ -1,5 +1,7 @@
 // HaproxyProcess: a real HAProxy (Debian's haproxy) in front of webhooker
-// nodes on loopback, as docs/scaling.md configures it: a map from
+// nodes on loopback, as docs/scaling.md configures it (checks every 200 ms,
+// down after 3 failed, so one slow answer on a loaded machine is not an
+// outage; a dead node still gets 503 at once, its connections refused): a map from
 // entrypoint and webhook ids to one backend per node, /readyz health checks,
 // an admin socket for `webhooker cluster sync`, and a JSON 404 for what the
 // map does not know.
@@ -61,6 +63,7 @@ inline std::string haproxyConfig(int port, const std::filesystem::path& socket,
       "  timeout connect 1s\n"
       "  timeout client 10s\n"
       "  timeout server 10s\n"
+      "  timeout check 2s\n"
       "  retries 2\n"
       "  option http-keep-alive\n"
       "  http-error status 503 content-type application/json string "
@@ -80,7 +83,7 @@ inline std::string haproxyConfig(int port, const std::filesystem::path& socket,
     config += "backend node_" + name + "\n"
               "  option httpchk GET /readyz\n"
               "  server " + name + " 127.0.0.1:" + std::to_string(nodePort) +
-              " check inter 200ms fall 1 rise 1\n";
+              " check inter 200ms fall 3 rise 1\n";
   return config;
 }
 
