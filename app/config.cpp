@@ -1,5 +1,7 @@
 #include "app/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 namespace webhooker::app {
@@ -45,6 +47,19 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_SYNC_MODE")
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
+  cmd.add_option("--node-id", c.nodeId,
+                 "this node's name in a cluster (letters, digits, - and _; at most 32): "
+                 "GET /api/v1/placement reports it and the data folder keeps it")
+      ->envname("WEBHOOKER_NODE_ID")
+      ->check(CLI::Validator(
+          [](const std::string& name) -> std::string {
+            const bool valid = !name.empty() && name.size() <= 32 &&
+                               std::all_of(name.begin(), name.end(), [](unsigned char ch) {
+                                 return std::isalnum(ch) || ch == '-' || ch == '_';
+                               });
+            return valid ? "" : "a node id is 1 to 32 letters, digits, - or _";
+          },
+          "NAME"));
   cmd.add_option("--listen", c.listenAddress,
                  "address to listen on [default: dev 127.0.0.1, prod 0.0.0.0]")
       ->envname("WEBHOOKER_LISTEN_ADDRESS");

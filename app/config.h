@@ -22,6 +22,7 @@ struct Config {
   std::string syncMode = "full";    // full | normal
   size_t maxOpenEventsDbs = EventsDbPool::kDefaultCapacity;
 
+  std::string nodeId;               // name in a cluster; "" → a single node
   std::string listenAddress;        // "" → dev: 127.0.0.1, prod: 0.0.0.0
   int port = 8080;
   int httpThreads = 8;              // worker pool of the admin API, console, /metrics

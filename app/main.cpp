@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/client_commands.h"
+#include "app/cluster_commands.h"
 #include "app/commands.h"
 #include "app/config.h"
 #include "app/logging.h"
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
 
   int clientExit = 0;
   addClientCommands(app, clientExit);
+  addClusterCommands(app, clientExit);
 
   // `webhooker` alone, or `webhooker --port 9000`, is `webhooker serve ...`,
   // with serve's env variables. --help and --version stay the program's.

@@ -71,6 +71,20 @@ void keepFreedMemory() {
   if (mallopt(M_TRIM_THRESHOLD, kTrimThreshold) != 1) spdlog::warn("daemon.mallopt_failed");
 }
 
+// A data folder holds one node's webhooks: the first --node-id it is served
+// with is kept, and another is refused, so two nodes' folders swapped by
+// mistake cannot answer for each other's webhooks.
+Result<void> claimNodeId(MainStore& store, const std::string& nodeId) {
+  if (nodeId.empty()) return {};
+  auto kept = store.getSetting("node_id");
+  if (!kept) return kept.error();
+  if (!kept->has_value()) return store.setSetting("node_id", nodeId);
+  if (**kept != nodeId)
+    return makeError(error_code::kInvalidConfig, "this data folder belongs to node " + **kept +
+                                                     ", not " + nodeId);
+  return {};
+}
+
 }  // namespace
 
 int runServe(const Config& config) {
@@ -109,6 +123,11 @@ int runServe(const Config& config) {
     spdlog::critical("daemon.open_failed path={} error=\"{}\"", (dataDir / "webhooker.db").string(),
                      store.error().message);
     return 1;
+  }
+  if (auto node = claimNodeId(*store.value(), config.nodeId); !node) {
+    spdlog::critical("daemon.invalid_config option=node-id environment=WEBHOOKER_NODE_ID "
+                     "error=\"{}\"", node.error().message);
+    return 2;
   }
   auto token = server::ensureAdminToken(*store.value(), config.adminToken);
   if (!token) {
@@ -162,6 +181,8 @@ int runServe(const Config& config) {
 
   server::ServerOptions options;
   options.listenAddress = config.listenHost();
+  options.nodeId = config.nodeId;
+  options.db = config.dbOptions();
   options.port = config.port;
   options.threads = config.httpThreads;
   options.ingest.bodyLimit = config.bodyLimit;

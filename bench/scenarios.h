@@ -66,5 +66,6 @@ void runScale(const BenchConfig& config, Report& report);
 void runMemory(const BenchConfig& config, Report& report);
 void runFifo(const BenchConfig& config, Report& report);
 void runSlowClients(const BenchConfig& config, Report& report);
+void runCluster(const BenchConfig& config, Report& report);
 
 }  // namespace webhooker::bench

@@ -31,6 +31,9 @@ class Dispatcher {
   // A target was changed, (de)activated or deleted: forget cached state and
   // pick up its waiting deliveries again (a reactivated target resumes).
   virtual void targetChanged(const std::string& webhookId, const std::string& targetId) = 0;
+  // Attempts of the target running now (sent, not yet answered and queued
+  // for recording): a webhook moving out waits for this to reach 0.
+  virtual int attemptsInFlight(const std::string& targetId) const = 0;
 };
 
 }  // namespace webhooker

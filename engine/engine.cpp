@@ -68,6 +68,12 @@ bool Engine::stop(std::chrono::milliseconds grace) {
   return finished;
 }
 
+int Engine::attemptsInFlight(const std::string& targetId) const {
+  MutexLock lock(engineMutex_);
+  const auto lane = lanes_.find(targetId);
+  return lane == lanes_.end() ? 0 : lane->second.inFlight;
+}
+
 size_t Engine::heldCount() const {
   MutexLock lock(engineMutex_);
   return held_.size();

@@ -102,6 +102,7 @@ class Engine final : public Dispatcher, public Scheduler {
   Handoff openHandoff() override;
   void submit(std::vector<Task> tasks) override;
   void targetChanged(const std::string& webhookId, const std::string& targetId) override;
+  int attemptsInFlight(const std::string& targetId) const override;
   void scheduleRetry(Task task, std::chrono::milliseconds delay) override;
 
   // Where attempts report the receivers' health; set once, before start().

@@ -34,6 +34,8 @@
 #include "server/client_address.h"
 #include "server/console.h"
 #include "server/json_io.h"
+#include "server/admin_move.h"
+#include "server/admin_placement.h"
 #include "server/router.h"
 #include "server/server_metrics.h"
 
@@ -183,6 +185,8 @@ class HttpServer::Impl {
   prometheus::Registry& registry_;
   const AdminAuth auth_;
   AdminApi admin_;
+  PlacementApi placement_;
+  MoveApi move_;
   Router router_;
 
   static constexpr std::chrono::seconds kProbeEvery{1};
@@ -300,7 +304,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return answer(errorResponse(411, "length_required",
                                   "an event needs a Content-Length (or a chunked body)"));
     }
-    const size_t limit = options().ingest.bodyLimit;
+    const size_t limit = route_->bodyLimit ? route_->bodyLimit : options().ingest.bodyLimit;
     if (parser_->content_length() && *parser_->content_length() > limit)
       return answer(errorResponse(413, "body_too_large",
                                   "the body is larger than the limit of " +
@@ -463,6 +467,8 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       auth_(parts.store),
       admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers,
              parts.routing, parts.operationalEvents),
+      placement_(parts.store, options_.nodeId),
+      move_(parts.store, parts.eventsDbs, parts.dispatcher, options_.db, options_.nodeId),
       workers_(static_cast<size_t>(std::max(options_.threads, 1))),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest,
               {parts.routing, parts.routingMetrics}) {
@@ -480,6 +486,8 @@ void HttpServer::Impl::registerRoutes() {
   router_.add("GET", "/metrics",
               [this](const HttpRequest& req, HttpResponse& res) { metrics(req, res); });
   admin_.registerRoutes(router_);
+  placement_.registerRoutes(router_);
+  move_.registerRoutes(router_);
   registerConsole(router_);
 }
 

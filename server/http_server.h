@@ -29,6 +29,7 @@
 #include "engine/dispatcher.h"
 #include "engine/operational_events.h"
 #include "server/ingest_handler.h"
+#include "storage/db_options.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
@@ -39,6 +40,8 @@ namespace webhooker::server {
 
 struct ServerOptions {
   std::string listenAddress = "127.0.0.1";
+  std::string nodeId;  // this node's name in a cluster; "" for a single node
+  DbOptions db;        // how a move opens the events DBs it copies
   int port = 8080;  // 0: any free port (tests)
   int threads = 8;  // worker pool of the admin API, console, /metrics and /readyz
   IngestOptions ingest;  // its bodyLimit holds for every request

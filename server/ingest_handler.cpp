@@ -78,6 +78,14 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
                   route.error().message);
     return refuse(503, "storage_unavailable", "the event was not stored; retry later");
   }
+  if (route.value()->webhookMovingOut) {
+    // Senders (and clients behind HAProxy) retry a 503: by then the route
+    // leads to the node the webhook moved to.
+    HttpResponse res = errorResponse(503, "webhook_moving",
+                                     "this webhook is moving to another node; retry shortly");
+    res.set_header("Retry-After", "1");
+    return respond(std::move(res));
+  }
   const Entrypoint& entrypoint = route.value()->entrypoint;
   if (!entrypoint.active)
     return refuse(410, "entrypoint_inactive", "this entrypoint is not accepting events");

@@ -26,10 +26,13 @@ Result<std::shared_ptr<const IngestRoute>> IngestRoutes::lookup(const std::strin
   }
   auto targets = store_.listTargets(entrypoint->webhookId);
   if (!targets) return targets.error();
+  auto webhook = store_.getWebhook(entrypoint->webhookId);
+  if (!webhook) return webhook.error();
   auto route = std::make_shared<IngestRoute>();
   route->entrypoint = std::move(entrypoint.value());
   route->eventTypeRule = storedEventTypeRule(route->entrypoint.eventTypeRule);
   route->runsJq = route->eventTypeRule.source == EventTypeSource::kJq;
+  route->webhookMovingOut = webhook->movingTo.has_value();
   for (const TargetRecord& t : targets.value()) {
     if (!t.active) continue;  // inactive: no deliveries while off
     route->targets.push_back({t.id, t.type, storedTargetRouting(t.routingJson)});

@@ -34,6 +34,8 @@ struct IngestRoute {
   // Routing this event runs a jq program (its type or a target's filter):
   // ingest then works it out off the event loop.
   bool runsJq = false;
+  // The webhook is moving to another node, which takes its events from now.
+  bool webhookMovingOut = false;
 };
 
 class IngestRoutes {

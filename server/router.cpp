@@ -24,10 +24,11 @@ std::vector<std::string> splitPath(std::string_view path) {
 
 }  // namespace
 
-void Router::add(std::string_view method, std::string pattern, Handler handler) {
+void Router::add(std::string_view method, std::string pattern, Handler handler,
+                 size_t bodyLimit) {
   std::vector<std::string> segments = splitPath(pattern);
   routes_.push_back({std::string(method), std::move(pattern), std::move(segments),
-                     std::move(handler), nullptr});
+                     std::move(handler), nullptr, bodyLimit});
 }
 
 void Router::addAsync(std::string_view method, std::string pattern, AsyncHandler handler) {

@@ -10,6 +10,7 @@
 // Threading: add() before serving; match() from any thread afterwards.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -29,7 +30,9 @@ class Router {
 
   static constexpr std::string_view kUnmatched = "other";
 
-  void add(std::string_view method, std::string pattern, Handler handler);
+  // `bodyLimit` 0: the server's body limit; more for a route that takes
+  // larger bodies (a piece of an events DB in a move).
+  void add(std::string_view method, std::string pattern, Handler handler, size_t bodyLimit = 0);
   void addAsync(std::string_view method, std::string pattern, AsyncHandler handler);
 
   struct Route {
@@ -38,6 +41,7 @@ class Router {
     std::vector<std::string> segments;
     Handler handler;            // one of these two is set
     AsyncHandler asyncHandler;
+    size_t bodyLimit = 0;       // 0: the server's
   };
   // The route for `method` and the decoded `path`, with its captures in
   // `matches`; nullptr when none matches.

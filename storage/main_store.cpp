@@ -15,6 +15,12 @@ namespace {
 constexpr const char* kWebhookColumns =
     "id, name, description, retention_days, max_events, mask_pointers, created_at, updated_at";
 
+// Read after kWebhookColumns (8) and kTargetColumns (21): whether the
+// webhook is moving out of this node.
+constexpr const char* kWebhookMoving = ", moving_to";
+constexpr const char* kTargetWebhookMoving =
+    ", (SELECT w.moving_to IS NOT NULL FROM webhooks w WHERE w.id = targets.webhook_id)";
+
 constexpr const char* kTargetColumns =
     "id, webhook_id, name, type, active, max_concurrency, config, max_retries, base_delay_ms, "
     "max_delay_ms, jitter, created_at, updated_at, deleted_at, "
@@ -47,6 +53,7 @@ Webhook readWebhook(SQLite::Statement& q) {
   w.maskPointers = readPointerList(q.getColumn(5).getString());
   w.createdAt = q.getColumn(6).getString();
   w.updatedAt = q.getColumn(7).getString();
+  if (q.getColumnCount() > 8 && !q.getColumn(8).isNull()) w.movingTo = q.getColumn(8).getString();
   return w;
 }
 
@@ -112,6 +119,7 @@ TargetRecord readTarget(SQLite::Statement& q) {
   if (!q.getColumn(13).isNull()) t.deletedAt = q.getColumn(13).getString();
   readTargetHealth(q, t);
   t.routingJson = q.getColumn(20).getString();
+  t.webhookMovingOut = q.getColumn(21).getInt() != 0;
   return t;
 }
 
@@ -173,6 +181,137 @@ Result<void> MainStore::ping() {
   });
 }
 
+Result<Placement> MainStore::placement() {
+  return read("read placement", [&](SQLite::Database& db) -> Result<Placement> {
+    // One read transaction: the version and the list are of the same moment.
+    SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
+    Placement out;
+    out.version = db.execAndGet("SELECT version FROM placement WHERE id = 1").getInt64();
+    SQLite::Statement q(db,
+                        "SELECT w.id, e.id, w.moving_to FROM webhooks w "
+                        "LEFT JOIN entrypoints e ON e.webhook_id = w.id "
+                        "ORDER BY w.created_at, w.id, e.created_at, e.id");
+    while (q.executeStep()) {
+      const std::string webhookId = q.getColumn(0).getString();
+      if (out.webhooks.empty() || out.webhooks.back().webhookId != webhookId) {
+        out.webhooks.push_back({webhookId, {}, std::nullopt});
+        if (!q.getColumn(2).isNull()) out.webhooks.back().movingTo = q.getColumn(2).getString();
+      }
+      if (!q.getColumn(1).isNull())
+        out.webhooks.back().entrypointIds.push_back(q.getColumn(1).getString());
+    }
+    snapshot.commit();
+    return out;
+  });
+}
+
+Result<void> MainStore::setWebhookMovingTo(const std::string& id,
+                                           const std::optional<std::string>& node) {
+  return write("set webhook moving", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db, "UPDATE webhooks SET moving_to = ? WHERE id = ?");
+    if (node) q.bind(1, *node);
+    q.bind(2, id);
+    if (q.exec() == 0) return notFound("webhook", id);
+    return {};
+  });
+}
+
+namespace {
+
+// The rows a webhook has in the main DB, table by table, for a move.
+constexpr std::pair<const char*, const char*> kWebhookTables[] = {
+    {"webhooks", "id = ?1"},
+    {"entrypoints", "webhook_id = ?1"},
+    {"targets", "webhook_id = ?1"},
+    {"target_health", "target_id IN (SELECT id FROM targets WHERE webhook_id = ?1)"},
+};
+
+nlohmann::json columnValue(const SQLite::Column& c) {
+  if (c.isNull()) return nullptr;
+  if (c.isInteger()) return c.getInt64();
+  if (c.isFloat()) return c.getDouble();
+  return c.getString();
+}
+
+std::vector<std::string> tableColumns(SQLite::Database& db, const std::string& table) {
+  std::vector<std::string> out;
+  SQLite::Statement q(db, "SELECT name FROM pragma_table_info(?) ORDER BY cid");
+  q.bind(1, table);
+  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> MainStore::webhookRows(const std::string& id) {
+  return read("read webhook rows", [&](SQLite::Database& db) -> Result<std::string> {
+    SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
+    nlohmann::json out = {{"schema_version", storage::schemaVersion(db)}};
+    for (const auto& [table, where] : kWebhookTables) {
+      nlohmann::json rows = nlohmann::json::array();
+      SQLite::Statement q(db, std::string("SELECT * FROM ") + table + " WHERE " + where);
+      q.bind(1, id);
+      while (q.executeStep()) {
+        nlohmann::json row = nlohmann::json::object();
+        for (int i = 0; i < q.getColumnCount(); ++i) row[q.getColumnName(i)] = columnValue(q.getColumn(i));
+        rows.push_back(std::move(row));
+      }
+      out[table] = std::move(rows);
+    }
+    snapshot.commit();
+    if (out["webhooks"].empty()) return notFound("webhook", id);
+    return out.dump();
+  });
+}
+
+Result<void> MainStore::importWebhookRows(const std::string& id, const std::string& rowsJson) {
+  const auto rows = nlohmann::json::parse(rowsJson, nullptr, /*allow_exceptions=*/false);
+  const auto invalid = [](const std::string& why) {
+    return makeError("invalid_transfer", "the webhook's configuration cannot be used: " + why);
+  };
+  if (!rows.is_object() || !rows.contains("schema_version")) return invalid("not an object");
+  return write("import webhook rows", [&](SQLite::Database& db) -> Result<void> {
+    if (rows["schema_version"] != storage::schemaVersion(db))
+      return makeError("schema_mismatch",
+                       "the source's main database has another schema version: run the same "
+                       "webhooker version on both nodes");
+    SQLite::Transaction txn(db);
+    for (const auto& [table, where] : kWebhookTables) {
+      if (!rows.contains(table) || !rows[table].is_array()) return invalid(std::string("no ") + table);
+      const std::vector<std::string> known = tableColumns(db, table);
+      for (const nlohmann::json& row : rows[table]) {
+        if (!row.is_object()) return invalid(std::string("a row of ") + table);
+        std::string names, marks;
+        std::vector<const nlohmann::json*> values;
+        for (const auto& [name, value] : row.items()) {
+          if (std::find(known.begin(), known.end(), name) == known.end())
+            return invalid(std::string("no column ") + name + " in " + table);
+          if (name == "moving_to") continue;  // the node it moves to owns it
+          names += (names.empty() ? "" : ", ") + name;
+          marks += marks.empty() ? "?" : ", ?";
+          values.push_back(&value);
+        }
+        if (table == std::string("webhooks") && row.value("id", std::string()) != id)
+          return invalid("another webhook's rows");
+        SQLite::Statement insert(db, std::string("INSERT INTO ") + table + " (" + names +
+                                         ") VALUES (" + marks + ")");
+        for (size_t i = 0; i < values.size(); ++i) {
+          const nlohmann::json& v = *values[i];
+          const int n = static_cast<int>(i) + 1;
+          if (v.is_null()) insert.bind(n);
+          else if (v.is_number_integer()) insert.bind(n, v.get<int64_t>());
+          else if (v.is_number()) insert.bind(n, v.get<double>());
+          else if (v.is_string()) insert.bind(n, v.get<std::string>());
+          else return invalid(std::string("a value in ") + table);
+        }
+        insert.exec();
+      }
+    }
+    txn.commit();
+    return {};
+  });
+}
+
 Result<Webhook> MainStore::createWebhook(const std::string& name, const std::string& description,
                                          int retentionDays, int64_t maxEvents,
                                          const std::vector<std::string>& maskPointers) {
@@ -214,7 +353,7 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
 
 Result<Webhook> MainStore::getWebhook(const std::string& id) {
   return read("get webhook", [&](SQLite::Database& db) -> Result<Webhook> {
-    SQLite::Statement q(db, std::string("SELECT ") + kWebhookColumns +
+    SQLite::Statement q(db, std::string("SELECT ") + kWebhookColumns + kWebhookMoving +
                                   " FROM webhooks WHERE id = ?");
     q.bind(1, id);
     if (!q.executeStep()) return notFound("webhook", id);
@@ -224,7 +363,7 @@ Result<Webhook> MainStore::getWebhook(const std::string& id) {
 
 Result<std::vector<Webhook>> MainStore::listWebhooks() {
   return read("list webhooks", [&](SQLite::Database& db) -> Result<std::vector<Webhook>> {
-    SQLite::Statement q(db, std::string("SELECT ") + kWebhookColumns +
+    SQLite::Statement q(db, std::string("SELECT ") + kWebhookColumns + kWebhookMoving +
                                   " FROM webhooks ORDER BY created_at, id");
     std::vector<Webhook> out;
     while (q.executeStep()) out.push_back(readWebhook(q));
@@ -396,7 +535,7 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
 
 Result<TargetRecord> MainStore::getTarget(const std::string& webhookId, const std::string& id) {
   return read("get target", [&](SQLite::Database& db) -> Result<TargetRecord> {
-    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns +
+    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns + kTargetWebhookMoving +
                                   " FROM targets WHERE id = ? AND webhook_id = ?");
     q.bind(1, id);
     q.bind(2, webhookId);
@@ -407,7 +546,7 @@ Result<TargetRecord> MainStore::getTarget(const std::string& webhookId, const st
 
 Result<std::vector<TargetRecord>> MainStore::listTargets(const std::string& webhookId) {
   return read("list targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
-    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns +
+    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns + kTargetWebhookMoving +
                                   " FROM targets WHERE webhook_id = ? AND deleted_at IS NULL "
                                   "ORDER BY created_at, id");
     q.bind(1, webhookId);
@@ -567,7 +706,8 @@ Result<std::unordered_set<std::string>> MainStore::heldTargetIds() {
   using Ids = std::unordered_set<std::string>;
   return read("list held targets", [&](SQLite::Database& db) -> Result<Ids> {
     SQLite::Statement q(db, "SELECT id FROM targets WHERE deleted_at IS NULL "
-                            "AND (active = 0 OR disabled_reason IS NOT NULL)");
+                            "AND (active = 0 OR disabled_reason IS NOT NULL OR webhook_id IN "
+                            "(SELECT id FROM webhooks WHERE moving_to IS NOT NULL))");
     Ids out;
     while (q.executeStep()) out.insert(q.getColumn(0).getString());
     return out;
@@ -576,7 +716,7 @@ Result<std::unordered_set<std::string>> MainStore::heldTargetIds() {
 
 Result<std::vector<TargetRecord>> MainStore::listDisabledTargets() {
   return read("list disabled targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
-    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns +
+    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns + kTargetWebhookMoving +
                                   " FROM targets WHERE disabled_reason IS NOT NULL "
                                   "AND deleted_at IS NULL ORDER BY disabled_at, id");
     std::vector<TargetRecord> out;

@@ -21,6 +21,7 @@
 #include "base/mutex.h"
 #include "base/result.h"
 #include "storage/db_options.h"
+#include "storage/placement_records.h"
 #include "storage/records.h"
 
 namespace SQLite {
@@ -61,6 +62,18 @@ class MainStore {
   Result<Webhook> updateWebhook(const std::string& id, const WebhookPatch& patch);
   // Removes the webhook with its entrypoints and targets.
   Result<void> deleteWebhook(const std::string& id);
+  // The webhooks and entrypoints this node owns, with the placement version.
+  Result<Placement> placement();
+  // Marks the webhook as moving out to `node` (nullopt: not moving): its
+  // targets stop being deliverable (TargetRecord::webhookMovingOut).
+  Result<void> setWebhookMovingTo(const std::string& id, const std::optional<std::string>& node);
+  // The webhook's rows (webhook, entrypoints, targets, target_health) as
+  // JSON, secrets included, for the node it moves to; importWebhookRows()
+  // writes them there in one transaction. "schema_mismatch" when the two
+  // main DBs have different schema versions, "invalid_transfer" for rows
+  // that do not fit, "conflict"-free: the caller checks the id is new.
+  Result<std::string> webhookRows(const std::string& id);
+  Result<void> importWebhookRows(const std::string& id, const std::string& rowsJson);
 
   Result<Entrypoint> createEntrypoint(const std::string& webhookId,
                                       const EntrypointSettings& settings = {});

@@ -25,6 +25,9 @@ struct Webhook {
   std::vector<std::string> maskPointers;
   std::string createdAt;
   std::string updatedAt;
+  // Set while it moves out to that node (`webhooker cluster move`): no
+  // events taken, no deliveries attempted here.
+  std::optional<std::string> movingTo;
 };
 
 struct Entrypoint {
@@ -74,9 +77,11 @@ struct TargetRecord {
   // Endpoint health (storage/target_health_records.h).
   TargetHealthPolicy health;
   std::optional<TargetDisabled> disabled;  // set: the engine holds its deliveries back
+  // Its webhook is moving to another node, which will deliver instead.
+  bool webhookMovingOut = false;
 
   // Whether its deliveries are attempted now.
-  bool deliverable() const { return active && !disabled && !deletedAt; }
+  bool deliverable() const { return active && !disabled && !deletedAt && !webhookMovingOut; }
   TargetState state() const {
     if (disabled) return TargetState::kDisabled;
     return active ? TargetState::kActive : TargetState::kInactive;

@@ -230,12 +230,13 @@ inline CommandResult runWebhooker(std::vector<std::string> args,
 }
 
 struct DaemonOptions {
-  std::vector<std::string> args;  // after `serve --port 0 --data-dir <dir>`
+  std::vector<std::string> args;  // after `serve --port <port> --data-dir <dir>`
+  int port = 0;                   // 0: any free one; a given one lets a restart keep its address
   std::vector<std::string> env;   // "NAME=value"
   std::chrono::milliseconds startTimeout = 10s;
 };
 
-// `webhooker serve --port 0 --data-dir <dataDir>`, started in the
+// `webhooker serve --port <port> --data-dir <dataDir>`, started in the
 // constructor, which returns once the daemon printed its listening line.
 // stdout is read by a thread into a buffer; stderr (the log) goes to a file.
 // Neither is a terminal, so a generated admin token is written to
@@ -246,7 +247,8 @@ class DaemonProcess {
   explicit DaemonProcess(const std::filesystem::path& dataDir, DaemonOptions options = {})
       : stderrPath_(logDir_ / "stderr.log"), tokenFile_(dataDir / "admin-token.txt") {
     const std::optional<std::string> tokenBefore = readTokenFile();
-    std::vector<std::string> args = {webhookerBin(), "serve",         "--port", "0",
+    std::vector<std::string> args = {webhookerBin(), "serve",
+                                     "--port",       std::to_string(options.port),
                                      "--data-dir",   dataDir.string()};
     args.insert(args.end(), options.args.begin(), options.args.end());
     Pipe out = makePipe();

@@ -56,6 +56,7 @@ class RecordingDispatcher final : public Dispatcher {
     std::lock_guard lock(mutex_);
     targetChanges_.emplace_back(webhookId, targetId);
   }
+  int attemptsInFlight(const std::string&) const override { return 0; }  // it runs none
 
   std::vector<std::vector<Task>> batches() const {
     std::lock_guard lock(mutex_);

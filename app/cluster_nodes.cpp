@@ -1,0 +1,188 @@
+#include "app/cluster_nodes.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <set>
+#include <sstream>
+
+namespace webhooker::app {
+
+namespace {
+
+constexpr auto kNodeTimeout = std::chrono::seconds(10);
+
+bool validNodeName(const std::string& name) {
+  return !name.empty() && name.size() <= 32 &&
+         std::all_of(name.begin(), name.end(), [](unsigned char ch) {
+           return std::isalnum(ch) || ch == '-' || ch == '_';
+         });
+}
+
+httplib::Client clientFor(const std::string& url) {
+  httplib::Client client(url);
+  client.set_tcp_nodelay(true);
+  client.set_connection_timeout(kNodeTimeout);
+  client.set_read_timeout(kNodeTimeout);
+  client.set_write_timeout(kNodeTimeout);
+  return client;
+}
+
+Error unreachable(const ClusterNode& node, httplib::Error error) {
+  return makeError("node_unreachable", "node " + node.name + " (" + node.url +
+                                           ") did not answer: " + httplib::to_string(error));
+}
+
+}  // namespace
+
+Result<std::vector<ClusterNode>> parseNodeList(const std::string& list) {
+  std::vector<ClusterNode> nodes;
+  std::set<std::string> names;
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return makeError("invalid_argument",
+                       "--nodes: \"" + item + "\" is not NAME=URL (e.g. a=http://10.0.0.1:8080)");
+    ClusterNode node{item.substr(0, eq), item.substr(eq + 1)};
+    while (!node.url.empty() && node.url.back() == '/') node.url.pop_back();
+    if (!validNodeName(node.name))
+      return makeError("invalid_argument",
+                       "--nodes: \"" + node.name +
+                           "\" is not a node id (1 to 32 letters, digits, - or _)");
+    if (!node.url.starts_with("http://") || node.url.size() <= 7 ||
+        node.url.find('/', 7) != std::string::npos)
+      return makeError("invalid_argument",
+                       "--nodes: node " + node.name + "'s address must be http://host:port");
+    if (!names.insert(node.name).second)
+      return makeError("invalid_argument", "--nodes: node " + node.name + " is named twice");
+    nodes.push_back(std::move(node));
+  }
+  if (nodes.empty()) return makeError("invalid_argument", "--nodes: no node given");
+  return nodes;
+}
+
+NodeClient::NodeClient(ClusterNode node, std::string token)
+    : node_(std::move(node)), token_(std::move(token)) {}
+
+Result<nlohmann::json> NodeClient::call(const std::string& method, const std::string& path,
+                                        const std::optional<nlohmann::json>& body) const {
+  auto client = clientFor(node_.url);
+  client.set_bearer_token_auth(token_);
+  httplib::Request req;
+  req.method = method;
+  req.path = path;
+  if (body) {
+    req.body = body->dump();
+    req.set_header("Content-Type", "application/json");
+  }
+  const httplib::Result res = client.send(req);
+  if (!res) return unreachable(node_, res.error());
+  auto answer = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (res->status >= 200 && res->status <= 299)
+    return answer.is_discarded() ? nlohmann::json::object() : answer;
+  std::string why = "HTTP " + std::to_string(res->status);
+  if (answer.is_object() && answer.contains("error") && answer["error"].is_object())
+    why = answer["error"].value("message", why) + " (" +
+          answer["error"].value("code", std::string("error")) + ")";
+  return makeError("node_error", "node " + node_.name + ": " + why);
+}
+
+Result<std::string> NodeClient::callRaw(const std::string& method, const std::string& path,
+                                        const std::string& body, const std::string& contentType,
+                                        std::map<std::string, std::string>* headers) const {
+  auto client = clientFor(node_.url);
+  client.set_bearer_token_auth(token_);
+  // A piece of an events DB can take a while to read or merge.
+  client.set_read_timeout(std::chrono::seconds(120));
+  client.set_write_timeout(std::chrono::seconds(120));
+  httplib::Request req;
+  req.method = method;
+  req.path = path;
+  if (!contentType.empty()) {
+    req.body = body;
+    req.set_header("Content-Type", contentType);
+  }
+  const httplib::Result res = client.send(req);
+  if (!res) return unreachable(node_, res.error());
+  if (res->status < 200 || res->status > 299) {
+    auto answer = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+    std::string why = "HTTP " + std::to_string(res->status);
+    if (answer.is_object() && answer.contains("error") && answer["error"].is_object())
+      why = answer["error"].value("message", why) + " (" +
+            answer["error"].value("code", std::string("error")) + ")";
+    return makeError("node_error", "node " + node_.name + ": " + why);
+  }
+  if (headers)
+    for (const auto& [name, value] : res->headers) (*headers)[name] = value;
+  return res->body;
+}
+
+Result<NodePlacement> NodeClient::placement() const {
+  auto answer = call("GET", "/api/v1/placement");
+  if (!answer) return answer.error();
+  const nlohmann::json& a = answer.value();
+  if (!a.is_object() || !a.contains("webhooks") || !a["webhooks"].is_array() ||
+      !a.contains("version") || !a["version"].is_number_integer())
+    return makeError("node_error", "node " + node_.name + " gave no placement: is " + node_.url +
+                                       " a webhooker daemon?");
+  const std::string said = a.contains("node_id") && a["node_id"].is_string()
+                               ? a["node_id"].get<std::string>()
+                               : std::string();
+  if (said != node_.name)
+    return makeError("node_mismatch",
+                     "the daemon at " + node_.url + " is " +
+                         (said.empty() ? std::string("not started with --node-id")
+                                       : "node " + said) +
+                         ", not node " + node_.name);
+  NodePlacement out;
+  out.version = a["version"].get<int64_t>();
+  for (const nlohmann::json& w : a["webhooks"]) {
+    PlacedWebhook& placed = out.webhooks[w.value("id", std::string())];
+    placed.entrypoints = w.value("entrypoints", std::vector<std::string>{});
+    if (w.contains("moving_to") && w["moving_to"].is_string()) placed.movingTo = w["moving_to"];
+  }
+  return out;
+}
+
+bool NodeClient::ready() const {
+  auto client = clientFor(node_.url);
+  client.set_connection_timeout(std::chrono::seconds(2));
+  client.set_read_timeout(std::chrono::seconds(2));
+  const auto res = client.Get("/readyz");
+  return res && res->status == 200;
+}
+
+std::optional<double> NodeClient::gauge(const std::string& name) const {
+  auto client = clientFor(node_.url);
+  const auto res = client.Get("/metrics");
+  if (!res || res->status != 200) return std::nullopt;
+  double sum = 0;
+  std::stringstream lines(res->body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with(name) || line.size() <= name.size()) continue;
+    const char next = line[name.size()];
+    if (next != '{' && next != ' ') continue;
+    try {
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+    } catch (const std::exception&) {
+    }
+  }
+  return sum;
+}
+
+Result<std::map<std::string, NodePlacement>> readPlacements(const std::vector<NodeClient>& nodes) {
+  std::map<std::string, NodePlacement> out;
+  for (const NodeClient& node : nodes) {
+    auto placement = node.placement();
+    if (!placement) return placement.error();
+    out[node.node().name] = std::move(placement.value());
+  }
+  return out;
+}
+
+}  // namespace webhooker::app

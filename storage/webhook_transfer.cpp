@@ -1,0 +1,214 @@
+#include "storage/webhook_transfer.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "storage/migration.h"
+#include "storage/sqlite_database.h"
+
+namespace webhooker {
+
+namespace {
+
+// A file in `scratch` that is removed when this goes.
+class ScratchFile {
+ public:
+  explicit ScratchFile(const std::filesystem::path& scratch) {
+    std::random_device random;
+    path_ = scratch / ("transfer-" + std::to_string(random()) + std::to_string(::getpid()) + ".db");
+  }
+  ~ScratchFile() {
+    std::error_code ec;
+    for (const char* suffix : {"", "-journal", "-wal", "-shm"})
+      std::filesystem::remove(path_.string() + suffix, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::vector<std::string> columnsOf(SQLite::Database& db, const std::string& table) {
+  std::vector<std::string> out;
+  SQLite::Statement q(db, "SELECT name FROM pragma_table_info(?) ORDER BY cid");
+  q.bind(1, table);
+  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& columns, const std::string& prefix = "") {
+  std::string out;
+  for (const std::string& c : columns) out += (out.empty() ? "" : ", ") + prefix + c;
+  return out;
+}
+
+void attach(SQLite::Database& db, const std::filesystem::path& piece) {
+  SQLite::Statement attach(db, "ATTACH DATABASE ? AS piece");
+  attach.bind(1, piece.string());
+  attach.exec();
+}
+
+Result<std::string> readFile(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return makeError(error_code::kStorageError, "cannot read " + file.string());
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+}  // namespace
+
+Result<TransferPiece> readTransferPiece(const std::filesystem::path& eventsDb,
+                                        const std::filesystem::path& scratch,
+                                        const TransferCursor& cursor, size_t bodyBudget,
+                                        const DbOptions& options, const std::string& now) {
+  if (!std::filesystem::exists(eventsDb))
+    return makeError(error_code::kNotFound, "no events database for this webhook");
+  ScratchFile piece(scratch);
+  TransferPiece out;
+  try {
+    // OPEN_CREATE: an attached file is opened with the main one's flags.
+    SQLite::Database db(eventsDb.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
+                        options.busyTimeoutMs);
+    attach(db, piece.path());
+    // One read of the source: everything below is of the same moment.
+    SQLite::Transaction snapshot(db);
+    const int version = storage::schemaVersion(db);
+    db.exec("CREATE TABLE piece.events AS SELECT rowid AS source_rowid, * FROM main.events WHERE 0");
+    db.exec("CREATE TABLE piece.deliveries AS SELECT rowid AS source_rowid, * FROM main.deliveries "
+            "WHERE 0");
+    db.exec("CREATE TABLE piece.delivery_results AS SELECT * FROM main.delivery_results WHERE 0");
+    // Events in rowid order until the budget of bodies is spent.
+    SQLite::Statement events(db, "SELECT rowid, body_size FROM main.events WHERE rowid > ? "
+                                 "ORDER BY rowid");
+    events.bind(1, cursor.afterEvent);
+    int64_t last = cursor.afterEvent;
+    size_t bytes = 0;
+    while (events.executeStep()) {
+      if (last != cursor.afterEvent && bytes >= bodyBudget) {
+        out.more = true;
+        break;
+      }
+      last = events.getColumn(0).getInt64();
+      bytes += static_cast<size_t>(events.getColumn(1).getInt64());
+    }
+    events.reset();
+    SQLite::Statement copyEvents(db, "INSERT INTO piece.events SELECT rowid, * FROM main.events "
+                                     "WHERE rowid > ? AND rowid <= ?");
+    copyEvents.bind(1, cursor.afterEvent);
+    copyEvents.bind(2, last);
+    copyEvents.exec();
+    // Deliveries of later events come with their events, in a later piece.
+    SQLite::Statement copyDeliveries(
+        db, "INSERT INTO piece.deliveries SELECT rowid, * FROM main.deliveries "
+            "WHERE event_id IN (SELECT id FROM piece.events) OR (updated_at >= ?1 AND event_id "
+            "IN (SELECT id FROM main.events WHERE rowid <= ?2))");
+    if (cursor.changedSince) copyDeliveries.bind(1, *cursor.changedSince);
+    copyDeliveries.bind(2, last);
+    copyDeliveries.exec();  // ?1 unbound: NULL, which no time is at or after
+    db.exec("INSERT INTO piece.delivery_results SELECT * FROM main.delivery_results "
+            "WHERE delivery_id IN (SELECT id FROM piece.deliveries)");
+    db.exec("CREATE TABLE piece.transfer (schema_version INTEGER NOT NULL)");
+    db.exec("INSERT INTO piece.transfer VALUES (" + std::to_string(version) + ")");
+    snapshot.commit();
+    db.exec("DETACH DATABASE piece");
+    out.lastEvent = last;
+  } catch (const std::exception& e) {
+    return storage::storageError("read a transfer piece", e);
+  }
+  auto bytes = readFile(piece.path());
+  if (!bytes) return bytes.error();
+  out.bytes = std::move(bytes.value());
+  out.sourceTime = now;
+  return out;
+}
+
+Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
+                                const std::filesystem::path& scratch, const std::string& bytes,
+                                DeliveryMerge deliveryMerge, const DbOptions& options) {
+  ScratchFile piece(scratch);
+  {
+    const int fd = ::open(piece.path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return makeError(error_code::kStorageError, "cannot write " + piece.path().string());
+    const bool written = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    ::close(fd);
+    if (!written) return makeError(error_code::kStorageError, "cannot write " + piece.path().string());
+  }
+  // Checked before the copy is opened: a body that is no piece creates nothing.
+  const auto invalid = [] {
+    return makeError("invalid_transfer", "the body is not a piece of an events database");
+  };
+  try {
+    SQLite::Database check(piece.path().string(), SQLite::OPEN_READONLY);
+    if (check.execAndGet("SELECT count(*) FROM sqlite_master WHERE name IN "
+                         "('events', 'deliveries', 'delivery_results', 'transfer')")
+            .getInt() != 4)
+      return invalid();
+  } catch (const std::exception&) {
+    return invalid();
+  }
+  auto opened = storage::openDatabase(eventsDb, options, eventsMigrations());
+  if (!opened) return opened.error();
+  SQLite::Database& db = *opened.value();
+  try {
+    attach(db, piece.path());
+    if (db.execAndGet("SELECT schema_version FROM piece.transfer").getInt() !=
+        storage::schemaVersion(db))
+      return makeError("schema_mismatch",
+                       "the source's events database has another schema version: run the same "
+                       "webhooker version on both nodes");
+    SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);
+    const auto events = columnsOf(db, "events");
+    db.exec("INSERT OR IGNORE INTO main.events (" + joined(events) + ") SELECT " + joined(events) +
+            " FROM piece.events ORDER BY source_rowid");
+    const auto deliveries = columnsOf(db, "deliveries");
+    std::string updates;
+    for (const std::string& c : deliveries)
+      if (c != "id") updates += (updates.empty() ? "" : ", ") + c + " = excluded." + c;
+    const std::string onConflict =
+        deliveryMerge == DeliveryMerge::kNewerWins
+            ? " ON CONFLICT(id) DO UPDATE SET " + updates +
+                  " WHERE excluded.updated_at > deliveries.updated_at"
+            : " ON CONFLICT(id) DO NOTHING";
+    db.exec("INSERT INTO main.deliveries (" + joined(deliveries) + ") SELECT " + joined(deliveries) +
+            " FROM piece.deliveries WHERE true ORDER BY source_rowid" + onConflict);
+    const auto results = columnsOf(db, "delivery_results");
+    db.exec("INSERT OR IGNORE INTO main.delivery_results (" + joined(results) + ") SELECT " +
+            joined(results) + " FROM piece.delivery_results ORDER BY id");
+    txn.commit();
+    db.exec("DETACH DATABASE piece");
+  } catch (const std::exception& e) {
+    return storage::storageError("merge a transfer piece", e);
+  }
+  return {};
+}
+
+Result<void> adoptIncoming(const std::filesystem::path& incoming,
+                           const std::filesystem::path& eventsDb, const DbOptions& options) {
+  {
+    auto opened = storage::openDatabase(incoming, options, eventsMigrations());
+    if (!opened) return opened.error();
+    try {
+      opened.value()->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    } catch (const std::exception& e) {
+      return storage::storageError("write back a copied events database", e);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(incoming, eventsDb, ec);
+  if (ec)
+    return makeError(error_code::kStorageError, "cannot rename " + incoming.string() + ": " +
+                                                    ec.message());
+  for (const char* suffix : {"-wal", "-shm"})
+    std::filesystem::remove(incoming.string() + suffix, ec);
+  return {};
+}
+
+}  // namespace webhooker
