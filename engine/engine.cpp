@@ -393,9 +393,11 @@ void Engine::finishAttempt(const std::string& deliveryId) {
 }
 
 Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::string& targetId) {
+  uint64_t changesBefore = 0;
   {
     MutexLock lock(targetsMutex_);
     if (auto it = targetCache_.find(targetId); it != targetCache_.end()) return it->second;
+    changesBefore = targetChanges_;
   }
   auto loaded = store_.getTarget(webhookId, targetId);
   if (!loaded) {
@@ -408,7 +410,7 @@ Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::str
   static_cast<TargetRecord&>(*target) = std::move(loaded.value());
   target->routing = storedTargetRouting(target->routingJson);
   MutexLock lock(targetsMutex_);
-  targetCache_[targetId] = target;
+  if (targetChanges_ == changesBefore) targetCache_[targetId] = target;
   return target;
 }
 
@@ -416,6 +418,7 @@ void Engine::targetChanged(const std::string& webhookId, const std::string& targ
   {
     MutexLock lock(targetsMutex_);
     targetCache_.erase(targetId);
+    ++targetChanges_;
   }
   reconcileWebhook(webhookId, &targetId, true);
   // What an open breaker put off goes now: a config change has reset the

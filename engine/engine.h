@@ -252,6 +252,9 @@ class Engine final : public Dispatcher, public Scheduler {
 
   Mutex targetsMutex_;
   std::unordered_map<std::string, TargetPtr> targetCache_ GUARDED_BY(targetsMutex_);
+  // Moves with every targetChanged(): a load that began before a change
+  // read the old row and must not be cached after the change dropped it.
+  uint64_t targetChanges_ GUARDED_BY(targetsMutex_) = 0;
 
   RetryTimer timer_;
   std::vector<std::jthread> workers_;
