@@ -124,6 +124,19 @@ struct Webhook {
   std::string node;
 };
 
+// The arguments every cluster command that routes takes: the nodes and HAProxy.
+std::vector<std::string> routingArgs(Nodes& nodes, const HaproxyProcess& haproxy) {
+  return {"--nodes", nodes.nodesArgument(), "--haproxy-socket", haproxy.socket().string(), "--map",
+          haproxy.map().string()};
+}
+
+// An http target delivering to `receiver`.
+json receiverTarget(const Receiver& receiver) {
+  return {{"name", "receiver"},
+          {"type", "http"},
+          {"config", {{"url", "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hook"}}}};
+}
+
 struct Sent {
   std::string webhookId;
   std::string key;  // the body, which the receiver gets back
@@ -287,13 +300,9 @@ TEST_CASE("three nodes behind HAProxy: spread, routed, stored once, delivered; a
   Receiver receiver;
   Nodes nodes({"a", "b", "c"});
   HaproxyProcess haproxy(nodes.ports());
-  const std::vector<std::string> routing = {"--nodes", nodes.nodesArgument(), "--haproxy-socket",
-                                            haproxy.socket().string(), "--map",
-                                            haproxy.map().string()};
-  const json target = {{"name", "receiver"},
-                       {"type", "http"},
-                       {"config", {{"url", "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hook"}}},
-                       {"retry", {{"base_delay_ms", 100}, {"max_delay_ms", 500}}}};
+  const std::vector<std::string> routing = routingArgs(nodes, haproxy);
+  json target = receiverTarget(receiver);
+  target["retry"] = {{"base_delay_ms", 100}, {"max_delay_ms", 500}};
 
   // The first three through the cluster command: each to the node with the
   // fewest webhooks.
@@ -458,12 +467,8 @@ TEST_CASE("ten webhooks moved between nodes while events keep arriving: every ac
   Receiver receiver;
   Nodes nodes({"a", "b", "c"});
   HaproxyProcess haproxy(nodes.ports());
-  const std::vector<std::string> routing = {"--nodes", nodes.nodesArgument(), "--haproxy-socket",
-                                            haproxy.socket().string(), "--map",
-                                            haproxy.map().string()};
-  const json target = {{"name", "receiver"},
-                       {"type", "http"},
-                       {"config", {{"url", "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hook"}}}};
+  const std::vector<std::string> routing = routingArgs(nodes, haproxy);
+  const json target = receiverTarget(receiver);
   std::vector<Webhook> webhooks;
   for (int i = 0; i < 30; ++i) {
     const std::string node = nodes.names()[i % 3];
