@@ -31,8 +31,6 @@ struct Node {
   LoadResult load;
 };
 
-int portOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
-
 // Events/s through HAProxy with `count` nodes.
 double throughHaproxy(const BenchConfig& config, int count, Report& report) {
   std::vector<std::unique_ptr<Node>> nodes;

@@ -20,6 +20,8 @@ WebhookExpectation seedWebhook(Seeder& seeder, const std::string& name,
   return expectation;
 }
 
+int portOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
+
 double Drain::rate(const BenchReceiver& receiver) const {
   return receiver.arrivalRate(drained ? std::nullopt : std::optional(end));
 }

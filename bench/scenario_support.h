@@ -24,6 +24,9 @@ WebhookExpectation seedWebhook(Seeder& seeder, const std::string& name,
                                const std::vector<std::string>& bodies,
                                std::optional<TimePoint> retryAt = std::nullopt);
 
+// The port of a base URL such as http://127.0.0.1:8080.
+int portOf(const std::string& url);
+
 struct Drain {
   bool drained = false;  // `receiver` got all `n` before the cap
   SteadyTime end;        // when the wait ended

@@ -154,8 +154,6 @@ LoadSpec goodClient(const BenchConfig& config) {
   return spec;
 }
 
-int portOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
-
 }  // namespace
 
 void runSlowClients(const BenchConfig& config, Report& report) {
