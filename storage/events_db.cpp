@@ -17,7 +17,7 @@ EventsDb::EventsDb(std::unique_ptr<SQLite::Database> db, const std::filesystem::
       options_(options),
       db_(std::move(db)),
       statements_(std::make_unique<storage::StatementCache>(*db_)),
-      writes_(std::make_unique<storage::GroupCommit>(*db_, dbMutex_, *statements_)) {}
+      writes_(std::make_unique<storage::GroupCommit>(*db_, dbMutex_, *statements_, options.sync)) {}
 
 EventsDb::~EventsDb() = default;
 
@@ -224,8 +224,11 @@ Result<void> EventsDb::recordAttempt(const AttemptRecord& attempt) {
 
 void EventsDb::recordAttemptAsync(AttemptRecord attempt, std::function<void(Result<void>)> then) {
   const size_t bytes = attempt.responseBody.size();
+  // Buffered: losing a result to a power cut only sends its delivery again
+  // (at least once), and a flush per result would bound deliveries per
+  // second by the disk, per events DB.
   writes_->submit("record attempt", attemptWrite(std::move(attempt), formatTime(clock_.now())),
-                  std::move(then), bytes);
+                  std::move(then), bytes, storage::Durability::kBuffered);
 }
 
 size_t EventsDb::writesWaiting() const { return writes_->waiting(); }

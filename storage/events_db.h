@@ -71,7 +71,9 @@ class EventsDb {
   // The same write without waiting for it: returns at once, and `then` gets
   // what recordAttempt() would have returned once the commit holding the
   // write is done, on this EventsDb's flusher thread (group commit). So a
-  // delivery worker goes on to its next attempt while the result is flushed.
+  // delivery worker goes on to its next attempt while the result is written.
+  // The commit survives the process being killed; a power cut may lose it
+  // (no disk flush of its own), which can only send the delivery again.
   // `then` must not throw, and must not wait for another write of this
   // EventsDb (the flusher may be the thread that would have to lead it).
   void recordAttemptAsync(AttemptRecord attempt, std::function<void(Result<void>)> then);

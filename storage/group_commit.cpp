@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -9,8 +10,9 @@
 
 namespace webhooker::storage {
 
-GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements)
-    : db_(db), dbMutex_(dbMutex), statements_(statements) {}
+GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements,
+                         SyncMode sync)
+    : db_(db), dbMutex_(dbMutex), statements_(statements), openedSync_(sync), currentSync_(sync) {}
 
 GroupCommit::~GroupCommit() {
   {
@@ -22,7 +24,7 @@ GroupCommit::~GroupCommit() {
 }
 
 Result<void> GroupCommit::run(const char* operation, const Work& work, size_t bytes) {
-  Writer self{operation, &work, bytes, {}, {}, std::nullopt, false, {}};
+  Writer self{operation, &work, bytes, {}, {}, Durability::kFlushed, std::nullopt, false, {}};
   MutexLock lock(queueMutex_);
   queue_.push_back(&self);
   self.wake.wait(lock, [&]() REQUIRES(queueMutex_) {
@@ -39,13 +41,15 @@ Result<void> GroupCommit::run(const char* operation, const Work& work, size_t by
   return std::move(*self.result);
 }
 
-void GroupCommit::submit(const char* operation, Work work, Done done, size_t bytes) {
+void GroupCommit::submit(const char* operation, Work work, Done done, size_t bytes,
+                         Durability durability) {
   auto writer = std::make_unique<Writer>();
   writer->operation = operation;
   writer->owned = std::move(work);
   writer->work = &writer->owned;
   writer->bytes = bytes;
   writer->done = std::move(done);
+  writer->durability = durability;
   MutexLock lock(queueMutex_);
   if (!flusher_.joinable()) flusher_ = std::thread([this] { flush(); });
   queue_.push_back(writer.release());
@@ -118,6 +122,7 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
   };
   MutexLock lock(dbMutex_);
   try {
+    chooseSyncFor(group);
     // IMMEDIATE: the write lock comes first, so a read inside a work (an
     // idempotency check) cannot be overtaken by another connection's write.
     SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
@@ -135,6 +140,18 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
   } catch (...) {
     failAll("commit", std::runtime_error("unknown error"));
   }
+}
+
+void GroupCommit::chooseSyncFor(const std::vector<Writer*>& group) {
+  const bool flushed = std::any_of(group.begin(), group.end(), [](const Writer* w) {
+    return w->durability == Durability::kFlushed;
+  });
+  const SyncMode wanted = flushed ? openedSync_ : SyncMode::kNormal;
+  if (wanted == currentSync_) return;
+  statements_.get(wanted == SyncMode::kFull ? "PRAGMA synchronous = FULL"
+                                            : "PRAGMA synchronous = NORMAL")
+      ->exec();
+  currentSync_ = wanted;
 }
 
 bool GroupCommit::runInSavepoint(Writer& writer) {

@@ -29,6 +29,11 @@
 // transaction. A Work runs on the leader's thread: it may use its caller's
 // locals (run() waits), but must not take `dbMutex` itself. A Done runs on
 // the flusher after the commit, with no lock of this class held.
+//
+// Durability: a group is committed with the connection's synchronous mode
+// (SyncMode) unless every write in it is kBuffered; such a group commits
+// under synchronous=NORMAL, without a disk flush. WAL frames are appended in
+// order, so the next flushed commit makes the buffered ones durable too.
 #pragma once
 
 #include <condition_variable>
@@ -42,9 +47,16 @@
 
 #include "base/mutex.h"
 #include "base/result.h"
+#include "storage/db_options.h"
 #include "storage/statement_cache.h"
 
 namespace webhooker::storage {
+
+// What an ok result of a write promises.
+enum class Durability {
+  kFlushed,   // on disk as the connection's SyncMode says (FULL: survives power loss)
+  kBuffered,  // in the WAL file: survives the process dying, not the machine
+};
 
 class GroupCommit {
  public:
@@ -59,7 +71,8 @@ class GroupCommit {
   // failed). Must not throw.
   using Done = std::function<void(Result<void>)>;
 
-  GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements);
+  // `sync` is the mode `db` was opened with.
+  GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements, SyncMode sync);
   ~GroupCommit();
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
@@ -72,7 +85,8 @@ class GroupCommit {
   Result<void> run(const char* operation, const Work& work, size_t bytes = 0);
   // Queues `work` for the next group and returns at once; `done` gets what
   // run() would have returned, on the flusher thread.
-  void submit(const char* operation, Work work, Done done, size_t bytes = 0);
+  void submit(const char* operation, Work work, Done done, size_t bytes = 0,
+              Durability durability = Durability::kFlushed);
 
   // Writers queued or running, the leader's group included.
   size_t waiting() const;
@@ -84,6 +98,7 @@ class GroupCommit {
     size_t bytes;
     Work owned;
     Done done;  // set for a submitted write
+    Durability durability = Durability::kFlushed;
     std::optional<Result<void>> result;
     bool finished = false;
     std::condition_variable_any wake;  // run(): finished, or heading a leaderless queue
@@ -104,10 +119,15 @@ class GroupCommit {
   // One writer's work inside its savepoint. False if the transaction itself
   // is gone (SQLite rolled it back), which fails the whole group.
   bool runInSavepoint(Writer& writer);
+  // Sets the connection's synchronous mode for the next commit: the opened
+  // mode if any write of `group` is kFlushed, NORMAL otherwise.
+  void chooseSyncFor(const std::vector<Writer*>& group) REQUIRES(dbMutex_);
 
   SQLite::Database& db_;
   Mutex& dbMutex_;
   StatementCache& statements_;
+  const SyncMode openedSync_;
+  SyncMode currentSync_ GUARDED_BY(dbMutex_);
 
   // Guards the four below and every queued Writer's result and finished.
   mutable Mutex queueMutex_;

@@ -32,6 +32,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using webhooker::Result;
+using webhooker::SyncMode;
+using webhooker::storage::Durability;
 using webhooker::storage::GroupCommit;
 using webhooker::storage::StatementCache;
 using webhooker::testing::DbFile;
@@ -53,13 +55,15 @@ struct Fixture {
   std::unique_ptr<GroupCommit> group;
   std::atomic<int> commits{0};
 
-  explicit Fixture(const char* journalMode = "WAL", int busyTimeoutMs = 200) {
+  explicit Fixture(const char* journalMode = "WAL", int busyTimeoutMs = 200,
+                   SyncMode sync = SyncMode::kFull) {
     db = std::make_unique<SQLite::Database>(
         file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX, busyTimeoutMs);
     db->exec(std::string("PRAGMA journal_mode = ") + journalMode);
+    db->exec(sync == SyncMode::kFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
     db->exec("CREATE TABLE t (x INTEGER NOT NULL UNIQUE)");
     statements = std::make_unique<StatementCache>(*db);
-    group = std::make_unique<GroupCommit>(*db, dbMutex, *statements);
+    group = std::make_unique<GroupCommit>(*db, dbMutex, *statements, sync);
     sqlite3_commit_hook(db->getHandle(), countCommit, &commits);
   }
   ~Fixture() {
@@ -82,6 +86,12 @@ struct Fixture {
     std::set<int> out;
     while (q.executeStep()) out.insert(q.getColumn(0).getInt());
     return out;
+  }
+  // The connection's synchronous mode as the last commit left it; only
+  // while no group runs.
+  SyncMode synchronous() {
+    return db->execAndGet("PRAGMA synchronous").getInt() == 2 ? SyncMode::kFull
+                                                              : SyncMode::kNormal;
   }
   void waitUntilQueued(size_t n) {
     for (int i = 0; i < 5000 && group->waiting() < n; ++i) std::this_thread::sleep_for(1ms);
@@ -273,6 +283,33 @@ TEST_CASE_FIXTURE(Fixture, "a submitted write that fails is reported failed; the
   CHECK(submitted.results[0].second.error().code == "storage_error");
   CHECK(submitted.results[1].second.ok());
   CHECK(rows() == std::set<int>{0, 1, 2, 3});
+}
+
+TEST_CASE_FIXTURE(Fixture, "a group of buffered writes commits without a disk flush; one flushed write makes its group flush") {
+  Submitted submitted;
+  group->submit("buffered", insert(1), submitted.doneFor(1), 0, Durability::kBuffered);
+  submitted.waitFor(1);
+  CHECK(synchronous() == SyncMode::kNormal);
+  REQUIRE(group->run("flushed", insert(2)).ok());
+  CHECK(synchronous() == SyncMode::kFull);
+
+  Blocker blocker(*group);
+  waitUntilQueued(1);
+  group->submit("buffered", insert(3), submitted.doneFor(3), 0, Durability::kBuffered);
+  auto flushed = startInserts(*group, 4, 4);
+  waitUntilQueued(3);
+  blocker.release.set_value();
+  CHECK(blocker.done.get().ok());
+  CHECK(flushed[0].get().ok());
+  submitted.waitFor(2);
+  CHECK(synchronous() == SyncMode::kFull);  // the last group held both
+  CHECK(rows() == std::set<int>{0, 1, 2, 3, 4});
+}
+
+TEST_CASE("a connection opened with synchronous=NORMAL is never made to flush") {
+  Fixture f("WAL", 200, SyncMode::kNormal);
+  REQUIRE(f.group->run("flushed", Fixture::insert(1)).ok());
+  CHECK(f.synchronous() == SyncMode::kNormal);
 }
 
 TEST_CASE("every submitted write is committed and reported before its group commit is gone") {
