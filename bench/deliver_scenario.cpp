@@ -8,7 +8,6 @@
 // and the last arrival.
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,20 +49,17 @@ void deliverOneTarget(const BenchConfig& config, double bareRate, Report& report
   report.add({"deliver", "delivered within the cap", static_cast<double>(receiver.count()), "",
               static_cast<double>(n), "backlog", std::nullopt});
   const std::string target = expectation.targetIds.at(0);
-  report.addCheck("deliver", checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                               std::set{target}, {}}));
+  addCheckAfterWait(report, "deliver", config, drain.drained,
+                    {data.path(), {expectation}, {{target, &receiver}}, std::set{target}, {}});
 }
 
 void deliverFannedOut(const BenchConfig& config, double bareRate, Report& report) {
   const size_t targets = static_cast<size_t>(config.deliverFanOut);
   const size_t events = config.deliverBacklog / targets;
   testing::TempDir data;
-  std::vector<std::unique_ptr<BenchReceiver>> receivers;
+  const ReceiverSet receivers = makeReceivers(targets, config.workers);
   std::vector<SeedTarget> seeded;
-  for (size_t i = 0; i < targets; ++i) {
-    receivers.push_back(std::make_unique<BenchReceiver>(config.workers));
-    seeded.push_back({receivers.back()->url(), config.workers});
-  }
+  for (const auto& receiver : receivers) seeded.push_back({receiver->url(), config.workers});
   WebhookExpectation expectation;
   {
     Seeder seeder(data.path());
@@ -79,7 +75,7 @@ void deliverFannedOut(const BenchConfig& config, double bareRate, Report& report
   const MultiDrain drain = drainBacklog(config, data.path(), expected);
   report.add({"deliver", "deliveries/s, " + std::to_string(targets) + " targets of one webhook",
               drain.rate, "1/s", bareRate, "bare keep-alive client loop req/s", std::nullopt});
-  report.addCheck("deliver (fan-out)", checkCorrectness(check));
+  addCheckAfterWait(report, "deliver (fan-out)", config, drain.drained, check);
 }
 
 void deliverManyTenants(const BenchConfig& config, double bareRate, Report& report) {
@@ -102,7 +98,7 @@ void deliverManyTenants(const BenchConfig& config, double bareRate, Report& repo
   const MultiDrain drain = drainBacklog(config, data.path(), {{&receiver, tenants * events}});
   report.add({"deliver", "deliveries/s, " + std::to_string(tenants) + " webhooks x 1 target",
               drain.rate, "1/s", bareRate, "bare keep-alive client loop req/s", std::nullopt});
-  report.addCheck("deliver (many webhooks)", checkCorrectness(check));
+  addCheckAfterWait(report, "deliver (many webhooks)", config, drain.drained, check);
 }
 
 }  // namespace
