@@ -1,12 +1,11 @@
 // deliver: how fast the daemon drains a backlog, against a bare keep-alive
 // client loop posting the same bodies to the same kind of receiver with the
-// same concurrency (the daemon's worker count). Three shapes of the same
-// number of deliveries: one target; one webhook fanned out to several
-// targets, each with its own receiver; and many webhooks with one target
-// each, all sent to one receiver (what a tenant costs: a DB, a lane, a
-// target to look up). Rates are taken at the receivers, between the first
-// and the last arrival.
-#include <algorithm>
+// same concurrency (the daemon's worker count). Three shapes: one target;
+// one webhook fanned out to several targets, each with its own receiver
+// (the same number of deliveries); and many webhooks with one target each,
+// all sent to one receiver (what a tenant costs: a DB, a lane, a target to
+// look up). Rates are taken at the receivers, between the first and the
+// last arrival.
 #include <chrono>
 #include <string>
 #include <vector>
@@ -80,7 +79,7 @@ void deliverFannedOut(const BenchConfig& config, double bareRate, Report& report
 
 void deliverManyTenants(const BenchConfig& config, double bareRate, Report& report) {
   const size_t tenants = static_cast<size_t>(config.deliverTenants);
-  const size_t events = std::max<size_t>(1, config.deliverBacklog / tenants);
+  const size_t events = config.deliverTenantEvents;
   testing::TempDir data;
   BenchReceiver receiver(config.workers);
   CorrectnessSpec check{data.path(), {}, {}, {}, {}};
