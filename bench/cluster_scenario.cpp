@@ -72,14 +72,14 @@ double throughHaproxy(const BenchConfig& config, int count, Report& report) {
   for (auto& node : nodes) {
     ok += node->load.ok();
     seconds = std::max(seconds, node->load.seconds);
-    node->receiver->waitForCount(node->load.ok(), config.drainCap);
+    const bool delivered = node->receiver->waitForCount(node->load.ok(), config.drainCap);
     node->daemon->stop();
     WebhookExpectation expectation{node->webhook.id, {node->target}, {}};
     for (const RequestOutcome& r : node->load.requests)
       if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
-    report.addCheck("cluster-" + std::to_string(count),
-                    checkCorrectness({node->data.path(), {expectation},
-                                      {{node->target, node->receiver.get()}}, {node->target}, {}}));
+    addCheckAfterWait(report, "cluster-" + std::to_string(count), config, delivered,
+                      {node->data.path(), {expectation}, {{node->target, node->receiver.get()}},
+                       {node->target}, {}});
   }
   return seconds > 0 ? static_cast<double>(ok) / seconds : 0;
 }

@@ -50,7 +50,7 @@ class Violations {
 // Checks one webhook's events DB; adds the seqs it stores for each target
 // to `stored`, for the receivers' side of the check.
 void checkWebhook(const CorrectnessSpec& spec, const WebhookExpectation& webhook,
-                  const std::map<std::string, ReceivedBodies>& received,
+                  const std::map<std::string, const ReceivedBodies*>& received,
                   std::map<std::string, std::unordered_set<int64_t>>& stored,
                   Violations& violations) {
   if (webhook.acceptedSeqs.empty()) {
@@ -103,8 +103,8 @@ void checkWebhook(const CorrectnessSpec& spec, const WebhookExpectation& webhook
                        ", expected delivered");
       const auto receiver = received.find(d.targetId);
       if (receiver == received.end()) continue;
-      const auto copies = receiver->second.find(seq);
-      if (copies == receiver->second.end()) {
+      const auto copies = receiver->second->find(seq);
+      if (copies == receiver->second->end()) {
         if (d.status == "delivered")
           violations.add(what + ": delivered to " + d.targetId +
                          " per the DB, but its receiver never got it");
@@ -130,10 +130,15 @@ void checkWebhook(const CorrectnessSpec& spec, const WebhookExpectation& webhook
 }  // namespace
 
 std::vector<std::string> checkCorrectness(const CorrectnessSpec& spec) {
-  std::map<std::string, ReceivedBodies> received;
+  // Indexed once per receiver, not per target: a thousand targets may
+  // share one receiver.
+  std::map<const BenchReceiver*, ReceivedBodies> receivedBy;
+  std::map<std::string, const ReceivedBodies*> received;  // by target id
   for (const auto& [targetId, receiver] : spec.receivers) {
-    ReceivedBodies& bodies = received[targetId];
-    for (const Arrival& a : receiver->arrivals()) bodies[a.seq].push_back(a.bodyHash);
+    const auto [bodies, added] = receivedBy.try_emplace(receiver);
+    if (added)
+      for (const Arrival& a : receiver->arrivals()) bodies->second[a.seq].push_back(a.bodyHash);
+    received[targetId] = &bodies->second;
   }
   Violations violations;
   if (spec.webhooks.empty()) violations.add("no webhook to check");
@@ -151,10 +156,10 @@ std::vector<std::string> checkCorrectness(const CorrectnessSpec& spec) {
   for (const auto& [targetId, receiver] : spec.receivers)
     storedByReceiver[receiver].merge(stored[targetId]);
   for (const auto& [receiver, known] : storedByReceiver)
-    for (const Arrival& a : receiver->arrivals())
-      if (!known.count(a.seq))
-        violations.add("a receiver got a request with seq " + std::to_string(a.seq) +
-                       ", which matches no stored delivery of its targets");
+    for (const auto& [seq, copies] : receivedBy.at(receiver))
+      if (!known.count(seq))
+        violations.add("a receiver got " + std::to_string(copies.size()) + " request(s) with seq " +
+                       std::to_string(seq) + ", which matches no stored delivery of its targets");
   return violations.take();
 }
 

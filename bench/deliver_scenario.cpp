@@ -1,14 +1,12 @@
 // deliver: how fast the daemon drains a backlog, against a bare keep-alive
 // client loop posting the same bodies to the same kind of receiver with the
-// same concurrency (the daemon's worker count). Three shapes of the same
-// number of deliveries: one target; one webhook fanned out to several
-// targets, each with its own receiver; and many webhooks with one target
-// each, all sent to one receiver (what a tenant costs: a DB, a lane, a
-// target to look up). Rates are taken at the receivers, between the first
-// and the last arrival.
-#include <algorithm>
+// same concurrency (the daemon's worker count). Three shapes: one target;
+// one webhook fanned out to several targets, each with its own receiver
+// (the same number of deliveries); and many webhooks with one target each,
+// all sent to one receiver (what a tenant costs: a DB, a lane, a target to
+// look up). Rates are taken at the receivers, between the first and the
+// last arrival.
 #include <chrono>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,20 +48,17 @@ void deliverOneTarget(const BenchConfig& config, double bareRate, Report& report
   report.add({"deliver", "delivered within the cap", static_cast<double>(receiver.count()), "",
               static_cast<double>(n), "backlog", std::nullopt});
   const std::string target = expectation.targetIds.at(0);
-  report.addCheck("deliver", checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                               std::set{target}, {}}));
+  addCheckAfterWait(report, "deliver", config, drain.drained,
+                    {data.path(), {expectation}, {{target, &receiver}}, std::set{target}, {}});
 }
 
 void deliverFannedOut(const BenchConfig& config, double bareRate, Report& report) {
   const size_t targets = static_cast<size_t>(config.deliverFanOut);
   const size_t events = config.deliverBacklog / targets;
   testing::TempDir data;
-  std::vector<std::unique_ptr<BenchReceiver>> receivers;
+  const ReceiverSet receivers = makeReceivers(targets, config.workers);
   std::vector<SeedTarget> seeded;
-  for (size_t i = 0; i < targets; ++i) {
-    receivers.push_back(std::make_unique<BenchReceiver>(config.workers));
-    seeded.push_back({receivers.back()->url(), config.workers});
-  }
+  for (const auto& receiver : receivers) seeded.push_back({receiver->url(), config.workers});
   WebhookExpectation expectation;
   {
     Seeder seeder(data.path());
@@ -79,12 +74,12 @@ void deliverFannedOut(const BenchConfig& config, double bareRate, Report& report
   const MultiDrain drain = drainBacklog(config, data.path(), expected);
   report.add({"deliver", "deliveries/s, " + std::to_string(targets) + " targets of one webhook",
               drain.rate, "1/s", bareRate, "bare keep-alive client loop req/s", std::nullopt});
-  report.addCheck("deliver (fan-out)", checkCorrectness(check));
+  addCheckAfterWait(report, "deliver (fan-out)", config, drain.drained, check);
 }
 
 void deliverManyTenants(const BenchConfig& config, double bareRate, Report& report) {
   const size_t tenants = static_cast<size_t>(config.deliverTenants);
-  const size_t events = std::max<size_t>(1, config.deliverBacklog / tenants);
+  const size_t events = config.deliverTenantEvents;
   testing::TempDir data;
   BenchReceiver receiver(config.workers);
   CorrectnessSpec check{data.path(), {}, {}, {}, {}};
@@ -102,7 +97,7 @@ void deliverManyTenants(const BenchConfig& config, double bareRate, Report& repo
   const MultiDrain drain = drainBacklog(config, data.path(), {{&receiver, tenants * events}});
   report.add({"deliver", "deliveries/s, " + std::to_string(tenants) + " webhooks x 1 target",
               drain.rate, "1/s", bareRate, "bare keep-alive client loop req/s", std::nullopt});
-  report.addCheck("deliver (many webhooks)", checkCorrectness(check));
+  addCheckAfterWait(report, "deliver (many webhooks)", config, drain.drained, check);
 }
 
 }  // namespace

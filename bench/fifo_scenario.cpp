@@ -48,8 +48,8 @@ void measure(const BenchConfig& config, Report& report, std::chrono::millisecond
   report.add({"fifo", "deliveries/s, receiver answering in " + label, drain.rate(receiver), "1/s",
               bareRate, "one-at-a-time client loop req/s (1/RTT)", std::nullopt});
   const std::string target = expectation.targetIds.at(0);
-  report.addCheck("fifo", checkCorrectness({data.path(), {expectation}, {{target, &receiver}},
-                                            std::set{target}, {}}));
+  addCheckAfterWait(report, "fifo", config, drain.drained,
+                    {data.path(), {expectation}, {{target, &receiver}}, std::set{target}, {}});
   std::vector<std::string> problems;
   int64_t last = -1;
   for (const Arrival& a : receiver.arrivals()) {

@@ -22,6 +22,22 @@ WebhookExpectation seedWebhook(Seeder& seeder, const std::string& name,
 
 int portOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
 
+ReceiverSet makeReceivers(size_t count, int threads, std::chrono::milliseconds delay) {
+  ReceiverSet receivers;
+  for (size_t i = 0; i < count; ++i) receivers.push_back(std::make_unique<BenchReceiver>(threads, delay));
+  return receivers;
+}
+
+void addCheckAfterWait(Report& report, const std::string& scenario, const BenchConfig& config,
+                       bool waitFinished, const CorrectnessSpec& spec) {
+  std::vector<std::string> violations;
+  if (!waitFinished)
+    violations.push_back("the deliveries did not all arrive within the " +
+                         std::to_string(config.drainCap.count()) + " s cap");
+  for (std::string& v : checkCorrectness(spec)) violations.push_back(std::move(v));
+  report.addCheck(scenario, std::move(violations));
+}
+
 double Drain::rate(const BenchReceiver& receiver) const {
   return receiver.arrivalRate(drained ? std::nullopt : std::optional(end));
 }
@@ -74,8 +90,7 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchRece
   spec.path = webhook.hookPath;
   spec.firstSeq = reserveSeqs(spec.requests);
   LoadResult result = runner ? runner(daemon, spec) : runLoad(spec, config.bodies);
-  // A wait that ends at the cap shows in the check as undelivered deliveries.
-  receiver.waitForCount(result.ok(), config.drainCap);
+  const bool delivered = receiver.waitForCount(result.ok(), config.drainCap);
   daemon.stop();
 
   WebhookExpectation expectation{webhook.id, {target}, {}};
@@ -83,7 +98,7 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchRece
     if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
   CorrectnessSpec check{data.path(), {expectation}, {{target, &receiver}}, {target}, {}};
   if (routing.contains("transform")) check.reshapedTargets.insert(target);
-  report.addCheck(scenario, checkCorrectness(check));
+  addCheckAfterWait(report, scenario, config, delivered, check);
   return result;
 }
 

@@ -2,8 +2,10 @@
 // through a fresh daemon, and posting a load through a fresh daemon.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +28,17 @@ WebhookExpectation seedWebhook(Seeder& seeder, const std::string& name,
 
 // The port of a base URL such as http://127.0.0.1:8080.
 int portOf(const std::string& url);
+
+// Receivers for several targets of one webhook: each needs its own, or the
+// check would see every event arrive at it once per target.
+using ReceiverSet = std::vector<std::unique_ptr<BenchReceiver>>;
+ReceiverSet makeReceivers(size_t count, int threads, std::chrono::milliseconds delay = {});
+
+// Adds the correctness check as `scenario`, after a wait for deliveries
+// that ended at the cap unless `waitFinished`. Running out of time is a
+// violation of its own, ahead of the deliveries the check finds undone.
+void addCheckAfterWait(Report& report, const std::string& scenario, const BenchConfig& config,
+                       bool waitFinished, const CorrectnessSpec& spec);
 
 struct Drain {
   bool drained = false;  // `receiver` got all `n` before the cap

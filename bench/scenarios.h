@@ -31,9 +31,12 @@ struct BenchConfig {
   int floodConnections = 2'000;
   double floodRate = 500;
   double floodSeconds = 20;
-  size_t deliverBacklog = 50'000;  // deliveries, in each deliver variant
+  size_t deliverBacklog = 50'000;  // deliveries, to one target and fanned out
   int deliverFanOut = 4;           // targets of one webhook, each with its own receiver
   int deliverTenants = 1'000;      // webhooks with one target each, one shared receiver
+  // Events of each of those webhooks (20,000 deliveries in all): enough for
+  // a steady rate, and seeding a thousand events DBs is slow.
+  size_t deliverTenantEvents = 20;
   double endToEndRate = 1'000;
   double endToEndSeconds = 10;
   size_t isolationEvents = 5'000;
