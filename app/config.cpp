@@ -111,6 +111,12 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_WORKERS")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  cmd.add_option("--max-workers", c.maxWorkers,
+                 "delivery worker threads at most: more are started while slow receivers "
+                 "hold every worker and another target has deliveries waiting")
+      ->envname("WEBHOOKER_MAX_WORKERS")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   cmd.add_option("--allow-networks", c.allowNetworks,
                  "comma-separated CIDRs deliveries may reach although they are private or "
                  "loopback (e.g. 10.1.0.0/16); everything internal is refused otherwise")

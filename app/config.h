@@ -34,6 +34,7 @@ struct Config {
   std::string trustedProxies;       // CIDRs whose X-Forwarded-For is believed
 
   int workers = 8;
+  int maxWorkers = 64;
   std::string allowNetworks;        // CIDRs the SSRF guard lets through
   int64_t shutdownGraceMs = 10'000;
   int64_t sweepIntervalMs = 60'000;

@@ -169,6 +169,7 @@ int runServe(const Config& config) {
   EventsDbPool eventsDbs(dataDir, config.dbOptions(), clock, config.maxOpenEventsDbs);
   EngineOptions engineOptions;
   engineOptions.workers = config.workers;
+  engineOptions.maxWorkers = config.maxWorkers;
   engineOptions.sweepInterval = std::chrono::milliseconds(config.sweepIntervalMs);
   Engine engine(engineOptions, *store.value(), eventsDbs, targets, clock, metrics,
                 {&routing, &routingMetrics});

@@ -7,6 +7,7 @@ DaemonSettings BenchConfig::daemonSettings(std::vector<std::string> extraArgs) c
   s.syncMode = syncMode;
   s.httpThreads = connections;
   s.workers = workers;
+  s.maxWorkers = maxWorkers;
   s.extraArgs = std::move(extraArgs);
   return s;
 }

@@ -23,6 +23,7 @@ struct DaemonSettings {
   std::string syncMode = "full";
   int httpThreads = 8;
   int workers = 8;
+  int maxWorkers = 64;
   std::vector<std::string> extraArgs;
 };
 

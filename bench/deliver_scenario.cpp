@@ -81,7 +81,7 @@ void deliverManyTenants(const BenchConfig& config, double bareRate, Report& repo
   const size_t tenants = static_cast<size_t>(config.deliverTenants);
   const size_t events = config.deliverTenantEvents;
   testing::TempDir data;
-  BenchReceiver receiver(config.workers);
+  BenchReceiver receiver(config.maxWorkers);  // a thread per connection the daemon may open
   CorrectnessSpec check{data.path(), {}, {}, {}, {}};
   {
     Seeder seeder(data.path());

@@ -18,6 +18,9 @@ struct BenchConfig {
   bool smoke = false;
   int connections = 8;  // load generator connections = the daemon's HTTP threads
   int workers = 8;      // the daemon's delivery workers = the bare client loop's connections
+  // The most it starts while every worker is busy: a receiver shared by many
+  // targets may see this many connections.
+  int maxWorkers = 64;
   std::string syncMode = "full";  // the daemon's; "normal" shows what the fsyncs cost
   // How long a scenario waits for its deliveries to finish. A slower product
   // is measured on what arrived by then, and its correctness check reports

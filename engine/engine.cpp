@@ -39,8 +39,11 @@ void Engine::start() {
     spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());
   }
   refiller_ = std::jthread([this](std::stop_token st) { refillLoop(st); });
-  for (int i = 0; i < std::max(1, options_.workers); ++i)
-    workers_.emplace_back([this](std::stop_token st) { work(st); });
+  {
+    MutexLock lock(engineMutex_);
+    for (int i = 0; i < std::max(1, options_.workers); ++i)
+      workers_.emplace_back([this](std::stop_token st) { work(st); });
+  }
   sweeper_ = std::jthread([this](std::stop_token st) { sweepLoop(st); });
 }
 
@@ -61,9 +64,14 @@ bool Engine::stop(std::chrono::milliseconds grace) {
         idle_.wait_for(lock, grace, [&]() REQUIRES(engineMutex_) { return inFlight_ == 0; });
   }
   if (finished) {
-    for (auto& w : workers_) w.request_stop();
+    std::vector<std::jthread> workers;
+    {
+      MutexLock lock(engineMutex_);
+      workers = std::move(workers_);  // none is added while stopping_
+    }
+    for (auto& w : workers) w.request_stop();
     workAvailable_.notify_all();
-    workers_.clear();  // joins: nobody is in an attempt any more
+    workers.clear();  // joins: nobody is in an attempt any more
   }
   return finished;
 }
@@ -266,7 +274,19 @@ void Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
   }
   lane.ready = true;
   ready_.push_back(targetId);
-  workAvailable_.notify_one();
+  wakeWorkerLocked();
+}
+
+void Engine::wakeWorkerLocked() {
+  // Before start() (recovery queues first) the pool is not there to grow.
+  const size_t started = static_cast<size_t>(std::max(1, options_.workers));
+  const size_t most = std::max(started, static_cast<size_t>(options_.maxWorkers));
+  if (idleWorkers_ > 0 || stopping_ || workers_.size() < started || workers_.size() >= most) {
+    workAvailable_.notify_one();
+    return;
+  }
+  workers_.emplace_back([this](std::stop_token st) { work(st); });
+  spdlog::debug("delivery.worker_added workers={}", workers_.size());
 }
 
 void Engine::applyRateLimitLocked(const std::string& targetId, const TargetRouting& routing) {
@@ -315,6 +335,7 @@ void Engine::work(std::stop_token stop) {
   MutexLock lock(engineMutex_);
   while (true) {
     const std::optional<TimePoint> nextToken = releaseThrottledLocked();
+    ++idleWorkers_;
     if (!nextToken) {
       workAvailable_.wait(lock, stop, [&]() REQUIRES(engineMutex_) {
         return stopping_ || !ready_.empty() || !throttled_.empty();
@@ -328,6 +349,7 @@ void Engine::work(std::stop_token stop) {
                                        throttled_.begin()->first < *nextToken;
                               });
     }
+    --idleWorkers_;
     if (stopping_ || stop.stop_requested()) return;
     if (ready_.empty()) continue;
     const std::string targetId = std::move(ready_.front());
@@ -342,6 +364,9 @@ void Engine::work(std::stop_token stop) {
     ++inFlight_;
     requestRefillsLocked(targetId, lane);
     markReadyLocked(targetId, lane);
+    // Another lane may have been woken for while this worker was its only
+    // waiting one.
+    if (!ready_.empty()) wakeWorkerLocked();
     const std::string deliveryId = task.deliveryId;
 
     lock.unlock();

@@ -67,7 +67,12 @@
 namespace webhooker {
 
 struct EngineOptions {
+  // Workers started with the engine. A lane that is ready while every
+  // worker is in an attempt (slow receivers hold them) starts one more, up
+  // to maxWorkers: a worker blocked on a socket costs no CPU, and a fast
+  // target must not wait for slow ones to answer.
   int workers = 8;
+  int maxWorkers = 64;
   size_t maxQueuedPerTarget = 10'000;
   size_t maxQueued = 20'000;  // over all targets; ~640 bytes each
   std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
@@ -149,6 +154,9 @@ class Engine final : public Dispatcher, public Scheduler {
 
   // engine.cpp
   void work(std::stop_token stop);
+  // A lane became ready: wakes a waiting worker, or starts one more when
+  // none waits (see EngineOptions::maxWorkers).
+  void wakeWorkerLocked() REQUIRES(engineMutex_);
   void runAttempt(Task& task, AttemptHold hold);
   // The hold of one attempt (see AttemptHold): counted in inFlight_ from
   // now; finishAttempt() runs when its last copy is gone.
@@ -243,6 +251,8 @@ class Engine final : public Dispatcher, public Scheduler {
   std::unordered_map<std::string, std::string> fifoHeads_ GUARDED_BY(engineMutex_);
   std::unordered_map<std::string, FifoHead> fifoHeadOf_ GUARDED_BY(engineMutex_);
   bool stopping_ GUARDED_BY(engineMutex_) = false;
+  std::vector<std::jthread> workers_ GUARDED_BY(engineMutex_);
+  int idleWorkers_ GUARDED_BY(engineMutex_) = 0;  // waiting for a ready lane
 
   // Ingest handoffs opened and not yet closed, by number (openHandoff).
   Mutex handoffMutex_;
@@ -257,7 +267,6 @@ class Engine final : public Dispatcher, public Scheduler {
   uint64_t targetChanges_ GUARDED_BY(targetsMutex_) = 0;
 
   RetryTimer timer_;
-  std::vector<std::jthread> workers_;
   std::jthread sweeper_;
   std::jthread refiller_;
 };

@@ -453,6 +453,53 @@ TEST_CASE("a slow target cannot hold up another: lanes and max_concurrency") {
   CHECK(h.countWithStatus(hook.webhookId, a.id, "delivered") == 0);
 }
 
+// Slow receivers can hold every worker the engine started with: it starts
+// more, up to max workers, rather than make a fast target wait for them.
+// Three slow targets could hold 12 attempts at once.
+static std::vector<TargetRecord> createSlowTargets(EngineHarness& h, const Hook& hook, Receiver& slow) {
+  slow.setDefault(respondAfter(5000ms));
+  std::vector<TargetRecord> out;
+  for (int i = 0; i < 3; ++i)
+    out.push_back(h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
+                                     /*maxConcurrency=*/4, /*timeoutMs=*/10000));
+  return out;
+}
+
+TEST_CASE("slow targets that hold every worker cannot hold up another: more workers start") {
+  HarnessOptions options;
+  options.workers = 2;
+  options.maxWorkers = 14;
+  EngineHarness h(options);
+  Receiver slow;
+  Receiver fast;
+  const Hook hook = h.createWebhook();
+  createSlowTargets(h, hook, slow);
+  const TargetRecord quick = h.createHttpTarget(hook.webhookId, fast.url("/fast"));
+
+  for (int i = 0; i < 8; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+
+  REQUIRE(h.waitForCount(hook.webhookId, quick.id, "delivered", 8, 3s));
+  CHECK(slow.requestCount() == static_cast<size_t>(slow.inFlight()));  // none answered yet
+  CHECK(slow.inFlight() == 12);  // every slow lane full, on workers started for them
+}
+
+TEST_CASE("the worker pool grows no further than max workers") {
+  HarnessOptions options;
+  options.workers = 2;
+  options.maxWorkers = 5;
+  EngineHarness h(options);
+  Receiver slow;
+  const Hook hook = h.createWebhook();
+  createSlowTargets(h, hook, slow);
+
+  for (int i = 0; i < 8; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+
+  for (int i = 0; i < 300 && slow.inFlight() < 5; ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(300ms);
+  CHECK(slow.inFlight() == 5);
+  CHECK(slow.maxInFlight() == 5);
+}
+
 TEST_CASE("a 100 KB body goes byte for byte, with headers forwarded by the rules") {
   EngineHarness h;
   Receiver r;

@@ -113,6 +113,7 @@ EngineHarness::EngineHarness(HarnessOptions options)
 
   EngineOptions engineOptions;
   engineOptions.workers = options_.workers;
+  engineOptions.maxWorkers = options_.maxWorkers;
   engineOptions.sweepInterval = options_.sweepInterval;
   engineOptions.maxQueuedPerTarget = options_.maxQueuedPerTarget;
   engineOptions.maxQueued = options_.maxQueued;

@@ -117,6 +117,7 @@ struct HarnessOptions {
   // Jitter source; nullptr: SystemRandom. Must outlive the harness.
   Random* random = nullptr;
   int workers = 8;
+  int maxWorkers = EngineOptions{}.maxWorkers;
   std::chrono::milliseconds sweepInterval{200};
   size_t maxQueuedPerTarget = EngineOptions{}.maxQueuedPerTarget;
   size_t maxQueued = EngineOptions{}.maxQueued;
