@@ -203,7 +203,10 @@ void MoveApi::moveIn(const HttpRequest& req, HttpResponse& res) {
   if (!std::filesystem::exists(incomingPath(*id)))
     return sendError(res, 409, "conflict", "no events of this webhook were copied here");
   if (auto r = store_.importWebhookRows(*id, req.body); !r) return sendError(res, r.error());
-  if (auto adopted = adoptIncoming(incomingPath(*id), eventsDbs_.pathFor(*id), options_); !adopted) {
+  const auto adopt = [&](const std::filesystem::path& file) {
+    return adoptIncoming(incomingPath(*id), file, options_);
+  };
+  if (auto adopted = eventsDbs_.install(*id, adopt); !adopted) {
     // Not taken over: the rows go again, the copy stays for the next try.
     (void)store_.deleteWebhook(*id);
     return sendError(res, adopted.error());

@@ -18,8 +18,9 @@
 //   PUT  events            merge a piece into the incoming copy (or, once
 //        it took over, into its events DB)
 //   POST in                take over: the rows of `config` in one
-//        transaction, the incoming copy becomes the events DB, its waiting
-//        deliveries go to the engine
+//        transaction, the incoming copy becomes the events DB (also where
+//        the webhook was moved out of earlier: EventsDbPool::install), its
+//        waiting deliveries go to the engine
 //   DELETE in              drop an incoming copy (a move given up)
 //
 // Errors in the API's shape; "conflict" (409) when the webhook is not in the

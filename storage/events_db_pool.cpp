@@ -17,7 +17,7 @@ std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const 
 
 Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId) {
   MutexLock lock(poolMutex_);
-  opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
+  waitForFileLocked(lock, webhookId);
   if (auto it = index_.find(webhookId); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
@@ -47,18 +47,30 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   return db;
 }
 
+void EventsDbPool::waitForFileLocked(MutexLock& lock, const std::string& webhookId) {
+  opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
+}
+
+std::shared_ptr<EventsDb> EventsDbPool::takeOutLocked(const std::string& webhookId) {
+  ++closings_[webhookId];
+  const auto it = index_.find(webhookId);
+  if (it == index_.end()) return nullptr;
+  std::shared_ptr<EventsDb> db = std::move(it->second->second);
+  lru_.erase(it->second);
+  index_.erase(it);
+  return db;
+}
+
 Result<void> EventsDbPool::remove(const std::string& webhookId) {
+  std::shared_ptr<EventsDb> closing;
   {
     MutexLock lock(poolMutex_);
     // An open in flight would create the file again after it is deleted.
-    opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
+    waitForFileLocked(lock, webhookId);
     removed_.insert(webhookId);
-    if (auto it = index_.find(webhookId); it != index_.end()) {
-      lru_.erase(it->second);
-      index_.erase(it);
-    }
-    ++closings_[webhookId];
+    closing = takeOutLocked(webhookId);
   }
+  closing.reset();
   std::error_code ec;
   for (const char* suffix : {"", "-wal", "-shm"}) {
     std::filesystem::path file = pathFor(webhookId);
@@ -69,6 +81,23 @@ Result<void> EventsDbPool::remove(const std::string& webhookId) {
                        fmt::format("could not delete {}: {}", file.string(), ec.message()));
   }
   return {};
+}
+
+Result<void> EventsDbPool::install(const std::string& webhookId, const PlaceFile& place) {
+  std::shared_ptr<EventsDb> replaced;
+  {
+    MutexLock lock(poolMutex_);
+    waitForFileLocked(lock, webhookId);
+    opening_.insert(webhookId);
+    replaced = takeOutLocked(webhookId);
+  }
+  replaced.reset();
+  const Result<void> placed = place(pathFor(webhookId));
+  MutexLock lock(poolMutex_);
+  opening_.erase(webhookId);
+  if (placed) removed_.erase(webhookId);
+  opened_.notify_all();
+  return placed;
 }
 
 EventsDbPool::Peek EventsDbPool::peek(const std::string& webhookId) const {
