@@ -45,10 +45,11 @@ std::optional<int64_t> integerParam(const HttpRequest& req, const char* name) {
 }  // namespace
 
 MoveApi::MoveApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                 DbOptions options, std::string nodeId)
+                 MoveFence& moveFence, DbOptions options, std::string nodeId)
     : store_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
+      moveFence_(moveFence),
       options_(options),
       nodeId_(std::move(nodeId)) {}
 
@@ -67,6 +68,7 @@ void MoveApi::registerRoutes(Router& router) {
   router.add("POST", move + "/out", bind(&MoveApi::moveOut));
   router.add("POST", move + "/back", bind(&MoveApi::moveBack));
   router.add("GET", move + "/config", bind(&MoveApi::config));
+  router.add("POST", move + "/finish", bind(&MoveApi::finish));
   router.add("POST", move + "/in", bind(&MoveApi::moveIn));
   router.add("DELETE", move + "/in", bind(&MoveApi::dropIncoming));
 }
@@ -143,7 +145,7 @@ void MoveApi::moveOut(const HttpRequest& req, HttpResponse& res) {
     return sendError(res, 409, "conflict",
                      "the webhook is moving to node " + *webhook->movingTo + ", not " + to);
   if (!webhook->movingTo) {
-    if (auto r = store_.setWebhookMovingTo(*id, to); !r) return sendError(res, r.error());
+    if (auto r = moveFence_.startMove(*id, to); !r) return sendError(res, r.error());
     targetsChanged(*id);
     spdlog::info("move.out webhook_id={} to={}", *id, to);
   }
@@ -176,6 +178,19 @@ void MoveApi::config(const HttpRequest& req, HttpResponse& res) {
   auto rows = store_.webhookRows(*id);
   if (!rows) return sendError(res, rows.error());
   res.set_content(std::move(rows.value()), "application/json");
+}
+
+void MoveApi::finish(const HttpRequest& req, HttpResponse& res) {
+  auto id = pathId(req, res, 1, "webhook");
+  if (!id) return;
+  auto webhook = store_.getWebhook(*id);
+  if (!webhook) return sendError(res, webhook.error());
+  if (!webhook->movingTo)
+    return sendError(res, 409, "conflict", "the webhook is not moving out of this node");
+  if (auto r = deleteWebhookWithEvents(store_, eventsDbs_, *id); !r)
+    return sendError(res, r.error());
+  spdlog::info("move.finished webhook_id={} to={}", *id, *webhook->movingTo);
+  res.status = 204;
 }
 
 void MoveApi::mergeEvents(const HttpRequest& req, HttpResponse& res) {

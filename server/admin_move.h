@@ -14,6 +14,8 @@
 //        took over)
 //   GET  config            the webhook's rows of the main DB, secrets
 //        included: only while it is moving out, for the target
+//   POST finish            once the target took over: deletes the webhook
+//        and its events DB (the admin DELETE is refused while it moves)
 // On the target:
 //   PUT  events            merge a piece into the incoming copy (or, once
 //        it took over, into its events DB)
@@ -33,6 +35,7 @@
 
 #include "engine/dispatcher.h"
 #include "server/http_message.h"
+#include "server/move_fence.h"
 #include "server/router.h"
 #include "storage/db_options.h"
 #include "storage/events_db_pool.h"
@@ -48,8 +51,8 @@ class MoveApi {
   static constexpr size_t kPieceLimit = 256 * 1024 * 1024;
 
   // `nodeId` empty: a single node, which takes part in no move.
-  MoveApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher, DbOptions options,
-          std::string nodeId);
+  MoveApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher, MoveFence& moveFence,
+          DbOptions options, std::string nodeId);
   void registerRoutes(Router& router);
 
  private:
@@ -57,6 +60,7 @@ class MoveApi {
   void moveOut(const HttpRequest& req, HttpResponse& res);
   void moveBack(const HttpRequest& req, HttpResponse& res);
   void config(const HttpRequest& req, HttpResponse& res);
+  void finish(const HttpRequest& req, HttpResponse& res);
   void mergeEvents(const HttpRequest& req, HttpResponse& res);
   void moveIn(const HttpRequest& req, HttpResponse& res);
   void dropIncoming(const HttpRequest& req, HttpResponse& res);
@@ -71,6 +75,7 @@ class MoveApi {
   MainStore& store_;
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;
+  MoveFence& moveFence_;  // `out` starts a move with no admin write of the webhook running
   const DbOptions options_;
   const std::string nodeId_;
 };
