@@ -168,28 +168,35 @@ void MoveApi::moveBack(const HttpRequest& req, HttpResponse& res) {
   sendJson(res, 200, {{"id", *id}, {"moving_to", nullptr}});
 }
 
-void MoveApi::config(const HttpRequest& req, HttpResponse& res) {
+std::optional<Webhook> MoveApi::movingOut(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
-  if (!id) return;
+  if (!id) return std::nullopt;
   auto webhook = store_.getWebhook(*id);
-  if (!webhook) return sendError(res, webhook.error());
-  if (!webhook->movingTo)
-    return sendError(res, 409, "conflict", "the webhook is not moving out of this node");
-  auto rows = store_.webhookRows(*id);
+  if (!webhook) {
+    sendError(res, webhook.error());
+    return std::nullopt;
+  }
+  if (!webhook->movingTo) {
+    sendError(res, 409, "conflict", "the webhook is not moving out of this node");
+    return std::nullopt;
+  }
+  return std::move(webhook.value());
+}
+
+void MoveApi::config(const HttpRequest& req, HttpResponse& res) {
+  const auto webhook = movingOut(req, res);
+  if (!webhook) return;
+  auto rows = store_.webhookRows(webhook->id);
   if (!rows) return sendError(res, rows.error());
   res.set_content(std::move(rows.value()), "application/json");
 }
 
 void MoveApi::finish(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
-  if (!id) return;
-  auto webhook = store_.getWebhook(*id);
-  if (!webhook) return sendError(res, webhook.error());
-  if (!webhook->movingTo)
-    return sendError(res, 409, "conflict", "the webhook is not moving out of this node");
-  if (auto r = deleteWebhookWithEvents(store_, eventsDbs_, *id); !r)
+  const auto webhook = movingOut(req, res);
+  if (!webhook) return;
+  if (auto r = deleteWebhookWithEvents(store_, eventsDbs_, webhook->id); !r)
     return sendError(res, r.error());
-  spdlog::info("move.finished webhook_id={} to={}", *id, *webhook->movingTo);
+  spdlog::info("move.finished webhook_id={} to={}", webhook->id, *webhook->movingTo);
   res.status = 204;
 }
 

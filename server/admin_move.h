@@ -31,6 +31,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "engine/dispatcher.h"
@@ -65,6 +66,9 @@ class MoveApi {
   void moveIn(const HttpRequest& req, HttpResponse& res);
   void dropIncoming(const HttpRequest& req, HttpResponse& res);
 
+  // The webhook of the path if it is moving out of this node; otherwise
+  // the error is answered and nullopt returned.
+  std::optional<Webhook> movingOut(const HttpRequest& req, HttpResponse& res);
   // Until the webhook's attempts in flight are recorded; false on timeout.
   bool quiesce(const std::string& webhookId);
   // Tells the engine that the webhook's targets changed (moved out, back or in).

@@ -51,26 +51,25 @@ void EventsDbPool::waitForFileLocked(MutexLock& lock, const std::string& webhook
   opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
 }
 
-std::shared_ptr<EventsDb> EventsDbPool::takeOutLocked(const std::string& webhookId) {
-  ++closings_[webhookId];
-  const auto it = index_.find(webhookId);
-  if (it == index_.end()) return nullptr;
-  std::shared_ptr<EventsDb> db = std::move(it->second->second);
-  lru_.erase(it->second);
-  index_.erase(it);
-  return db;
-}
-
-Result<void> EventsDbPool::remove(const std::string& webhookId) {
+void EventsDbPool::closeForFile(const std::string& webhookId, FileChange change) {
   std::shared_ptr<EventsDb> closing;
   {
     MutexLock lock(poolMutex_);
-    // An open in flight would create the file again after it is deleted.
+    // An open in flight would create the file again after it is deleted or
+    // replaced.
     waitForFileLocked(lock, webhookId);
-    removed_.insert(webhookId);
-    closing = takeOutLocked(webhookId);
+    (change == FileChange::kRemove ? removed_ : opening_).insert(webhookId);
+    ++closings_[webhookId];
+    if (auto it = index_.find(webhookId); it != index_.end()) {
+      closing = std::move(it->second->second);
+      lru_.erase(it->second);
+      index_.erase(it);
+    }
   }
-  closing.reset();
+}
+
+Result<void> EventsDbPool::remove(const std::string& webhookId) {
+  closeForFile(webhookId, FileChange::kRemove);
   std::error_code ec;
   for (const char* suffix : {"", "-wal", "-shm"}) {
     std::filesystem::path file = pathFor(webhookId);
@@ -84,14 +83,7 @@ Result<void> EventsDbPool::remove(const std::string& webhookId) {
 }
 
 Result<void> EventsDbPool::install(const std::string& webhookId, const PlaceFile& place) {
-  std::shared_ptr<EventsDb> replaced;
-  {
-    MutexLock lock(poolMutex_);
-    waitForFileLocked(lock, webhookId);
-    opening_.insert(webhookId);
-    replaced = takeOutLocked(webhookId);
-  }
-  replaced.reset();
+  closeForFile(webhookId, FileChange::kReplace);
   const Result<void> placed = place(pathFor(webhookId));
   MutexLock lock(poolMutex_);
   opening_.erase(webhookId);

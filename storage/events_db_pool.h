@@ -77,9 +77,14 @@ class EventsDbPool {
 
   // Waits until no get() or install() of `webhookId` works on its file.
   void waitForFileLocked(MutexLock& lock, const std::string& webhookId) REQUIRES(poolMutex_);
-  // Takes the webhook's DB out of the pool (counted as a closing); the
-  // caller lets go of it once the lock is released.
-  std::shared_ptr<EventsDb> takeOutLocked(const std::string& webhookId) REQUIRES(poolMutex_);
+  enum class FileChange {
+    kRemove,   // the id is refused from now on
+    kReplace,  // get() of the id waits until the caller erases it from opening_
+  };
+  // Once no get() or install() works on the webhook's file: marks the id
+  // for `change`, takes its DB out of the pool (counted as a closing) and
+  // lets go of it, outside the lock.
+  void closeForFile(const std::string& webhookId, FileChange change) EXCLUDES(poolMutex_);
 
   const std::filesystem::path dataDir_;
   const DbOptions options_;
