@@ -1,7 +1,8 @@
 // Deleting a webhook while its deliveries are still being retried: the
 // admin API removes its events DB, the engine drops what it still holds for
 // it, and nothing brings the file back — not a retry timer firing, not the
-// sweep, not a late ingest.
+// sweep, not a late ingest. A webhook moving out to another node lets go of
+// its retries at once, so none outlives the source's copy.
 #include <doctest/doctest.h>
 
 #include <httplib.h>
