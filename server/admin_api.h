@@ -2,11 +2,11 @@
 // history and redrive.
 //
 // Authentication happens before routing (HttpServer); handlers assume an
-// authorised caller. A write to a webhook that is moving out of this node
-// (its configuration, a redrive, its deletion) is refused with 409
-// webhook_moving (server/move_fence.h). Every handler validates the whole request before it
+// authorised caller. Every handler validates the whole request before it
 // writes anything, answers errors as {"error": {"code", "message"}} and
-// never shows a target secret (configs come back redacted).
+// never shows a target secret (configs come back redacted). A write to a
+// webhook that is moving out of this node (its configuration, a redrive,
+// its deletion) is refused with 409 webhook_moving (server/move_fence.h).
 // Threading: handlers run concurrently on the HTTP server's worker pool.
 #pragma once
 
