@@ -152,7 +152,7 @@ Result<void> moveWebhook(const std::vector<NodeClient>& nodes, const MoveRequest
   } else if (auto last = copyEvents(*source, *target, id, cursor, false); !last) {
     return last.error();
   }
-  if (auto r = source->callRaw("DELETE", webhookPath, "", ""); !r) return r.error();
+  if (auto r = source->callRaw("POST", webhookPath + "/move/finish", "", ""); !r) return r.error();
   if (auto r = sync(); !r) return r.error();
   std::cout << "moved webhook " << id << " from node " << source->node().name << " to node "
             << request.to << "\n";

@@ -70,7 +70,7 @@ size_t killAll(const std::vector<pid_t>& pids) {
   if (fs::exists(scratch, ec)) {
     const size_t killed = killAll(processesUsing(scratch));
     fs::remove_all(scratch, ec);
-    std::fprintf(stderr, "bench: the run ended early: %zu daemon(s) killed, %s removed\n", killed,
+    std::fprintf(stderr, "bench: the run ended early: %zu process(es) killed, %s removed\n", killed,
                  scratch.c_str());
   }
   ::_exit(0);

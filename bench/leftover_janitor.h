@@ -1,5 +1,5 @@
-// LeftoverJanitor: a benchmark run leaves no daemon and no temp folder
-// behind, however it ends: Ctrl-C, SIGTERM, a crash, even SIGKILL.
+// LeftoverJanitor: a benchmark run leaves no daemon, no HAProxy and no temp
+// folder behind, however it ends: Ctrl-C, SIGTERM, a crash, even SIGKILL.
 //
 // Cleaning up inside the bench when a signal comes does not work: a scenario
 // can be deep in a minute-long load or drain, and while a signal thread
@@ -9,8 +9,9 @@
 // forked at start: it waits on a pipe whose write end only the bench holds
 // (close-on-exec, so the daemons do not inherit it); end of file means the
 // bench has exited. It then SIGKILLs every process whose command line names
-// the run's scratch folder (the daemons: their --data-dir is in it) and
-// removes the folder. It ignores SIGINT and SIGTERM, which Ctrl-C sends to
+// the run's scratch folder (the daemons: their --data-dir is in it; the
+// cluster scenario's HAProxy: its -f configuration file is) and removes the
+// folder. It ignores SIGINT and SIGTERM, which Ctrl-C sends to
 // the whole process group.
 //
 // Every temp folder of the run lives in that scratch folder: the constructor

@@ -28,8 +28,10 @@ class Dispatcher {
   virtual Handoff openHandoff() = 0;
   // Freshly committed deliveries.
   virtual void submit(std::vector<Task> tasks) = 0;
-  // A target was changed, (de)activated or deleted: forget cached state and
-  // pick up its waiting deliveries again (a reactivated target resumes).
+  // A target was changed, (de)activated or deleted, or its webhook moved:
+  // forget cached state and pick up its waiting deliveries again (a
+  // reactivated target resumes; one whose webhook moves out lets go of the
+  // retries it holds).
   virtual void targetChanged(const std::string& webhookId, const std::string& targetId) = 0;
   // Attempts of the target running now (sent, not yet answered and queued
   // for recording): a webhook moving out waits for this to reach 0.

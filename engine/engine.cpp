@@ -448,7 +448,13 @@ void Engine::targetChanged(const std::string& webhookId, const std::string& targ
   reconcileWebhook(webhookId, &targetId, true);
   // What an open breaker put off goes now: a config change has reset the
   // breaker (and if it has not, the breaker refuses again, at no attempt).
-  timer_.expedite(targetId, [](const Task& t) { return t.breakerDeferred; });
+  // Every retry of a webhook moving out goes now too, to be let go at
+  // once: held until its time, it could outlive the move and, were the
+  // webhook moved back, run against the file that came back.
+  const TargetPtr target = targetFor(webhookId, targetId);
+  const bool movingOut = target && target->webhookMovingOut;
+  timer_.expedite(targetId,
+                  [movingOut](const Task& t) { return movingOut || t.breakerDeferred; });
 }
 
 void Engine::runAttempt(Task& task, AttemptHold hold) {

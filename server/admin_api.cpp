@@ -6,13 +6,14 @@
 namespace webhooker::server {
 
 AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                   const SsrfGuard& guard, CircuitBreakers& breakers,
+                   const SsrfGuard& guard, CircuitBreakers& breakers, MoveFence& moveFence,
                    RoutingEvaluator* routing, OperationalEvents* operationalEvents)
     : store_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
       guard_(guard),
       breakers_(breakers),
+      moveFence_(moveFence),
       routing_(routing),
       operationalEvents_(operationalEvents) {}
 
@@ -32,30 +33,38 @@ void AdminApi::registerRoutes(Router& router) {
       (this->*handler)(req, res);
     };
   };
+  // A write to the webhook of the path: refused while it moves out.
+  auto write = [this](void (AdminApi::*handler)(const HttpRequest&, HttpResponse&)) {
+    return [this, handler](const HttpRequest& req, HttpResponse& res) {
+      auto id = pathId(req, res, 1, "webhook");
+      if (!id) return;
+      moveFence_.guard(*id, res, [&] { (this->*handler)(req, res); });
+    };
+  };
   const std::string webhooks = "/api/v1/webhooks";
   const std::string webhook = webhooks + "/{id}";
   router.add("GET", webhooks, bind(&AdminApi::listWebhooks));
   router.add("POST", webhooks, bind(&AdminApi::createWebhook));
   router.add("GET", webhook, bind(&AdminApi::getWebhook));
-  router.add("PATCH", webhook, bind(&AdminApi::updateWebhook));
-  router.add("DELETE", webhook, bind(&AdminApi::deleteWebhook));
+  router.add("PATCH", webhook, write(&AdminApi::updateWebhook));
+  router.add("DELETE", webhook, write(&AdminApi::deleteWebhook));
   router.add("GET", webhook + "/entrypoints", bind(&AdminApi::listEntrypoints));
-  router.add("POST", webhook + "/entrypoints", bind(&AdminApi::createEntrypoint));
-  router.add("PATCH", webhook + "/entrypoints/{id}", bind(&AdminApi::updateEntrypoint));
-  router.add("DELETE", webhook + "/entrypoints/{id}", bind(&AdminApi::deleteEntrypoint));
+  router.add("POST", webhook + "/entrypoints", write(&AdminApi::createEntrypoint));
+  router.add("PATCH", webhook + "/entrypoints/{id}", write(&AdminApi::updateEntrypoint));
+  router.add("DELETE", webhook + "/entrypoints/{id}", write(&AdminApi::deleteEntrypoint));
   router.add("GET", webhook + "/targets", bind(&AdminApi::listTargets));
-  router.add("POST", webhook + "/targets", bind(&AdminApi::createTarget));
+  router.add("POST", webhook + "/targets", write(&AdminApi::createTarget));
   router.add("GET", webhook + "/targets/{id}", bind(&AdminApi::getTarget));
-  router.add("PATCH", webhook + "/targets/{id}", bind(&AdminApi::updateTarget));
-  router.add("DELETE", webhook + "/targets/{id}", bind(&AdminApi::deleteTarget));
+  router.add("PATCH", webhook + "/targets/{id}", write(&AdminApi::updateTarget));
+  router.add("DELETE", webhook + "/targets/{id}", write(&AdminApi::deleteTarget));
   router.add("POST", webhook + "/targets/{id}/preview", bind(&AdminApi::previewTarget));
   // History and redrive.
   router.add("GET", webhook + "/events", bind(&AdminApi::listEvents));
   router.add("GET", webhook + "/events/{id}", bind(&AdminApi::getEvent));
-  router.add("POST", webhook + "/events/{id}/redeliver", bind(&AdminApi::redeliverEvent));
+  router.add("POST", webhook + "/events/{id}/redeliver", write(&AdminApi::redeliverEvent));
   router.add("GET", webhook + "/deliveries", bind(&AdminApi::listDeliveries));
-  router.add("POST", webhook + "/deliveries/{id}/retry", bind(&AdminApi::retryDelivery));
-  router.add("POST", webhook + "/replay", bind(&AdminApi::replay));
+  router.add("POST", webhook + "/deliveries/{id}/retry", write(&AdminApi::retryDelivery));
+  router.add("POST", webhook + "/replay", write(&AdminApi::replay));
   router.add("GET", webhook + "/stats", bind(&AdminApi::webhookStats));
   const std::string operational = "/api/v1/settings/operational-webhook";
   router.add("GET", operational, bind(&AdminApi::getOperationalWebhook));

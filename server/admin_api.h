@@ -4,7 +4,9 @@
 // Authentication happens before routing (HttpServer); handlers assume an
 // authorised caller. Every handler validates the whole request before it
 // writes anything, answers errors as {"error": {"code", "message"}} and
-// never shows a target secret (configs come back redacted).
+// never shows a target secret (configs come back redacted). A write to a
+// webhook that is moving out of this node (its configuration, a redrive,
+// its deletion) is refused with 409 webhook_moving (server/move_fence.h).
 // Threading: handlers run concurrently on the HTTP server's worker pool.
 #pragma once
 
@@ -14,6 +16,7 @@
 
 #include "engine/dispatcher.h"
 #include "engine/operational_events.h"
+#include "server/move_fence.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
@@ -26,7 +29,7 @@ class AdminApi {
  public:
   // `operationalEvents` may be null: no operational webhook can be set.
   AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-           const SsrfGuard& guard, CircuitBreakers& breakers,
+           const SsrfGuard& guard, CircuitBreakers& breakers, MoveFence& moveFence,
            RoutingEvaluator* routing, OperationalEvents* operationalEvents);
   void registerRoutes(Router& router);
 
@@ -83,6 +86,7 @@ class AdminApi {
   Dispatcher& dispatcher_;  // told about target changes, handed redriven deliveries
   const SsrfGuard& guard_;  // refuses literal internal addresses in target URLs
   CircuitBreakers& breakers_;  // shown by the API; reset when a target's config changes
+  MoveFence& moveFence_;  // around every write to one webhook
   RoutingEvaluator* const routing_;  // null: programs cannot be saved
   OperationalEvents* operationalEvents_;  // told about operator enables and setting changes
 };
@@ -91,5 +95,10 @@ class AdminApi {
 // is sent and nullopt returned.
 std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what);
+
+// Deletes the webhook's rows, then its events DB (a file left behind is
+// only disk space: logged, not an error).
+Result<void> deleteWebhookWithEvents(MainStore& store, EventsDbPool& eventsDbs,
+                                     const std::string& webhookId);
 
 }  // namespace webhooker::server

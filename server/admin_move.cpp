@@ -45,10 +45,11 @@ std::optional<int64_t> integerParam(const HttpRequest& req, const char* name) {
 }  // namespace
 
 MoveApi::MoveApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                 DbOptions options, std::string nodeId)
+                 MoveFence& moveFence, DbOptions options, std::string nodeId)
     : store_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
+      moveFence_(moveFence),
       options_(options),
       nodeId_(std::move(nodeId)) {}
 
@@ -67,6 +68,7 @@ void MoveApi::registerRoutes(Router& router) {
   router.add("POST", move + "/out", bind(&MoveApi::moveOut));
   router.add("POST", move + "/back", bind(&MoveApi::moveBack));
   router.add("GET", move + "/config", bind(&MoveApi::config));
+  router.add("POST", move + "/finish", bind(&MoveApi::finish));
   router.add("POST", move + "/in", bind(&MoveApi::moveIn));
   router.add("DELETE", move + "/in", bind(&MoveApi::dropIncoming));
 }
@@ -143,7 +145,7 @@ void MoveApi::moveOut(const HttpRequest& req, HttpResponse& res) {
     return sendError(res, 409, "conflict",
                      "the webhook is moving to node " + *webhook->movingTo + ", not " + to);
   if (!webhook->movingTo) {
-    if (auto r = store_.setWebhookMovingTo(*id, to); !r) return sendError(res, r.error());
+    if (auto r = moveFence_.startMove(*id, to); !r) return sendError(res, r.error());
     targetsChanged(*id);
     spdlog::info("move.out webhook_id={} to={}", *id, to);
   }
@@ -166,16 +168,36 @@ void MoveApi::moveBack(const HttpRequest& req, HttpResponse& res) {
   sendJson(res, 200, {{"id", *id}, {"moving_to", nullptr}});
 }
 
-void MoveApi::config(const HttpRequest& req, HttpResponse& res) {
+std::optional<Webhook> MoveApi::movingOut(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
-  if (!id) return;
+  if (!id) return std::nullopt;
   auto webhook = store_.getWebhook(*id);
-  if (!webhook) return sendError(res, webhook.error());
-  if (!webhook->movingTo)
-    return sendError(res, 409, "conflict", "the webhook is not moving out of this node");
-  auto rows = store_.webhookRows(*id);
+  if (!webhook) {
+    sendError(res, webhook.error());
+    return std::nullopt;
+  }
+  if (!webhook->movingTo) {
+    sendError(res, 409, "conflict", "the webhook is not moving out of this node");
+    return std::nullopt;
+  }
+  return std::move(webhook.value());
+}
+
+void MoveApi::config(const HttpRequest& req, HttpResponse& res) {
+  const auto webhook = movingOut(req, res);
+  if (!webhook) return;
+  auto rows = store_.webhookRows(webhook->id);
   if (!rows) return sendError(res, rows.error());
   res.set_content(std::move(rows.value()), "application/json");
+}
+
+void MoveApi::finish(const HttpRequest& req, HttpResponse& res) {
+  const auto webhook = movingOut(req, res);
+  if (!webhook) return;
+  if (auto r = deleteWebhookWithEvents(store_, eventsDbs_, webhook->id); !r)
+    return sendError(res, r.error());
+  spdlog::info("move.finished webhook_id={} to={}", webhook->id, *webhook->movingTo);
+  res.status = 204;
 }
 
 void MoveApi::mergeEvents(const HttpRequest& req, HttpResponse& res) {
@@ -203,7 +225,10 @@ void MoveApi::moveIn(const HttpRequest& req, HttpResponse& res) {
   if (!std::filesystem::exists(incomingPath(*id)))
     return sendError(res, 409, "conflict", "no events of this webhook were copied here");
   if (auto r = store_.importWebhookRows(*id, req.body); !r) return sendError(res, r.error());
-  if (auto adopted = adoptIncoming(incomingPath(*id), eventsDbs_.pathFor(*id), options_); !adopted) {
+  const auto adopt = [&](const std::filesystem::path& file) {
+    return adoptIncoming(incomingPath(*id), file, options_);
+  };
+  if (auto adopted = eventsDbs_.install(*id, adopt); !adopted) {
     // Not taken over: the rows go again, the copy stays for the next try.
     (void)store_.deleteWebhook(*id);
     return sendError(res, adopted.error());

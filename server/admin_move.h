@@ -14,12 +14,15 @@
 //        took over)
 //   GET  config            the webhook's rows of the main DB, secrets
 //        included: only while it is moving out, for the target
+//   POST finish            once the target took over: deletes the webhook
+//        and its events DB (the admin DELETE is refused while it moves)
 // On the target:
 //   PUT  events            merge a piece into the incoming copy (or, once
 //        it took over, into its events DB)
 //   POST in                take over: the rows of `config` in one
-//        transaction, the incoming copy becomes the events DB, its waiting
-//        deliveries go to the engine
+//        transaction, the incoming copy becomes the events DB (also where
+//        the webhook was moved out of earlier: EventsDbPool::install), its
+//        waiting deliveries go to the engine
 //   DELETE in              drop an incoming copy (a move given up)
 //
 // Errors in the API's shape; "conflict" (409) when the webhook is not in the
@@ -28,10 +31,12 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "engine/dispatcher.h"
 #include "server/http_message.h"
+#include "server/move_fence.h"
 #include "server/router.h"
 #include "storage/db_options.h"
 #include "storage/events_db_pool.h"
@@ -47,8 +52,8 @@ class MoveApi {
   static constexpr size_t kPieceLimit = 256 * 1024 * 1024;
 
   // `nodeId` empty: a single node, which takes part in no move.
-  MoveApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher, DbOptions options,
-          std::string nodeId);
+  MoveApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher, MoveFence& moveFence,
+          DbOptions options, std::string nodeId);
   void registerRoutes(Router& router);
 
  private:
@@ -56,10 +61,14 @@ class MoveApi {
   void moveOut(const HttpRequest& req, HttpResponse& res);
   void moveBack(const HttpRequest& req, HttpResponse& res);
   void config(const HttpRequest& req, HttpResponse& res);
+  void finish(const HttpRequest& req, HttpResponse& res);
   void mergeEvents(const HttpRequest& req, HttpResponse& res);
   void moveIn(const HttpRequest& req, HttpResponse& res);
   void dropIncoming(const HttpRequest& req, HttpResponse& res);
 
+  // The webhook of the path if it is moving out of this node; otherwise
+  // the error is answered and nullopt returned.
+  std::optional<Webhook> movingOut(const HttpRequest& req, HttpResponse& res);
   // Until the webhook's attempts in flight are recorded; false on timeout.
   bool quiesce(const std::string& webhookId);
   // Tells the engine that the webhook's targets changed (moved out, back or in).
@@ -70,6 +79,7 @@ class MoveApi {
   MainStore& store_;
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;
+  MoveFence& moveFence_;  // `out` starts a move with no admin write of the webhook running
   const DbOptions options_;
   const std::string nodeId_;
 };

@@ -215,16 +215,23 @@ void AdminApi::updateWebhook(const HttpRequest& req, HttpResponse& res) {
   sendJson(res, 200, view.value());
 }
 
+Result<void> deleteWebhookWithEvents(MainStore& store, EventsDbPool& eventsDbs,
+                                     const std::string& webhookId) {
+  if (auto r = store.deleteWebhook(webhookId); !r) return r.error();
+  if (auto r = eventsDbs.remove(webhookId); !r) {
+    // The webhook is gone; a stray file is only disk space. Say so loudly.
+    spdlog::error("webhook.events_db_remove_failed webhook_id={} error=\"{}\"", webhookId,
+                  r.error().message);
+  }
+  spdlog::info("webhook.deleted webhook_id={}", webhookId);
+  return {};
+}
+
 void AdminApi::deleteWebhook(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
-  if (auto r = store_.deleteWebhook(*id); !r) return sendError(res, r.error());
-  if (auto r = eventsDbs_.remove(*id); !r) {
-    // The webhook is gone; a stray file is only disk space. Say so loudly.
-    spdlog::error("webhook.events_db_remove_failed webhook_id={} error=\"{}\"", *id,
-                  r.error().message);
-  }
-  spdlog::info("webhook.deleted webhook_id={}", *id);
+  if (auto r = deleteWebhookWithEvents(store_, eventsDbs_, *id); !r)
+    return sendError(res, r.error());
   res.status = 204;
 }
 

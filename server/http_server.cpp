@@ -36,6 +36,7 @@
 #include "server/json_io.h"
 #include "server/admin_move.h"
 #include "server/admin_placement.h"
+#include "server/move_fence.h"
 #include "server/router.h"
 #include "server/server_metrics.h"
 
@@ -184,6 +185,7 @@ class HttpServer::Impl {
   MainStore& store_;
   prometheus::Registry& registry_;
   const AdminAuth auth_;
+  MoveFence moveFence_;  // shared by the admin writes and the moves
   AdminApi admin_;
   PlacementApi placement_;
   MoveApi move_;
@@ -465,10 +467,12 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       store_(parts.store),
       registry_(parts.registry),
       auth_(parts.store),
+      moveFence_(parts.store),
       admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers,
-             parts.routing, parts.operationalEvents),
+             moveFence_, parts.routing, parts.operationalEvents),
       placement_(parts.store, options_.nodeId),
-      move_(parts.store, parts.eventsDbs, parts.dispatcher, options_.db, options_.nodeId),
+      move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
+            options_.nodeId),
       workers_(static_cast<size_t>(std::max(options_.threads, 1))),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest,
               {parts.routing, parts.routingMetrics}) {

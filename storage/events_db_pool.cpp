@@ -17,7 +17,7 @@ std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const 
 
 Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId) {
   MutexLock lock(poolMutex_);
-  opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
+  waitForFileLocked(lock, webhookId);
   if (auto it = index_.find(webhookId); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
@@ -47,18 +47,29 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   return db;
 }
 
-Result<void> EventsDbPool::remove(const std::string& webhookId) {
+void EventsDbPool::waitForFileLocked(MutexLock& lock, const std::string& webhookId) {
+  opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
+}
+
+void EventsDbPool::closeForFile(const std::string& webhookId, FileChange change) {
+  std::shared_ptr<EventsDb> closing;
   {
     MutexLock lock(poolMutex_);
-    // An open in flight would create the file again after it is deleted.
-    opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
-    removed_.insert(webhookId);
+    // An open in flight would create the file again after it is deleted or
+    // replaced.
+    waitForFileLocked(lock, webhookId);
+    (change == FileChange::kRemove ? removed_ : opening_).insert(webhookId);
+    ++closings_[webhookId];
     if (auto it = index_.find(webhookId); it != index_.end()) {
+      closing = std::move(it->second->second);
       lru_.erase(it->second);
       index_.erase(it);
     }
-    ++closings_[webhookId];
   }
+}
+
+Result<void> EventsDbPool::remove(const std::string& webhookId) {
+  closeForFile(webhookId, FileChange::kRemove);
   std::error_code ec;
   for (const char* suffix : {"", "-wal", "-shm"}) {
     std::filesystem::path file = pathFor(webhookId);
@@ -69,6 +80,16 @@ Result<void> EventsDbPool::remove(const std::string& webhookId) {
                        fmt::format("could not delete {}: {}", file.string(), ec.message()));
   }
   return {};
+}
+
+Result<void> EventsDbPool::install(const std::string& webhookId, const PlaceFile& place) {
+  closeForFile(webhookId, FileChange::kReplace);
+  const Result<void> placed = place(pathFor(webhookId));
+  MutexLock lock(poolMutex_);
+  opening_.erase(webhookId);
+  if (placed) removed_.erase(webhookId);
+  opened_.notify_all();
+  return placed;
 }
 
 EventsDbPool::Peek EventsDbPool::peek(const std::string& webhookId) const {

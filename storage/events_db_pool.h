@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -44,8 +45,18 @@ class EventsDbPool {
   // Closes the webhook's DB (once its users let go) and deletes its files.
   // From then on get() refuses the id, so a late delivery or pass cannot
   // bring back an empty file; a holder of the DB writes to the unlinked file
-  // until it lets go. Webhook ids are never reused, so the refusal lasts.
+  // until it lets go. Webhook ids are never reused, so the refusal lasts
+  // until install() brings the webhook's file back.
   Result<void> remove(const std::string& webhookId);
+
+  // Puts a whole events DB in place for `webhookId` (a webhook moved here,
+  // maybe back to the node it left): `place` writes pathFor(webhookId)
+  // while no get() of the webhook runs, so none opens or creates a file
+  // that `place` then replaces, and only once it is there does get() stop
+  // refusing a removed id. A holder of the DB remove() took keeps writing to
+  // that unlinked file, never to this one. Nothing changes when `place` fails.
+  using PlaceFile = std::function<Result<void>(const std::filesystem::path& file)>;
+  Result<void> install(const std::string& webhookId, const PlaceFile& place);
 
   // What a pass over every webhook (the backlog sampler) may look at without
   // opening files or changing which DBs stay open: the DB if it is open now
@@ -64,6 +75,17 @@ class EventsDbPool {
  private:
   using Lru = std::list<std::pair<std::string, std::shared_ptr<EventsDb>>>;
 
+  // Waits until no get() or install() of `webhookId` works on its file.
+  void waitForFileLocked(MutexLock& lock, const std::string& webhookId) REQUIRES(poolMutex_);
+  enum class FileChange {
+    kRemove,   // the id is refused from now on
+    kReplace,  // get() of the id waits until the caller erases it from opening_
+  };
+  // Once no get() or install() works on the webhook's file: marks the id
+  // for `change`, takes its DB out of the pool (counted as a closing) and
+  // lets go of it, outside the lock.
+  void closeForFile(const std::string& webhookId, FileChange change) EXCLUDES(poolMutex_);
+
   const std::filesystem::path dataDir_;
   const DbOptions options_;
   const Clock& clock_;
@@ -72,10 +94,10 @@ class EventsDbPool {
   mutable Mutex poolMutex_;
   Lru lru_ GUARDED_BY(poolMutex_);  // front: most recently used
   std::unordered_map<std::string, Lru::iterator> index_ GUARDED_BY(poolMutex_);
-  // Webhook ids whose files remove() deleted.
+  // Webhook ids whose files remove() deleted (and install() did not bring back).
   std::unordered_set<std::string> removed_ GUARDED_BY(poolMutex_);
-  // Webhook ids a get() is opening now, without the lock; opened_ wakes the
-  // callers that wait for one of them.
+  // Webhook ids whose file a get() is opening or an install() placing now,
+  // without the lock; opened_ wakes the callers that wait for one of them.
   std::unordered_set<std::string> opening_ GUARDED_BY(poolMutex_);
   std::condition_variable_any opened_;
   // Evictions and removals per id.

@@ -5,7 +5,9 @@
 // event must be stored once, on the node that owns its webhook, and
 // delivered to a loopback receiver. A node SIGKILLed under load takes only
 // its own webhooks down (503 from HAProxy), and delivers everything once it
-// is back. Skips (exit 77) where haproxy is not installed.
+// is back. Webhooks move between nodes under load, and back to a node they
+// left; a webhook that is moving refuses every change to it (409). Skips
+// (exit 77) where haproxy is not installed.
 #include <doctest/doctest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -130,12 +132,32 @@ std::vector<std::string> routingArgs(Nodes& nodes, const HaproxyProcess& haproxy
           haproxy.map().string()};
 }
 
+// `args` followed by `more`.
+std::vector<std::string> withArgs(std::vector<std::string> args,
+                                  const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
 // An http target delivering to `receiver`.
 json receiverTarget(const Receiver& receiver) {
   return {{"name", "receiver"},
           {"type", "http"},
           {"config", {{"url", "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hook"}}}};
 }
+
+// Nodes `names` behind a real HAProxy, with a receiver for their targets;
+// the test is skipped (exit 77) where haproxy is not installed.
+struct LoopbackCluster {
+  explicit LoopbackCluster(std::vector<std::string> names)
+      : nodes((skipWithoutHaproxy(), std::move(names))),
+        haproxy(nodes.ports()),
+        routing(routingArgs(nodes, haproxy)) {}
+  Receiver receiver;
+  Nodes nodes;
+  HaproxyProcess haproxy;
+  const std::vector<std::string> routing;  // for the commands that route
+};
 
 struct Sent {
   std::string webhookId;
@@ -219,29 +241,28 @@ TEST_CASE("cluster commands refuse bad input and change nothing; placement repor
   };
   const std::string socket = (dir / "no-haproxy.sock").string();
   const std::vector<std::string> routing = {"--haproxy-socket", socket, "--map", map.string()};
-  auto with = [&](std::vector<std::string> args, const std::vector<std::string>& more) {
-    args.insert(args.end(), more.begin(), more.end());
-    return args;
-  };
   // A node that is another one, named twice, not a URL, not answering.
-  refused(with({"sync", "--nodes", "a=" + urlA + ",c=" + urlB}, routing), "is node b, not node c");
-  refused(with({"sync", "--nodes", "a=" + urlA + ",a=" + urlB}, routing), "named twice");
-  refused(with({"sync", "--nodes", "a=ftp://127.0.0.1:1"}, routing), "must be http://host:port");
-  refused(with({"sync", "--nodes", "a bad=" + urlA}, routing), "is not a node id");
+  refused(withArgs({"sync", "--nodes", "a=" + urlA + ",c=" + urlB}, routing),
+          "is node b, not node c");
+  refused(withArgs({"sync", "--nodes", "a=" + urlA + ",a=" + urlB}, routing), "named twice");
+  refused(withArgs({"sync", "--nodes", "a=ftp://127.0.0.1:1"}, routing),
+          "must be http://host:port");
+  refused(withArgs({"sync", "--nodes", "a bad=" + urlA}, routing), "is not a node id");
   const int closedPort = freeLoopbackPort();
-  refused(with({"sync", "--nodes", "a=" + urlA + ",b=http://127.0.0.1:" + std::to_string(closedPort)},
-               routing),
+  refused(withArgs({"sync", "--nodes",
+                    "a=" + urlA + ",b=http://127.0.0.1:" + std::to_string(closedPort)},
+                   routing),
           "did not answer");
   // create-webhook on a node that is not in the list: nothing created.
-  refused(with({"create-webhook", "--name", "x", "--node", "z", "--nodes",
-                "a=" + urlA + ",b=" + urlB},
-               routing),
+  refused(withArgs({"create-webhook", "--name", "x", "--node", "z", "--nodes",
+                    "a=" + urlA + ",b=" + urlB},
+                   routing),
           "--node z is not one of --nodes");
   CHECK(nodes.placement("a")["webhooks"].empty());
   CHECK(nodes.placement("b")["webhooks"].empty());
   // No HAProxy at the socket: the map file is written for its next start,
   // and the command says the running one was not updated.
-  const CommandResult noHaproxy = cluster(with({"sync", "--nodes", "a=" + urlA}, routing));
+  const CommandResult noHaproxy = cluster(withArgs({"sync", "--nodes", "a=" + urlA}, routing));
   CHECK(noHaproxy.exitCode == 1);
   CHECK_MESSAGE(contains(noHaproxy.err, "admin socket"), noHaproxy.err);
 
@@ -253,7 +274,7 @@ TEST_CASE("cluster commands refuse bad input and change nothing; placement repor
   const auto moveRefused = [&](std::vector<std::string> args, const std::string& why) {
     args.insert(args.begin(), "move");
     args.insert(args.end(), {"--nodes", both});
-    const CommandResult r = cluster(with(args, routing));
+    const CommandResult r = cluster(withArgs(args, routing));
     CHECK_MESSAGE(r.exitCode != 0, r.out);
     CHECK_MESSAGE(contains(r.err, why), r.err);
   };
@@ -264,7 +285,7 @@ TEST_CASE("cluster commands refuse bad input and change nothing; placement repor
   moveRefused({keptId, "--to", "a", "--rollback"}, "no move to roll back");
   // A rollback where no move is under way drops nothing but a stray copy.
   std::vector<std::string> rollback = {"move", keptId, "--to", "b", "--rollback", "--nodes", both};
-  const CommandResult nothing = cluster(with(rollback, routing));
+  const CommandResult nothing = cluster(withArgs(rollback, routing));
   CHECK_MESSAGE(nothing.exitCode == 0, nothing.err);
   CHECK(contains(nothing.out, "no move of webhook " + keptId + " was under way"));
   CHECK(nodes.placement("a") == before);
@@ -333,9 +354,7 @@ TEST_CASE("three nodes behind HAProxy: spread, routed, stored once, delivered; a
   for (auto& t : creators) t.join();
   REQUIRE(webhooks.size() == kWebhooks);
   for (const Webhook& w : webhooks) nodes.api(w.node).createTarget(w.id, target);
-  std::vector<std::string> sync = {"sync"};
-  sync.insert(sync.end(), routing.begin(), routing.end());
-  const CommandResult synced = cluster(sync);
+  const CommandResult synced = cluster(withArgs({"sync"}, routing));
   REQUIRE_MESSAGE(synced.exitCode == 0, synced.err);
   CHECK(contains(synced.out, "synced 600 routes from 3 nodes"));
   // The map file is what a restarted HAProxy would load.
@@ -461,85 +480,78 @@ TEST_CASE("three nodes behind HAProxy: spread, routed, stored once, delivered; a
     if (nodeOfKey[arrival.first] != "b") CHECK_MESSAGE(arrival.second == 1, arrival.first);
 }
 
-TEST_CASE("ten webhooks moved between nodes while events keep arriving: every acknowledged "
-          "event stored once and delivered once") {
-  skipWithoutHaproxy();
-  Receiver receiver;
-  Nodes nodes({"a", "b", "c"});
-  HaproxyProcess haproxy(nodes.ports());
-  const std::vector<std::string> routing = routingArgs(nodes, haproxy);
-  const json target = receiverTarget(receiver);
-  std::vector<Webhook> webhooks;
-  for (int i = 0; i < 30; ++i) {
-    const std::string node = nodes.names()[i % 3];
-    const json w = nodes.api(node).createWebhook("m" + std::to_string(i));
-    nodes.api(node).createTarget(w["id"], target);
-    webhooks.push_back({w["id"], DaemonApi::hookPath(w), node});
+// Senders through HAProxy, one event after another to each of `webhooks` in
+// turn, retrying a 5xx (or no answer) as webhook senders do. Stopped and
+// joined by stop() or when it goes, so a failed REQUIRE leaves no thread.
+class RetryingSenders {
+ public:
+  RetryingSenders(const std::string& url, std::vector<Webhook> webhooks, int threads)
+      : webhooks_(std::move(webhooks)) {
+    for (int t = 0; t < threads; ++t)
+      threads_.emplace_back([this, url, threads, t] {
+        send(url, static_cast<size_t>(t), static_cast<size_t>(threads));
+      });
   }
-  std::vector<std::string> sync = {"sync"};
-  sync.insert(sync.end(), routing.begin(), routing.end());
-  REQUIRE(cluster(sync).exitCode == 0);
+  ~RetryingSenders() { stop(); }
 
-  // Senders through HAProxy, retrying a 5xx as webhook senders do.
-  std::atomic<bool> stop{false};
-  std::mutex sentMutex;
-  std::vector<Sent> acked;
-  size_t refusedOnce = 0;
-  std::vector<std::thread> senders;
-  // A failed REQUIRE below leaves through here too: the senders stop first.
-  struct StopSenders {
-    std::atomic<bool>& stop;
-    std::vector<std::thread>& threads;
-    ~StopSenders() {
-      stop = true;
-      for (auto& t : threads)
-        if (t.joinable()) t.join();
-    }
-  } stopSenders{stop, senders};
-  for (int t = 0; t < 4; ++t)
-    senders.emplace_back([&, t] {
-      httplib::Client client(haproxy.url());
-      client.set_connection_timeout(5s);
-      client.set_read_timeout(10s);
-      for (size_t n = t; !stop; n += 4) {
-        const Webhook& w = webhooks[n % webhooks.size()];
-        const std::string key = "{\"key\":\"m-" + std::to_string(n) + "\"}";
-        for (int attempt = 0; attempt < 200 && !stop; ++attempt) {
-          const auto res = client.Post(w.hookPath, key, "application/json");
-          if (res && res->status == 200) {
-            std::lock_guard lock(sentMutex);
-            acked.push_back({w.id, key, 200, json::parse(res->body)["event_id"], {}});
-            break;
-          }
-          {
-            std::lock_guard lock(sentMutex);
-            ++refusedOnce;
-          }
-          std::this_thread::sleep_for(20ms);
+  void stop() {
+    stop_ = true;
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  // After stop(): every event a node answered 200 to.
+  const std::vector<Sent>& acked() const { return acked_; }
+  size_t retried() const { return retried_; }
+
+ private:
+  void send(const std::string& url, size_t first, size_t step) {
+    httplib::Client client(url);
+    client.set_connection_timeout(5s);
+    client.set_read_timeout(10s);
+    for (size_t n = first; !stop_; n += step) {
+      const Webhook& w = webhooks_[n % webhooks_.size()];
+      const std::string key = "{\"key\":\"m-" + std::to_string(n) + "\"}";
+      for (int attempt = 0; attempt < 200 && !stop_; ++attempt) {
+        const auto res = client.Post(w.hookPath, key, "application/json");
+        const bool ok = res && res->status == 200;
+        {
+          std::lock_guard lock(mutex_);
+          if (ok) acked_.push_back({w.id, key, 200, json::parse(res->body)["event_id"], {}});
+          else ++retried_;
         }
-        std::this_thread::sleep_for(2ms);
+        if (ok) break;
+        std::this_thread::sleep_for(20ms);
       }
-    });
-
-  // Ten moves, each webhook to the next node.
-  for (int i = 0; i < 10; ++i) {
-    Webhook& w = webhooks[i];
-    const std::string to = nodes.names()[(i + 1) % 3];
-    std::vector<std::string> args = {"move", w.id, "--to", to};
-    args.insert(args.end(), routing.begin(), routing.end());
-    const CommandResult moved = cluster(args);
-    REQUIRE_MESSAGE(moved.exitCode == 0, "move " << i << ": " << moved.out << moved.err);
-    CHECK(contains(moved.out, "moved webhook " + w.id));
-    w.node = to;
+      std::this_thread::sleep_for(2ms);
+    }
   }
-  std::this_thread::sleep_for(300ms);
-  stop = true;
-  for (auto& t : senders) t.join();
-  MESSAGE(acked.size() << " events acknowledged during the moves; " << refusedOnce
-                       << " answers were retried");
-  REQUIRE(acked.size() > 100);
 
-  // Ownership and routes as the moves left them.
+  const std::vector<Webhook> webhooks_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::vector<Sent> acked_;  // guarded by mutex_ until stop()
+  size_t retried_ = 0;       // the same
+  std::vector<std::thread> threads_;
+};
+
+// `cluster move` of the webhook to node `to`; false (its output checked
+// and shown) when it fails.
+bool moveWebhook(const std::string& webhookId, const std::string& to,
+                 const std::vector<std::string>& routing,
+                 const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args = {"move", webhookId, "--to", to};
+  args.insert(args.end(), more.begin(), more.end());
+  args.insert(args.end(), routing.begin(), routing.end());
+  const CommandResult moved = cluster(args);
+  CHECK_MESSAGE(moved.exitCode == 0, "move to " << to << ": " << moved.out << moved.err);
+  return moved.exitCode == 0;
+}
+
+// After moves: each webhook listed by its owner only; every acknowledged
+// event stored exactly once, on the owner, nowhere else; each delivered to
+// `receiver` exactly once.
+void checkStoredOnceAndDeliveredOnce(Nodes& nodes, const std::vector<Webhook>& webhooks,
+                                     const std::vector<Sent>& acked, const Receiver& receiver) {
   for (const Webhook& w : webhooks) {
     for (const std::string& name : nodes.names()) {
       bool listed = false;
@@ -548,7 +560,6 @@ TEST_CASE("ten webhooks moved between nodes while events keep arriving: every ac
       CHECK(listed == (name == w.node));
     }
   }
-  // Stored exactly once in the cluster, on the owner; delivered once.
   std::map<std::string, std::multiset<std::string>> ackedIds;
   for (const Sent& s : acked) ackedIds[s.webhookId].insert(s.eventId);
   for (const Webhook& w : webhooks) {
@@ -569,6 +580,158 @@ TEST_CASE("ten webhooks moved between nodes while events keep arriving: every ac
   }
   CHECK(delivered);
   for (const auto& arrival : received) CHECK_MESSAGE(arrival.second == 1, arrival.first);
+}
+
+// One webhook per entry of `owners`, created on that node with `target`.
+std::vector<Webhook> createWebhooks(Nodes& nodes, const std::vector<std::string>& owners,
+                                    const json& target) {
+  std::vector<Webhook> webhooks;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    const json w = nodes.api(owners[i]).createWebhook("w" + std::to_string(i));
+    nodes.api(owners[i]).createTarget(w["id"], target);
+    webhooks.push_back({w["id"], DaemonApi::hookPath(w), owners[i]});
+  }
+  return webhooks;
+}
+
+struct Move {
+  size_t webhook;  // index in the webhooks
+  std::string to;
+};
+
+// Routes `webhooks`, then makes `moves` one after another, `pause` before
+// each, while `threads` senders post to every webhook through HAProxy;
+// then checks that at least `atLeast` events were acknowledged, each stored
+// once on its webhook's final owner and delivered once.
+void moveUnderLoad(LoopbackCluster& c, std::vector<Webhook>& webhooks,
+                   const std::vector<Move>& moves, std::chrono::milliseconds pause, int threads,
+                   size_t atLeast) {
+  REQUIRE(cluster(withArgs({"sync"}, c.routing)).exitCode == 0);
+  RetryingSenders senders(c.haproxy.url(), webhooks, threads);
+  for (const Move& m : moves) {
+    std::this_thread::sleep_for(pause);
+    Webhook& w = webhooks.at(m.webhook);
+    REQUIRE(moveWebhook(w.id, m.to, c.routing));
+    w.node = m.to;
+  }
+  std::this_thread::sleep_for(300ms);
+  senders.stop();
+  MESSAGE(senders.acked().size() << " events acknowledged during the moves; "
+                                 << senders.retried() << " answers were retried");
+  REQUIRE(senders.acked().size() >= atLeast);
+  checkStoredOnceAndDeliveredOnce(c.nodes, webhooks, senders.acked(), c.receiver);
+}
+
+TEST_CASE("ten webhooks moved between nodes while events keep arriving: every acknowledged "
+          "event stored once and delivered once") {
+  LoopbackCluster c({"a", "b", "c"});
+  std::vector<std::string> owners;
+  for (int i = 0; i < 30; ++i) owners.push_back(c.nodes.names()[i % 3]);
+  std::vector<Webhook> webhooks = createWebhooks(c.nodes, owners, receiverTarget(c.receiver));
+  // Ten moves, each webhook to the next node.
+  std::vector<Move> moves;
+  for (size_t i = 0; i < 10; ++i) moves.push_back({i, c.nodes.names()[(i + 1) % 3]});
+  moveUnderLoad(c, webhooks, moves, 0ms, 4, 100);
+}
+
+TEST_CASE("a webhook moved to another node and back, with no restart, under load: every "
+          "acknowledged event stored once on the final owner and delivered once") {
+  LoopbackCluster c({"a", "b"});
+  // The one that travels, and one that stays on b meanwhile.
+  std::vector<Webhook> webhooks = createWebhooks(c.nodes, {"a", "b"}, receiverTarget(c.receiver));
+  // a → b → a: node a was the source of the first move in this process
+  // life; → b once more: and node b of the second.
+  moveUnderLoad(c, webhooks, {{0, "b"}, {0, "a"}, {0, "b"}}, 300ms, 2, 50);
+}
+
+TEST_CASE("a webhook moving out refuses every change to it with 409 webhook_moving and changes "
+          "nothing; after a rollback the change is made, after the move its new owner makes it") {
+  LoopbackCluster c({"a", "b"});
+  const json created = c.nodes.api("a").createWebhook("settings");
+  const std::string id = created["id"];
+  const std::string entrypointId = created["entrypoints"][0]["id"];
+  const std::string targetId = c.nodes.api("a").createTarget(id, receiverTarget(c.receiver))["id"];
+  REQUIRE(cluster(withArgs({"sync"}, c.routing)).exitCode == 0);
+  httplib::Client front = DaemonApi(c.haproxy.url()).admin();
+  const std::string path = "/api/v1/webhooks/" + id;
+
+  // One event delivered: an event to redeliver, a delivery to retry.
+  const auto posted = front.Post(DaemonApi::hookPath(created), "{}", "application/json");
+  REQUIRE(posted);
+  REQUIRE(posted->status == 200);
+  const std::string eventId = json::parse(posted->body)["event_id"];
+  for (int i = 0; i < 100 && c.receiver.requests().empty(); ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE(c.receiver.requests().size() == 1);
+  const auto deliveries = front.Get(path + "/deliveries");
+  REQUIRE(deliveries);
+  REQUIRE(deliveries->status == 200);
+  const std::string deliveryId = json::parse(deliveries->body)["deliveries"][0]["id"];
+
+  // What a move copies, and the deliveries, as node a shows them.
+  httplib::Client a = c.nodes.api("a").admin();
+  const auto shown = [&] {
+    std::string out;
+    for (const std::string& part : {std::string(), std::string("/targets"),
+                                    std::string("/deliveries")}) {
+      const auto res = a.Get(path + part);
+      REQUIRE(res);
+      out += std::to_string(res->status) + " " + res->body;
+    }
+    return out;
+  };
+  struct Write {
+    std::string method;
+    std::string path;
+    std::string body;
+  };
+  const auto send = [](httplib::Client& client, const Write& w) {
+    const httplib::Result res =
+        w.method == "PATCH"    ? client.Patch(w.path, w.body, "application/json")
+        : w.method == "DELETE" ? client.Delete(w.path)
+                               : client.Post(w.path, w.body, "application/json");
+    REQUIRE(res);
+    return std::make_pair(res->status, res->body);
+  };
+  const std::vector<Write> writes = {
+      {"PATCH", path, R"({"name":"renamed"})"},
+      {"DELETE", path, ""},
+      {"POST", path + "/entrypoints", "{}"},
+      {"PATCH", path + "/entrypoints/" + entrypointId, R"({"active":false})"},
+      {"DELETE", path + "/entrypoints/" + entrypointId, ""},
+      {"POST", path + "/targets", receiverTarget(c.receiver).dump()},
+      {"PATCH", path + "/targets/" + targetId, R"({"name":"renamed"})"},
+      {"DELETE", path + "/targets/" + targetId, ""},
+      {"POST", path + "/events/" + eventId + "/redeliver", ""},
+      {"POST", path + "/deliveries/" + deliveryId + "/retry", ""},
+      {"POST", path + "/replay", R"({"status":"all"})"},
+  };
+
+  // A move stopped after `out` (the command killed there): node a refuses
+  // every write, through HAProxy as on the node itself.
+  const auto out = a.Post(path + "/move/out", R"({"to":"b"})", "application/json");
+  REQUIRE(out);
+  REQUIRE(out->status == 200);
+  const std::string before = shown();
+  for (httplib::Client* client : {&a, &front})
+    for (const Write& w : writes) {
+      const auto answer = send(*client, w);
+      CHECK_MESSAGE(answer.first == 409, w.method << " " << w.path << ": " << answer.second);
+      CHECK_MESSAGE(json::parse(answer.second)["error"]["code"] == "webhook_moving",
+                    w.method << " " << w.path);
+    }
+  CHECK(shown() == before);
+  CHECK(c.receiver.requests().size() == 1);
+
+  // Rolled back: node a takes the change.
+  REQUIRE(moveWebhook(id, "b", c.routing, {"--rollback"}));
+  CHECK(send(front, writes[0]).first == 200);
+  CHECK(json::parse(a.Get(path)->body)["name"] == "renamed");
+
+  // Moved: the new owner, through HAProxy, takes the next change.
+  REQUIRE(moveWebhook(id, "b", c.routing));
+  CHECK(send(front, {"PATCH", path, R"({"name":"on b"})"}).first == 200);
+  CHECK(json::parse(c.nodes.api("b").admin().Get(path)->body)["name"] == "on b");
+  CHECK(a.Get(path)->status == 404);
 }
 
 }  // namespace

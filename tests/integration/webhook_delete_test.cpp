@@ -1,7 +1,8 @@
 // Deleting a webhook while its deliveries are still being retried: the
 // admin API removes its events DB, the engine drops what it still holds for
 // it, and nothing brings the file back — not a retry timer firing, not the
-// sweep, not a late ingest.
+// sweep, not a late ingest. A webhook moving out to another node lets go of
+// its retries at once, so none outlives the source's copy.
 #include <doctest/doctest.h>
 
 #include <httplib.h>
@@ -74,6 +75,27 @@ TEST_CASE("deleting a webhook with retrying deliveries stops them and leaves no 
 
   // The other webhook is untouched.
   CHECK(std::filesystem::exists(h.eventsDbPath(other.webhookId)));
+}
+
+TEST_CASE("a webhook moving out lets go at once of the retries it holds, so none outlives "
+          "the move") {
+  EngineHarness h;
+  Receiver receiver;
+  receiver.setDefault(respond(503));
+  const Hook hook = h.createWebhook();
+  // A minute to the next attempt: held by the retry timer all the while.
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, receiver.url("/"), retryPolicy(5, 60'000));
+  const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), target.id);
+  REQUIRE(h.waitForStatus(d, "retrying", 5s));
+  REQUIRE(h.engine().heldCount() == 1);
+
+  REQUIRE(h.store().setWebhookMovingTo(hook.webhookId, "b"));
+  h.engine().targetChanged(hook.webhookId, target.id);
+  CHECK(eventually([&] { return h.engine().heldCount() == 0; }));
+  // Let go, not attempted: the row still waits for the node it moves to.
+  CHECK(receiver.requestCount() == 1);
+  CHECK(h.delivery(d).status == "retrying");
 }
 
 }  // namespace webhooker::testing

@@ -13,6 +13,7 @@
 #include "base/uuid.h"
 #include "storage/events_db.h"
 #include "storage/events_db_pool.h"
+#include "storage/webhook_transfer.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/ingested_event.h"
 #include "tests/support/temp_dir.h"
@@ -281,6 +282,54 @@ TEST_CASE("a holder of a removed DB keeps it until it lets go") {
   held.reset();
   CHECK(weak.expired());
   CHECK_FALSE(std::filesystem::exists(pool.pathFor(id)));
+}
+
+TEST_CASE("install brings a removed webhook's file back once it is in place; a holder of the "
+          "removed DB still writes to the deleted file only") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const std::string id = webhooker::newUuid();
+  auto held = getOrFail(pool, id);
+  ingestOne(*held, "before the move");
+  REQUIRE(pool.remove(id).ok());
+
+  // The file that comes back (a move's incoming copy), written elsewhere.
+  TempDir elsewhere;
+  {
+    EventsDbPool other(elsewhere.path(), DbOptions{}, clock);
+    auto copy = getOrFail(other, id);
+    ingestOne(*copy, "copied 1");
+    ingestOne(*copy, "copied 2");
+  }
+  const auto copied = EventsDbPool(elsewhere.path(), DbOptions{}, clock).pathFor(id);
+
+  // A place that fails changes nothing: the id stays refused.
+  const auto failing = [](const std::filesystem::path&) -> webhooker::Result<void> {
+    return webhooker::makeError("storage_error", "disk full");
+  };
+  CHECK_FALSE(pool.install(id, failing).ok());
+  CHECK_FALSE(pool.get(id).ok());
+
+  // A get() while the file is put in place waits for it, and opens it.
+  webhooker::Result<std::shared_ptr<EventsDb>> duringInstall =
+      webhooker::makeError("not_run", "");
+  std::thread reader;
+  const auto place = [&](const std::filesystem::path& file) -> webhooker::Result<void> {
+    reader = std::thread([&] { duringInstall = pool.get(id); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return webhooker::adoptIncoming(copied, file, DbOptions{});
+  };
+  REQUIRE(pool.install(id, place).ok());
+  reader.join();
+  REQUIRE(duringInstall.ok());
+  ingestOne(*duringInstall.value(), "after the move");
+  CHECK(countEvents(pool.pathFor(id)) == 3);
+
+  // The holder from before the removal: its write stays in the deleted file.
+  ingestOne(*held, "late");
+  held.reset();
+  CHECK(countEvents(pool.pathFor(id)) == 3);
 }
 
 TEST_CASE("get reports a data dir it cannot write as an error") {
