@@ -319,6 +319,17 @@ void Engine::requestRefillsLocked(const std::string& targetId, Lane& lane) {
     queueRefillLocked(lane.overflowWebhookId, targetId);
     lane.overflowWebhookId.clear();
   }
+  // A lane the global cap cut off is refilled once it drains below a quarter
+  // of an even share of the cap, while there is room: waiting for every
+  // queue to drain would hold a fast target behind slow ones whose tasks
+  // fill the cap, and the slow ones, far above their share, leave the room to it.
+  const size_t evenShare = options_.maxQueued / std::max<size_t>(1, lanes_.size());
+  if (auto cut = globalOverflow_.find(targetId);
+      cut != globalOverflow_.end() && lane.queue.size() < std::max<size_t>(1, evenShare / 4) &&
+      queued_ < options_.maxQueued) {
+    queueRefillLocked(cut->second, targetId);
+    globalOverflow_.erase(cut);
+  }
   if (!globalOverflow_.empty() && queued_ < std::max<size_t>(1, options_.maxQueued / 4)) {
     for (const auto& [target, webhookId] : globalOverflow_) queueRefillLocked(webhookId, target);
     globalOverflow_.clear();

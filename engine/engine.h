@@ -10,11 +10,13 @@
 // for the next request) and for held_ when its AttemptHold goes, once the
 // result is committed (finishAttempt). Queues are bounded: a task that does not fit
 // is dropped from memory only (its row stays on disk) and its lane is marked
-// overflowed; once that lane's queue drains below a quarter of its cap (or,
-// when the global cap was the reason, once all queues together drain below
-// a quarter of that), the refill thread reads the target's waiting
-// deliveries from the events DB again, so a backlog larger than the caps
-// drains without waiting for the sweep.
+// overflowed; once that lane's queue drains below a quarter of its cap (when
+// the global cap was the reason: below a quarter of an even share of it
+// while the cap has room, or once all queues together drain below a quarter
+// of it), the refill thread reads the target's waiting deliveries from the
+// events DB again, so a backlog larger than the caps drains without waiting
+// for the sweep, and slow targets whose tasks fill the global cap do not
+// keep a fast target's lane empty.
 //
 // FIFO targets (ordering fifo) get no queue of their own: their lane holds
 // one delivery at a time, its head, which is always the oldest waiting

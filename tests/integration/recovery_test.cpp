@@ -295,6 +295,33 @@ TEST_CASE("a backlog larger than the queues refills from the events DB, each del
   CHECK(h.engine().heldCount() == 0);
 }
 
+TEST_CASE("slow targets whose tasks fill the global cap do not hold a fast target's backlog on disk") {
+  HarnessOptions options;
+  options.startEngine = false;
+  options.sweepInterval = 1h;  // only a refill can bring back what did not fit
+  options.maxQueued = 40;
+  EngineHarness h(options);
+  Receiver slow;
+  Receiver fast;
+  slow.setDefault(respondAfter(5000ms));
+  const Hook hook = h.createWebhook();
+  std::vector<std::string> targetIds;
+  for (int i = 0; i < 3; ++i)
+    targetIds.push_back(h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
+                                           /*maxConcurrency=*/1, /*timeoutMs=*/10000)
+                            .id);
+  const TargetRecord quick = h.createHttpTarget(hook.webhookId, fast.url("/fast"));
+  targetIds.push_back(quick.id);
+  constexpr int kEvents = 100;  // 400 deliveries, ten times the cap
+  for (int i = 0; i < kEvents; ++i)
+    h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()), targetIds, false);
+
+  h.startEngine();
+  REQUIRE(h.waitForCount(hook.webhookId, quick.id, "delivered", kEvents, 4s));
+  CHECK(fast.requestCount() == kEvents);
+  CHECK(slow.requestCount() == 3);  // one each, none answered yet
+}
+
 TEST_CASE("the sweep never schedules a delivery twice") {
   HarnessOptions options;
   options.sweepInterval = 20ms;
