@@ -455,49 +455,51 @@ TEST_CASE("a slow target cannot hold up another: lanes and max_concurrency") {
 
 // Slow receivers can hold every worker the engine started with: it starts
 // more, up to max workers, rather than make a fast target wait for them.
-// Three slow targets could hold 12 attempts at once.
-static std::vector<TargetRecord> createSlowTargets(EngineHarness& h, const Hook& hook, Receiver& slow) {
-  slow.setDefault(respondAfter(5000ms));
-  std::vector<TargetRecord> out;
-  for (int i = 0; i < 3; ++i)
-    out.push_back(h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
-                                     /*maxConcurrency=*/4, /*timeoutMs=*/10000));
-  return out;
-}
+// An engine with 2 workers and three slow targets that could hold 12
+// attempts at once.
+struct SlowNeighbours {
+  EngineHarness h;
+  Receiver slow;
+  Hook hook;
+
+  static HarnessOptions withMaxWorkers(int maxWorkers) {
+    HarnessOptions options;
+    options.workers = 2;
+    options.maxWorkers = maxWorkers;
+    return options;
+  }
+  explicit SlowNeighbours(int maxWorkers) : h(withMaxWorkers(maxWorkers)), hook(h.createWebhook()) {
+    slow.setDefault(respondAfter(5000ms));
+    for (int i = 0; i < 3; ++i)
+      h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
+                         /*maxConcurrency=*/4, /*timeoutMs=*/10000);
+  }
+  void postEvents(int n) {
+    for (int i = 0; i < n; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+  }
+};
 
 TEST_CASE("slow targets that hold every worker cannot hold up another: more workers start") {
-  HarnessOptions options;
-  options.workers = 2;
-  options.maxWorkers = 14;
-  EngineHarness h(options);
-  Receiver slow;
+  SlowNeighbours s(/*maxWorkers=*/14);
   Receiver fast;
-  const Hook hook = h.createWebhook();
-  createSlowTargets(h, hook, slow);
-  const TargetRecord quick = h.createHttpTarget(hook.webhookId, fast.url("/fast"));
+  const TargetRecord quick = s.h.createHttpTarget(s.hook.webhookId, fast.url("/fast"));
 
-  for (int i = 0; i < 8; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+  s.postEvents(8);
 
-  REQUIRE(h.waitForCount(hook.webhookId, quick.id, "delivered", 8, 3s));
-  CHECK(slow.requestCount() == static_cast<size_t>(slow.inFlight()));  // none answered yet
-  CHECK(slow.inFlight() == 12);  // every slow lane full, on workers started for them
+  REQUIRE(s.h.waitForCount(s.hook.webhookId, quick.id, "delivered", 8, 3s));
+  CHECK(s.slow.requestCount() == static_cast<size_t>(s.slow.inFlight()));  // none answered yet
+  CHECK(s.slow.inFlight() == 12);  // every slow lane full, on workers started for them
 }
 
 TEST_CASE("the worker pool grows no further than max workers") {
-  HarnessOptions options;
-  options.workers = 2;
-  options.maxWorkers = 5;
-  EngineHarness h(options);
-  Receiver slow;
-  const Hook hook = h.createWebhook();
-  createSlowTargets(h, hook, slow);
+  SlowNeighbours s(/*maxWorkers=*/5);
 
-  for (int i = 0; i < 8; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+  s.postEvents(8);
 
-  for (int i = 0; i < 300 && slow.inFlight() < 5; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 300 && s.slow.inFlight() < 5; ++i) std::this_thread::sleep_for(10ms);
   std::this_thread::sleep_for(300ms);
-  CHECK(slow.inFlight() == 5);
-  CHECK(slow.maxInFlight() == 5);
+  CHECK(s.slow.inFlight() == 5);
+  CHECK(s.slow.maxInFlight() == 5);
 }
 
 TEST_CASE("a 100 KB body goes byte for byte, with headers forwarded by the rules") {
