@@ -233,14 +233,6 @@ nlohmann::json columnValue(const SQLite::Column& c) {
   return c.getString();
 }
 
-std::vector<std::string> tableColumns(SQLite::Database& db, const std::string& table) {
-  std::vector<std::string> out;
-  SQLite::Statement q(db, "SELECT name FROM pragma_table_info(?) ORDER BY cid");
-  q.bind(1, table);
-  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
-  return out;
-}
-
 }  // namespace
 
 Result<std::string> MainStore::webhookRows(const std::string& id) {
@@ -278,7 +270,7 @@ Result<void> MainStore::importWebhookRows(const std::string& id, const std::stri
     SQLite::Transaction txn(db);
     for (const auto& [table, where] : kWebhookTables) {
       if (!rows.contains(table) || !rows[table].is_array()) return invalid(std::string("no ") + table);
-      const std::vector<std::string> known = tableColumns(db, table);
+      const std::vector<std::string> known = storage::tableColumns(db, table);
       for (const nlohmann::json& row : rows[table]) {
         if (!row.is_object()) return invalid(std::string("a row of ") + table);
         std::string names, marks;

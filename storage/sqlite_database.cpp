@@ -15,6 +15,14 @@ int schemaVersion(SQLite::Database& db) {
   return db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").getInt();
 }
 
+std::vector<std::string> tableColumns(SQLite::Database& db, const std::string& table) {
+  std::vector<std::string> out;
+  SQLite::Statement q(db, "SELECT name FROM pragma_table_info(?) ORDER BY cid");
+  q.bind(1, table);
+  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+  return out;
+}
+
 Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations) {
   try {
     const int current = schemaVersion(db);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "storage/db_options.h"
@@ -38,6 +39,9 @@ Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations)
 
 // The highest version recorded in schema_migrations (0 for a fresh file).
 int schemaVersion(SQLite::Database& db);
+
+// `table`'s column names in their order. Throws SQLite::Exception.
+std::vector<std::string> tableColumns(SQLite::Database& db, const std::string& table);
 
 // Converts a SQLite exception into our error model ("storage_busy" for a
 // locked database, "storage_unavailable" for a full disk, "storage_error"

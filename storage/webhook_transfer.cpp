@@ -35,14 +35,6 @@ class ScratchFile {
   std::filesystem::path path_;
 };
 
-std::vector<std::string> columnsOf(SQLite::Database& db, const std::string& table) {
-  std::vector<std::string> out;
-  SQLite::Statement q(db, "SELECT name FROM pragma_table_info(?) ORDER BY cid");
-  q.bind(1, table);
-  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
-  return out;
-}
-
 std::string joined(const std::vector<std::string>& columns, const std::string& prefix = "") {
   std::string out;
   for (const std::string& c : columns) out += (out.empty() ? "" : ", ") + prefix + c;
@@ -165,10 +157,10 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
                        "the source's events database has another schema version: run the same "
                        "webhooker version on both nodes");
     SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);
-    const auto events = columnsOf(db, "events");
+    const auto events = storage::tableColumns(db, "events");
     db.exec("INSERT OR IGNORE INTO main.events (" + joined(events) + ") SELECT " + joined(events) +
             " FROM piece.events ORDER BY source_rowid");
-    const auto deliveries = columnsOf(db, "deliveries");
+    const auto deliveries = storage::tableColumns(db, "deliveries");
     std::string updates;
     for (const std::string& c : deliveries)
       if (c != "id") updates += (updates.empty() ? "" : ", ") + c + " = excluded." + c;
@@ -179,7 +171,7 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
             : " ON CONFLICT(id) DO NOTHING";
     db.exec("INSERT INTO main.deliveries (" + joined(deliveries) + ") SELECT " + joined(deliveries) +
             " FROM piece.deliveries WHERE true ORDER BY source_rowid" + onConflict);
-    const auto results = columnsOf(db, "delivery_results");
+    const auto results = storage::tableColumns(db, "delivery_results");
     db.exec("INSERT OR IGNORE INTO main.delivery_results (" + joined(results) + ") SELECT " +
             joined(results) + " FROM piece.delivery_results ORDER BY id");
     txn.commit();
