@@ -258,9 +258,9 @@ void Engine::enqueueHeld(Task task) {
   markReadyLocked(targetId, lane);
 }
 
-void Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
+bool Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
   if (lane.ready || lane.throttled || lane.queue.empty() || lane.inFlight >= lane.maxConcurrency)
-    return;
+    return false;
   if (auto bucket = buckets_.find(targetId); bucket != buckets_.end()) {
     const TimePoint now = clock_.now();
     if (!bucket->second.take(now)) {
@@ -269,12 +269,13 @@ void Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
       throttled_.emplace(bucket->second.nextTokenAt(now), targetId);
       if (routing_.metrics) routing_.metrics->throttled(lane.targetType);
       workAvailable_.notify_one();  // a waiting worker times its wake-up by the earliest
-      return;
+      return false;
     }
   }
   lane.ready = true;
   ready_.push_back(targetId);
   wakeWorkerLocked();
+  return true;
 }
 
 void Engine::wakeWorkerLocked() {
@@ -374,10 +375,9 @@ void Engine::work(std::stop_token stop) {
     ++lane.inFlight;
     ++inFlight_;
     requestRefillsLocked(targetId, lane);
-    markReadyLocked(targetId, lane);
     // Another lane may have been woken for while this worker was its only
     // waiting one.
-    if (!ready_.empty()) wakeWorkerLocked();
+    if (!markReadyLocked(targetId, lane) && !ready_.empty()) wakeWorkerLocked();
     const std::string deliveryId = task.deliveryId;
 
     lock.unlock();

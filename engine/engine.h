@@ -183,7 +183,8 @@ class Engine final : public Dispatcher, public Scheduler {
   void enqueueHeld(Task task);           // for tasks already in held_
   // Lists a lane in ready_ if it has work, room to run and (with a rate
   // limit) a token; without a token it waits in throttled_.
-  void markReadyLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
+  // True if it listed the lane (and woke a worker for it).
+  bool markReadyLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
   // Sets (or drops) the target's token bucket after its rate limit.
   void applyRateLimitLocked(const std::string& targetId, const TargetRouting& routing)
       REQUIRES(engineMutex_);
