@@ -258,7 +258,7 @@ void Engine::enqueueHeld(Task task) {
   markReadyLocked(targetId, lane);
 }
 
-bool Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
+bool Engine::markReadyLocked(const std::string& targetId, Lane& lane, Taker taker) {
   if (lane.ready || lane.throttled || lane.queue.empty() || lane.inFlight >= lane.maxConcurrency)
     return false;
   if (auto bucket = buckets_.find(targetId); bucket != buckets_.end()) {
@@ -274,7 +274,7 @@ bool Engine::markReadyLocked(const std::string& targetId, Lane& lane) {
   }
   lane.ready = true;
   ready_.push_back(targetId);
-  wakeWorkerLocked();
+  if (taker == Taker::kWokenWorker) wakeWorkerLocked();
   return true;
 }
 
@@ -282,7 +282,8 @@ void Engine::wakeWorkerLocked() {
   // Before start() (recovery queues first) the pool is not there to grow.
   const size_t started = static_cast<size_t>(std::max(1, options_.workers));
   const size_t most = std::max(started, static_cast<size_t>(options_.maxWorkers));
-  if (idleWorkers_ > 0 || stopping_ || workers_.size() < started || workers_.size() >= most) {
+  if (idleWorkers_ > 0 || busyWorkers_ < workers_.size() || stopping_ ||
+      workers_.size() < started || workers_.size() >= most) {
     workAvailable_.notify_one();
     return;
   }
@@ -374,6 +375,7 @@ void Engine::work(std::stop_token stop) {
     --queued_;
     ++lane.inFlight;
     ++inFlight_;
+    ++busyWorkers_;
     requestRefillsLocked(targetId, lane);
     // Another lane may have been woken for while this worker was its only
     // waiting one.
@@ -389,12 +391,13 @@ void Engine::work(std::stop_token stop) {
       spdlog::critical("delivery.crashed delivery_id={} error=\"{}\"", deliveryId, e.what());
     }
     lock.lock();
+    --busyWorkers_;
 
     // The lane's slot is free again; the delivery stays held until its
     // result is written (finishAttempt).
     Lane& done = lanes_[targetId];
     --done.inFlight;
-    markReadyLocked(targetId, done);
+    markReadyLocked(targetId, done, Taker::kCaller);
     if (done.queue.empty() && done.inFlight == 0 && !done.ready) lanes_.erase(targetId);
   }
 }

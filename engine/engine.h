@@ -157,7 +157,9 @@ class Engine final : public Dispatcher, public Scheduler {
   // engine.cpp
   void work(std::stop_token stop);
   // A lane became ready: wakes a waiting worker, or starts one more when
-  // none waits (see EngineOptions::maxWorkers).
+  // none waits and every worker is inside an attempt (see
+  // EngineOptions::maxWorkers). A worker between two attempts takes the
+  // lane itself on its way back.
   void wakeWorkerLocked() REQUIRES(engineMutex_);
   void runAttempt(Task& task, AttemptHold hold);
   // The hold of one attempt (see AttemptHold): counted in inFlight_ from
@@ -181,10 +183,15 @@ class Engine final : public Dispatcher, public Scheduler {
   // Returns once every handoff opened before the call has closed.
   void waitForOpenHandoffs();
   void enqueueHeld(Task task);           // for tasks already in held_
+  // Who takes a lane markReadyLocked lists: a worker it wakes, or the
+  // calling worker, which is about to look at ready_ anyway (waking another
+  // would only cost a thread switch).
+  enum class Taker { kWokenWorker, kCaller };
   // Lists a lane in ready_ if it has work, room to run and (with a rate
   // limit) a token; without a token it waits in throttled_.
-  // True if it listed the lane (and woke a worker for it).
-  bool markReadyLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
+  // True if it listed the lane.
+  bool markReadyLocked(const std::string& targetId, Lane& lane, Taker taker = Taker::kWokenWorker)
+      REQUIRES(engineMutex_);
   // Sets (or drops) the target's token bucket after its rate limit.
   void applyRateLimitLocked(const std::string& targetId, const TargetRouting& routing)
       REQUIRES(engineMutex_);
@@ -256,6 +263,7 @@ class Engine final : public Dispatcher, public Scheduler {
   bool stopping_ GUARDED_BY(engineMutex_) = false;
   std::vector<std::jthread> workers_ GUARDED_BY(engineMutex_);
   int idleWorkers_ GUARDED_BY(engineMutex_) = 0;  // waiting for a ready lane
+  size_t busyWorkers_ GUARDED_BY(engineMutex_) = 0;  // inside runAttempt()
 
   // Ingest handoffs opened and not yet closed, by number (openHandoff).
   Mutex handoffMutex_;
