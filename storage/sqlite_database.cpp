@@ -10,6 +10,19 @@
 
 namespace webhooker::storage {
 
+namespace {
+
+// Before the library's first use: without memory statistics (which nothing
+// reads) an allocation takes no process-wide mutex, and every thread that
+// runs SQL allocates. Too late if something opened SQLite first; that only
+// leaves the statistics on.
+void configureLibraryOnce() {
+  static const bool configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
+  (void)configured;
+}
+
+}  // namespace
+
 int schemaVersion(SQLite::Database& db) {
   if (!db.tableExists("schema_migrations")) return 0;
   return db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").getInt();
@@ -62,6 +75,7 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
                                                        const DbOptions& options,
                                                        std::span<const Migration> migrations,
                                                        int* versionBefore) {
+  configureLibraryOnce();
   try {
     auto db = std::make_unique<SQLite::Database>(
         file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX,
@@ -103,6 +117,7 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
 
 Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path& file,
                                                      const DbOptions& options) {
+  configureLibraryOnce();
   try {
     return std::make_unique<SQLite::Database>(
         file.string(), SQLite::OPEN_READONLY | SQLite::OPEN_FULLMUTEX, options.busyTimeoutMs);
