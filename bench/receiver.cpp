@@ -24,12 +24,16 @@ BenchReceiver::BenchReceiver(int threads, std::chrono::milliseconds delay) : del
     Arrival a{-1, now, bodyHash(req.body)};
     if (req.has_header(kSeqHeader)) a.seq = std::stoll(req.get_header_value(kSeqHeader));
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
+    bool awaitedReached = false;
     {
       std::lock_guard lock(arrivalsMutex_);
       arrivals_.push_back(a);
-      ++count_;
+      awaitedReached = ++count_ >= awaited_;
+      if (awaitedReached) awaited_ = kNoneAwaited;
     }
-    arrived_.notify_all();
+    // Only then: a wake-up per arrival would cost the machine a thread
+    // switch per delivery that the bare loop (no waiter) does not pay.
+    if (awaitedReached) arrived_.notify_all();
     res.set_content("ok", "text/plain");
   });
   port_ = server_.bind_to_any_port("127.0.0.1");
@@ -46,7 +50,11 @@ std::string BenchReceiver::url() const { return "http://127.0.0.1:" + std::to_st
 
 bool BenchReceiver::waitForCount(size_t n, std::chrono::milliseconds timeout) const {
   std::unique_lock lock(arrivalsMutex_);
-  return arrived_.wait_for(lock, timeout, [&] { return count_.load() >= n; });
+  return arrived_.wait_for(lock, timeout, [&] {
+    if (count_.load() >= n) return true;
+    awaited_ = std::min(awaited_, n);
+    return false;
+  });
 }
 
 std::vector<Arrival> BenchReceiver::arrivals() const {

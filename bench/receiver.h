@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -63,6 +64,10 @@ class BenchReceiver {
   std::atomic<size_t> count_{0};
   mutable std::mutex arrivalsMutex_;
   mutable std::condition_variable arrived_;
+  // The smallest count a waitForCount() waits for: arrived_ is notified
+  // when it is reached.
+  static constexpr size_t kNoneAwaited = std::numeric_limits<size_t>::max();
+  mutable size_t awaited_ = kNoneAwaited;
   std::vector<Arrival> arrivals_;
 };
 
