@@ -46,7 +46,7 @@ Result<WebhookStats> EventsDb::stats(int hours) {
     WebhookStats stats;
     stats.events = db_->execAndGet("SELECT COUNT(*) FROM events").getInt64();
 
-    // deliveries_by_target covers this: no table rows are read.
+    // deliveries_by_status covers this: no table rows are read.
     SQLite::Statement counts(*db_, "SELECT target_id, status, COUNT(*) FROM deliveries "
                                    "GROUP BY target_id, status ORDER BY target_id");
     while (counts.executeStep()) {
