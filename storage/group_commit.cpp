@@ -11,8 +11,13 @@
 namespace webhooker::storage {
 
 GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements,
-                         SyncMode sync)
-    : db_(db), dbMutex_(dbMutex), statements_(statements), openedSync_(sync), currentSync_(sync) {}
+                         SyncMode sync, std::chrono::microseconds linger)
+    : db_(db),
+      dbMutex_(dbMutex),
+      statements_(statements),
+      openedSync_(sync),
+      linger_(linger),
+      currentSync_(sync) {}
 
 GroupCommit::~GroupCommit() {
   {
@@ -27,6 +32,8 @@ Result<void> GroupCommit::run(const char* operation, const Work& work, size_t by
   Writer self{operation, &work, bytes, {}, {}, Durability::kFlushed, std::nullopt, false, {}};
   MutexLock lock(queueMutex_);
   queue_.push_back(&self);
+  ++flushedQueued_;
+  endLingerIfDueLocked();
   self.wake.wait(lock, [&]() REQUIRES(queueMutex_) {
     return self.finished || (!leading_ && queue_.front() == &self);
   });
@@ -52,8 +59,26 @@ void GroupCommit::submit(const char* operation, Work work, Done done, size_t byt
   writer->durability = durability;
   MutexLock lock(queueMutex_);
   if (!flusher_.joinable()) flusher_ = std::thread([this] { flush(); });
+  if (durability != Durability::kBuffered) ++flushedQueued_;
   queue_.push_back(writer.release());
   if (!leading_ && queue_.size() == 1) flushWanted_.notify_one();
+  endLingerIfDueLocked();
+}
+
+void GroupCommit::endLingerIfDueLocked() {
+  if (lingering_ && (flushedQueued_ > 0 || queue_.size() >= kLingerGroup)) {
+    lingering_ = false;
+    flushWanted_.notify_one();
+  }
+}
+
+void GroupCommit::lingerLocked(MutexLock& lock) {
+  if (lastGroupSize_ <= 1 || flushedQueued_ > 0 || queue_.size() >= kLingerGroup) return;
+  lingering_ = true;
+  flushWanted_.wait_for(lock, linger_, [&]() REQUIRES(queueMutex_) {
+    return !lingering_ || stopping_;
+  });
+  lingering_ = false;
 }
 
 size_t GroupCommit::waiting() const {
@@ -77,8 +102,10 @@ std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked() {
   queueMutex_.lock();
   leading_ = false;
   std::vector<std::unique_ptr<Writer>> submitted;
+  lastGroupSize_ = group.size();
   for (Writer* w : group) {
     queue_.pop_front();
+    if (w->durability != Durability::kBuffered) --flushedQueued_;
     w->finished = true;
     if (w->done) submitted.emplace_back(w);
     else w->wake.notify_one();
@@ -104,6 +131,7 @@ void GroupCommit::flush() {
     });
     std::vector<std::unique_ptr<Writer>> committed = std::move(unreported_);
     unreported_.clear();
+    if (mine() && committed.empty()) lingerLocked(lock);
     if (mine()) {
       for (auto& w : leadLocked()) committed.push_back(std::move(w));
     } else if (committed.empty()) {

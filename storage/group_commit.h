@@ -34,8 +34,16 @@
 // (SyncMode) unless every write in it is kBuffered; such a group commits
 // under synchronous=NORMAL, without a disk flush. WAL frames are appended in
 // order, so the next flushed commit makes the buffered ones durable too.
+//
+// Lingering: a commit costs about the same for one write as for ten (the
+// transaction's locks, the WAL frames of the pages it touched). When only
+// buffered writes are queued and the last group held more than one (writes
+// are streaming in), the flusher waits up to kLinger for kLingerGroup of
+// them before it leads. A flushed write, a run() caller or the destructor
+// ends the wait at once; a lone stream of writes is never held.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -63,6 +71,9 @@ class GroupCommit {
   static constexpr size_t kMaxGroupSize = 128;
   // Bodies in one transaction at most (a single larger write goes alone).
   static constexpr size_t kMaxGroupBytes = 16 * 1024 * 1024;
+  // See "Lingering" above.
+  static constexpr std::chrono::microseconds kLinger{1000};
+  static constexpr size_t kLingerGroup = 32;
 
   // Runs inside the transaction with the connection's statements. An error
   // (returned or thrown) undoes this work alone.
@@ -71,8 +82,10 @@ class GroupCommit {
   // failed). Must not throw.
   using Done = std::function<void(Result<void>)>;
 
-  // `sync` is the mode `db` was opened with.
-  GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements, SyncMode sync);
+  // `sync` is the mode `db` was opened with; `linger` the longest wait of
+  // buffered writes for company (see "Lingering").
+  GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements, SyncMode sync,
+              std::chrono::microseconds linger = kLinger);
   ~GroupCommit();
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
@@ -111,6 +124,11 @@ class GroupCommit {
   std::vector<std::unique_ptr<Writer>> leadLocked() REQUIRES(queueMutex_);
   // Wakes whoever must lead the queue's head now that nobody leads.
   void handOffLocked() REQUIRES(queueMutex_);
+  // The flusher, about to lead buffered writes: waits for more to join them
+  // while writes stream in (see "Lingering").
+  void lingerLocked(MutexLock& lock) REQUIRES(queueMutex_);
+  // Ends a linger early once the queue need not wait any more.
+  void endLingerIfDueLocked() REQUIRES(queueMutex_);
   // The flusher thread: leads while a submitted write heads the queue, and
   // runs the Done of every committed submitted write.
   void flush();
@@ -127,13 +145,17 @@ class GroupCommit {
   Mutex& dbMutex_;
   StatementCache& statements_;
   const SyncMode openedSync_;
+  const std::chrono::microseconds linger_;
   SyncMode currentSync_ GUARDED_BY(dbMutex_);
 
-  // Guards the four below and every queued Writer's result and finished.
+  // Guards the members below and every queued Writer's result and finished.
   mutable Mutex queueMutex_;
   // front: the leader's group; submitted writers owned here
   std::deque<Writer*> queue_ GUARDED_BY(queueMutex_);
   bool leading_ GUARDED_BY(queueMutex_) = false;  // a group is being committed
+  bool lingering_ GUARDED_BY(queueMutex_) = false;  // the flusher waits for more
+  size_t flushedQueued_ GUARDED_BY(queueMutex_) = 0;  // queued writes not kBuffered
+  size_t lastGroupSize_ GUARDED_BY(queueMutex_) = 0;
   // Submitted writes a run() caller committed; the flusher runs their Done.
   std::vector<std::unique_ptr<Writer>> unreported_ GUARDED_BY(queueMutex_);
   // The destructor runs: the flusher ends once all is reported.

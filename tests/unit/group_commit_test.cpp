@@ -56,14 +56,15 @@ struct Fixture {
   std::atomic<int> commits{0};
 
   explicit Fixture(const char* journalMode = "WAL", int busyTimeoutMs = 200,
-                   SyncMode sync = SyncMode::kFull) {
+                   SyncMode sync = SyncMode::kFull,
+                   std::chrono::microseconds linger = GroupCommit::kLinger) {
     db = std::make_unique<SQLite::Database>(
         file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX, busyTimeoutMs);
     db->exec(std::string("PRAGMA journal_mode = ") + journalMode);
     db->exec(sync == SyncMode::kFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
     db->exec("CREATE TABLE t (x INTEGER NOT NULL UNIQUE)");
     statements = std::make_unique<StatementCache>(*db);
-    group = std::make_unique<GroupCommit>(*db, dbMutex, *statements, sync);
+    group = std::make_unique<GroupCommit>(*db, dbMutex, *statements, sync, linger);
     sqlite3_commit_hook(db->getHandle(), countCommit, &commits);
   }
   ~Fixture() {
@@ -304,6 +305,66 @@ TEST_CASE_FIXTURE(Fixture, "a group of buffered writes commits without a disk fl
   submitted.waitFor(2);
   CHECK(synchronous() == SyncMode::kFull);  // the last group held both
   CHECK(rows() == std::set<int>{0, 1, 2, 3, 4});
+}
+
+namespace {
+
+// Two buffered writes committed together: what a stream of writes leaves
+// behind, and what lets the next buffered write linger.
+void commitBufferedPair(Fixture& f, Submitted& submitted, int first) {
+  Blocker blocker(*f.group);
+  f.waitUntilQueued(1);
+  for (int x = first; x < first + 2; ++x)
+    f.group->submit("buffered", Fixture::insert(x), submitted.doneFor(x), 0, Durability::kBuffered);
+  f.waitUntilQueued(3);
+  blocker.release.set_value();
+  REQUIRE(blocker.done.get().ok());
+  submitted.waitFor(2);
+}
+
+size_t reported(Submitted& submitted) {
+  std::lock_guard lock(submitted.mutex);
+  return submitted.results.size();
+}
+
+}  // namespace
+
+// The linger is a minute here, so whether a write waited for company or
+// went at once cannot depend on how busy the machine is.
+TEST_CASE("a buffered write that follows a group waits for company; a flushed write ends the wait at once") {
+  Fixture f("WAL", 200, SyncMode::kFull, std::chrono::minutes(1));
+  Submitted submitted;
+  commitBufferedPair(f, submitted, 1);
+  const int before = f.commits.load();
+
+  f.group->submit("buffered", Fixture::insert(3), submitted.doneFor(3), 0, Durability::kBuffered);
+  std::this_thread::sleep_for(200ms);
+  CHECK(reported(submitted) == 2);  // still waiting: no commit yet
+  CHECK(f.commits.load() == before);
+
+  REQUIRE(f.group->run("flushed", Fixture::insert(4)).ok());
+  submitted.waitFor(3);
+  CHECK(f.commits.load() == before + 1);  // the waiting write and the flushed one together
+  CHECK(f.rows() == std::set<int>{0, 1, 2, 3, 4});
+}
+
+TEST_CASE("buffered writes that reach the linger group go at once; a lone buffered write never waits") {
+  Fixture f("WAL", 200, SyncMode::kFull, std::chrono::minutes(1));
+  Submitted submitted;
+  commitBufferedPair(f, submitted, 1);
+  const int before = f.commits.load();
+  const int last = 2 + static_cast<int>(GroupCommit::kLingerGroup);
+  for (int x = 3; x <= last; ++x)
+    f.group->submit("buffered", Fixture::insert(x), submitted.doneFor(x), 0, Durability::kBuffered);
+  submitted.waitFor(GroupCommit::kLingerGroup + 2);  // within its 10 s, not the minute
+  CHECK(f.commits.load() >= before + 1);
+
+  // A fresh connection's first buffered write has no group before it.
+  Fixture lone("WAL", 200, SyncMode::kFull, std::chrono::minutes(1));
+  Submitted alone;
+  lone.group->submit("buffered", Fixture::insert(1), alone.doneFor(1), 0, Durability::kBuffered);
+  alone.waitFor(1);
+  CHECK(lone.rows() == std::set<int>{1});
 }
 
 TEST_CASE("a connection opened with synchronous=NORMAL is never made to flush") {
