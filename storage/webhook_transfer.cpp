@@ -17,6 +17,16 @@ namespace webhooker {
 
 namespace {
 
+// A piece's delivery replaces the copy's when it is a later state of the
+// same row. Times have millisecond precision, and a delivery can be
+// ingested and delivered within one millisecond: at an equal time, the row
+// with more attempts is later, and at equal attempts a final status is
+// later than a waiting one (nothing moves a delivery back to waiting while
+// its webhook moves: writes to it are refused).
+constexpr const char* kLaterDeliveryState =
+    "(excluded.updated_at, excluded.attempts, excluded.status IN ('delivered', 'failed')) > "
+    "(deliveries.updated_at, deliveries.attempts, deliveries.status IN ('delivered', 'failed'))";
+
 // A file in `scratch` that is removed when this goes.
 class ScratchFile {
  public:
@@ -166,8 +176,7 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
       if (c != "id") updates += (updates.empty() ? "" : ", ") + c + " = excluded." + c;
     const std::string onConflict =
         deliveryMerge == DeliveryMerge::kNewerWins
-            ? " ON CONFLICT(id) DO UPDATE SET " + updates +
-                  " WHERE excluded.updated_at > deliveries.updated_at"
+            ? " ON CONFLICT(id) DO UPDATE SET " + updates + " WHERE " + kLaterDeliveryState
             : " ON CONFLICT(id) DO NOTHING";
     db.exec("INSERT INTO main.deliveries (" + joined(deliveries) + ") SELECT " + joined(deliveries) +
             " FROM piece.deliveries WHERE true ORDER BY source_rowid" + onConflict);

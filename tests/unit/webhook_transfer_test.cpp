@@ -1,0 +1,96 @@
+// The move of a webhook's events DB in pieces (storage/webhook_transfer.h),
+// on real files: a catch-up piece brings the source's later state of a
+// delivery into the copy, also when that state was written within the same
+// millisecond as the one the copy has; an earlier state never replaces a
+// later one.
+#include <doctest/doctest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/time_format.h"
+#include "storage/events_db.h"
+#include "storage/webhook_transfer.h"
+#include "tests/support/db_file.h"
+
+namespace {
+
+using webhooker::DbOptions;
+using webhooker::DeliveryMerge;
+using webhooker::EventsDb;
+using webhooker::TransferCursor;
+using webhooker::testing::DbFile;
+
+constexpr size_t kBudget = 1 << 20;
+
+// A source events DB with one event for target t1, and the file its copy
+// is merged into, both on one fake clock that stands still.
+struct Transfer : DbFile {
+  std::shared_ptr<EventsDb> source;
+  std::filesystem::path copy = dir / "events-copy.db";
+  std::string deliveryId;
+
+  Transfer() : DbFile("events-source.db") {
+    source = EventsDb::open(file, DbOptions{}, clock).value();
+    webhooker::InboundEvent event;
+    event.entrypointId = "8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
+    event.method = "POST";
+    event.path = "/hooks/8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
+    event.body = "{}";
+    deliveryId = source->ingest(event, {"t1"}, std::chrono::hours(24)).value().deliveries.at(0).id;
+  }
+
+  // A piece of the source from the start (a catch-up when `changedSince`
+  // is set), as a move reads it.
+  std::string readPiece(std::optional<std::string> changedSince = std::nullopt) {
+    const std::string now = webhooker::formatTime(clock.now());
+    auto piece = webhooker::readTransferPiece(file, dir.path(), TransferCursor{0, changedSince},
+                                              kBudget, DbOptions{}, now);
+    REQUIRE(piece);
+    return piece->bytes;
+  }
+  void merge(const std::string& piece) {
+    REQUIRE(webhooker::mergeTransferPiece(copy, dir.path(), piece, DeliveryMerge::kNewerWins,
+                                          DbOptions{}));
+  }
+
+  std::string copiedState() {
+    SQLite::Database db(copy.string(), SQLite::OPEN_READONLY);
+    SQLite::Statement q(db, "SELECT status || '/' || attempts FROM deliveries WHERE id = ?");
+    q.bind(1, deliveryId);
+    REQUIRE(q.executeStep());
+    return q.getColumn(0).getString();
+  }
+
+  void deliver() {
+    webhooker::AttemptRecord delivered;
+    delivered.deliveryId = deliveryId;
+    delivered.attempt = 1;
+    delivered.statusCode = 200;
+    delivered.success = true;
+    delivered.newStatus = webhooker::DeliveryStatus::kDelivered;
+    REQUIRE(source->recordAttempt(delivered));
+  }
+};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(Transfer, "a catch-up brings a delivery's later state, written in the same millisecond") {
+  merge(readPiece());
+  CHECK(copiedState() == "pending/0");
+  deliver();  // the clock has not moved: updated_at is the same as the copy's
+  merge(readPiece(webhooker::formatTime(clock.now())));
+  CHECK(copiedState() == "delivered/1");
+}
+
+TEST_CASE_FIXTURE(Transfer, "an earlier state of a delivery never replaces a later one") {
+  const std::string beforeDelivery = readPiece();
+  deliver();
+  merge(readPiece());
+  REQUIRE(copiedState() == "delivered/1");
+  merge(beforeDelivery);  // read first, merged last
+  CHECK(copiedState() == "delivered/1");
+}
