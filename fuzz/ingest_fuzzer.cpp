@@ -64,6 +64,7 @@ struct Fixture {
   webhooker::testing::RecordingDispatcher dispatcher;
   prometheus::Registry registry;
   webhooker::server::ServerMetrics metrics{registry};
+  std::unique_ptr<webhooker::server::MoveFence> moveFence;
   std::unique_ptr<webhooker::server::IngestHandler> handler;
   std::vector<Entrypoint> entrypoints;
   size_t activeTargets = 0;
@@ -74,8 +75,9 @@ struct Fixture {
     options.sync = webhooker::SyncMode::kNormal;  // speed; durability is not the question here
     store = std::move(webhooker::MainStore::open(dir / "webhooker.db", options, clock).value());
     eventsDbs = std::make_unique<webhooker::EventsDbPool>(dir.path(), options, clock);
+    moveFence = std::make_unique<webhooker::server::MoveFence>(*store);
     handler = std::make_unique<webhooker::server::IngestHandler>(
-        *store, *eventsDbs, dispatcher, metrics,
+        *store, *eventsDbs, dispatcher, metrics, *moveFence,
         webhooker::server::IngestOptions{kBodyLimit, std::chrono::hours(24)});
 
     const auto webhook = store->createWebhook("fuzz", "", 30).value();

@@ -20,10 +20,6 @@ using namespace std::chrono_literals;
 // How long `out` waits for the attempts in flight (an attempt's own timeout
 // is 30 s at most); past it the command says so and can be run again.
 constexpr auto kQuiesceTimeout = 40s;
-// Ingest that looked the webhook up just before `out` may still be routing
-// (a jq program) or waiting for its commit: this covers the first, the
-// events DB's queue of writes the second.
-constexpr auto kIngestSettle = 300ms;
 // A catch-up copies every delivery changed at or after the first piece's
 // time less this, so a change written with an earlier time but committed
 // after that piece was read is not missed (merging a row twice is harmless).
@@ -109,12 +105,13 @@ void MoveApi::targetsChanged(const std::string& webhookId) {
 }
 
 bool MoveApi::quiesce(const std::string& webhookId) {
-  std::this_thread::sleep_for(kIngestSettle);
+  const auto deadline = std::chrono::steady_clock::now() + kQuiesceTimeout;
+  // The ingests that may have read "not moving" are stored (or refused).
+  if (!moveFence_.waitForIngests(deadline)) return false;
   auto targets = store_.listTargets(webhookId);
   if (!targets) return false;
   auto db = eventsDbs_.get(webhookId);
   if (!db) return false;
-  const auto deadline = std::chrono::steady_clock::now() + kQuiesceTimeout;
   int quietChecks = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     bool quiet = db.value()->writesWaiting() == 0;

@@ -69,7 +69,8 @@ class MoveApi {
   // The webhook of the path if it is moving out of this node; otherwise
   // the error is answered and nullopt returned.
   std::optional<Webhook> movingOut(const HttpRequest& req, HttpResponse& res);
-  // Until the webhook's attempts in flight are recorded; false on timeout.
+  // Until the ingests that may not have seen the move are stored and the
+  // webhook's attempts in flight are recorded; false on timeout.
   bool quiesce(const std::string& webhookId);
   // Tells the engine that the webhook's targets changed (moved out, back or in).
   void targetsChanged(const std::string& webhookId);

@@ -474,7 +474,7 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
             options_.nodeId),
       workers_(static_cast<size_t>(std::max(options_.threads, 1))),
-      ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, options_.ingest,
+      ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, moveFence_, options_.ingest,
               {parts.routing, parts.routingMetrics}) {
   registerRoutes();
 }

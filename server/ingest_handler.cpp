@@ -39,12 +39,13 @@ std::optional<std::string> idempotencyKeyOf(const HttpRequest& req, std::string_
 }  // namespace
 
 IngestHandler::IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                             ServerMetrics& metrics, IngestOptions options,
-                             IngestRoutingParts routing)
+                             ServerMetrics& metrics, MoveFence& moveFence,
+                             IngestOptions options, IngestRoutingParts routing)
     : routes_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
       metrics_(metrics),
+      moveFence_(moveFence),
       options_(options),
       routing_(routing.evaluator, routing.metrics, options.routingThreads,
                options.maxRoutingQueue) {}
@@ -71,6 +72,8 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
                   "the body is larger than the limit of " + std::to_string(options_.bodyLimit) +
                       " bytes");
 
+  // Before the route says whether the webhook is moving (see MoveFence).
+  MoveFence::IngestPass pass = moveFence_.admitIngest();
   auto route = routes_.lookup(normalizeUuid(rawId));
   if (!route) {
     if (route.error().isNotFound()) return refuse(404, "not_found", "no such entrypoint");
@@ -139,14 +142,16 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
   }
   if (!route.value()->runsJq)
     return routeAndStore(std::move(route.value()), std::move(db.value()), std::move(event),
-                         std::move(respond));
+                         std::move(respond), std::move(pass));
   // A jq program may take its whole time budget: not on the event loop.
   auto job = std::make_shared<std::tuple<std::shared_ptr<const IngestRoute>,
-                                         std::shared_ptr<EventsDb>, InboundEvent, Respond>>(
-      std::move(route.value()), std::move(db.value()), std::move(event), std::move(respond));
+                                         std::shared_ptr<EventsDb>, InboundEvent, Respond,
+                                         MoveFence::IngestPass>>(
+      std::move(route.value()), std::move(db.value()), std::move(event), std::move(respond),
+      std::move(pass));
   if (!routing_.post([this, job]() {
-        auto& [r, d, e, answer] = *job;
-        routeAndStore(std::move(r), std::move(d), std::move(e), std::move(answer));
+        auto& [r, d, e, answer, p] = *job;
+        routeAndStore(std::move(r), std::move(d), std::move(e), std::move(answer), std::move(p));
       })) {
     auto& answer = std::get<Respond>(*job);
     HttpResponse res = errorResponse(503, "routing_busy",
@@ -166,20 +171,21 @@ void IngestHandler::unpark() {
 
 void IngestHandler::routeAndStore(std::shared_ptr<const IngestRoute> route,
                                   std::shared_ptr<EventsDb> db, InboundEvent event,
-                                  Respond respond) {
+                                  Respond respond, MoveFence::IngestPass pass) {
   RoutedEvent routed = routing_.route(*route, event);
   event.eventType = routed.eventType;
   std::vector<std::string> targetIds = std::move(routed.targetIds);
   db->ingestAsync(
       std::move(event), std::move(targetIds), options_.idempotencyWindow,
       [this, route = std::move(route), routed = std::move(routed), respond = std::move(respond),
-       handoff = dispatcher_.openHandoff()](Result<IngestOutcome> stored,
-                                            InboundEvent& committed) mutable {
+       handoff = dispatcher_.openHandoff(), pass = std::move(pass)](
+          Result<IngestOutcome> stored, InboundEvent& committed) mutable {
         // Nothing of the request (its connection) may outlive the count.
         Respond answer = std::move(respond);
         finish(*route, routed, std::move(stored), committed, answer);
         answer = nullptr;
         handoff = nullptr;  // what the commit stored is submitted
+        pass = nullptr;
         unpark();
       });
 }

@@ -27,6 +27,7 @@
 #include "server/http_message.h"
 #include "server/ingest_routes.h"
 #include "server/ingest_routing.h"
+#include "server/move_fence.h"
 #include "server/server_metrics.h"
 #include "storage/main_store.h"
 
@@ -49,8 +50,10 @@ struct IngestRoutingParts {
 
 class IngestHandler {
  public:
+  // `moveFence` hands each ingest its pass (MoveFence::admitIngest).
   IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
-                ServerMetrics& metrics, IngestOptions options, IngestRoutingParts routing = {});
+                ServerMetrics& metrics, MoveFence& moveFence, IngestOptions options,
+                IngestRoutingParts routing = {});
   // Waits until every parked request has had its answer: their commits
   // finish on their own, within one group's time.
   ~IngestHandler();
@@ -69,9 +72,10 @@ class IngestHandler {
 
  private:
   // Routes the event and queues its write; the request is parked (counted
-  // in parked_) from before the call until its answer.
+  // in parked_) from before the call until its answer, and holds `pass`
+  // until then.
   void routeAndStore(std::shared_ptr<const IngestRoute> route, std::shared_ptr<EventsDb> db,
-                     InboundEvent event, Respond respond);
+                     InboundEvent event, Respond respond, MoveFence::IngestPass pass);
   // On the flusher, after the commit: the answer, then the deliveries.
   void finish(const IngestRoute& route, const RoutedEvent& routed, Result<IngestOutcome> stored,
               InboundEvent& event, const Respond& respond);
@@ -81,6 +85,7 @@ class IngestHandler {
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;
   ServerMetrics& metrics_;
+  MoveFence& moveFence_;
   const IngestOptions options_;
   std::atomic<bool> accepting_{true};
   Mutex parkedMutex_;

@@ -5,12 +5,24 @@
 // *Cluster*). A write that had read "not moving" and committed after the
 // move read the configuration would be lost with the source's copy.
 //
+// Ingest is the other writer. It reads whether the webhook is moving from
+// its cached route, and with jq routing its event then waits for a routing
+// thread before it is written: a move that only waited a while could copy
+// the events DB before an event it had let in was stored. So an ingest holds
+// a pass from before it reads its route until its event is committed or
+// refused, and a move, once it is marked, waits for every pass handed out
+// before; later ingests read the mark and answer 503 webhook_moving.
+//
 // Threading: any thread. Writes to one webhook run side by side; a move's
 // start waits for the ones running (held back meanwhile: one UPDATE).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -34,12 +46,26 @@ class MoveFence {
   // Marks the webhook as moving out to `node` once none of its writes runs.
   Result<void> startMove(const std::string& webhookId, const std::string& node) EXCLUDES(mutex_);
 
+  // Held by one ingest (see above); dropping it gives it back.
+  using IngestPass = std::shared_ptr<const void>;
+  IngestPass admitIngest() EXCLUDES(passesMutex_);
+  // True once every pass handed out before the call is given back; false
+  // if some are still held at `deadline`.
+  bool waitForIngests(std::chrono::steady_clock::time_point deadline) EXCLUDES(passesMutex_);
+
  private:
+  void giveBack(uint64_t pass) EXCLUDES(passesMutex_);
+
   MainStore& store_;
   Mutex mutex_;
   std::condition_variable_any writeEnded_;
   // Guarded writes running now, per webhook (absent: none).
   std::unordered_map<std::string, int> writesRunning_ GUARDED_BY(mutex_);
+
+  Mutex passesMutex_;
+  std::condition_variable_any passGivenBack_;
+  uint64_t passesHandedOut_ GUARDED_BY(passesMutex_) = 0;
+  std::set<uint64_t> passesHeld_ GUARDED_BY(passesMutex_);  // by number, in order
 };
 
 }  // namespace webhooker::server

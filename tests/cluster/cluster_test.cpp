@@ -734,5 +734,55 @@ TEST_CASE("a webhook moving out refuses every change to it with 409 webhook_movi
   CHECK(a.Get(path)->status == 404);
 }
 
+TEST_CASE("a move waits for the events still being routed when it starts: every event "
+          "acknowledged on the source is in the events DB the move copies") {
+  // One node: the source's side of a move is the question, no HAProxy needed.
+  Nodes nodes({"a"});
+  DaemonApi api = nodes.api("a");
+  const json created = api.createWebhook("routed");
+  const std::string id = created["id"];
+  const std::string path = "/api/v1/webhooks/" + id;
+  // A type rule that runs to its time budget: with one jq worker the events
+  // below are routed one at a time, about a tenth of a second each.
+  const auto rule = api.admin().Patch(
+      path + "/entrypoints/" + created["entrypoints"][0]["id"].get<std::string>(),
+      R"({"event_type": {"jq": "def f: f; f"}})", "application/json");
+  REQUIRE(rule);
+  REQUIRE(rule->status == 200);
+
+  constexpr int kSenders = 12;
+  std::vector<std::pair<int, std::string>> answers(kSenders);  // status, event id
+  std::vector<std::thread> senders;
+  for (int i = 0; i < kSenders; ++i)
+    senders.emplace_back([&, i] {
+      httplib::Client client = api.sender();
+      client.set_read_timeout(30s);
+      const auto res = client.Post(DaemonApi::hookPath(created), "{}", "application/json");
+      if (!res) return;
+      answers[static_cast<size_t>(i)].first = res->status;
+      if (res->status == 200)
+        answers[static_cast<size_t>(i)].second = json::parse(res->body).at("event_id");
+    });
+  std::this_thread::sleep_for(150ms);  // all sent; most are still waiting for their routing
+  const auto out = api.admin().Post(path + "/move/out", R"({"to":"b"})", "application/json");
+  REQUIRE(out);
+  REQUIRE(out->status == 200);
+  const std::multiset<std::string> copied = nodes.storedEvents("a", id);  // what the move reads
+  for (auto& s : senders) s.join();
+
+  int acknowledged = 0;
+  for (const auto& [status, eventId] : answers) {
+    if (status == 200) {
+      ++acknowledged;
+      CHECK_MESSAGE(copied.count(eventId) == 1, "event " << eventId << " was acknowledged but "
+                                                         << "stored after the move's copy");
+    } else {
+      CHECK(status == 503);  // refused as moving: the sender tries again on the new owner
+    }
+  }
+  CHECK(acknowledged > 0);
+  CHECK(copied.size() == static_cast<size_t>(acknowledged));
+}
+
 }  // namespace
 }  // namespace webhooker::testing
