@@ -260,35 +260,42 @@ Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint ne
 }
 
 Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
-  MutexLock lock(readMutex_);
-  try {
-    if (!reader_) {
-      auto opened = storage::openReader(file_, options_);
-      if (!opened) return opened.error();
-      reader_ = std::move(opened.value());
-      readStatements_ = std::make_unique<storage::StatementCache>(*reader_);
+  EventPayload p;
+  std::string headersText;
+  {
+    // Every worker of this webhook reads here: only the row's copy is done
+    // under the lock.
+    MutexLock lock(readMutex_);
+    try {
+      if (!reader_) {
+        auto opened = storage::openReader(file_, options_);
+        if (!opened) return opened.error();
+        reader_ = std::move(opened.value());
+        readStatements_ = std::make_unique<storage::StatementCache>(*reader_);
+      }
+      auto q = readStatements_->get(
+          "SELECT method, headers, content_type, body, received_at, event_type FROM events "
+          "WHERE id = ?");
+      q->bind(1, eventId);
+      if (!q->executeStep())
+        return makeError(error_code::kNotFound, "event " + eventId + " is gone");
+      p.method = q->getColumn(0).getString();
+      headersText = q->getColumn(1).getString();
+      p.contentType = q->getColumn(2).getString();
+      const SQLite::Column body = q->getColumn(3);
+      p.body.assign(static_cast<const char*>(body.getBlob()), static_cast<size_t>(body.getBytes()));
+      p.receivedAt = q->getColumn(4).getString();
+      if (!q->getColumn(5).isNull()) p.eventType = q->getColumn(5).getString();
+    } catch (const std::exception& e) {
+      return storage::storageError("load payload", e);
     }
-    auto q = readStatements_->get(
-        "SELECT method, headers, content_type, body, received_at, event_type FROM events "
-        "WHERE id = ?");
-    q->bind(1, eventId);
-    if (!q->executeStep()) return makeError(error_code::kNotFound, "event " + eventId + " is gone");
-    EventPayload p;
-    p.method = q->getColumn(0).getString();
-    const auto headers = nlohmann::json::parse(q->getColumn(1).getString(), nullptr, false);
-    if (headers.is_array())
-      for (const auto& pair : headers)
-        if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string())
-          p.headers.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
-    p.contentType = q->getColumn(2).getString();
-    const SQLite::Column body = q->getColumn(3);
-    p.body.assign(static_cast<const char*>(body.getBlob()), static_cast<size_t>(body.getBytes()));
-    p.receivedAt = q->getColumn(4).getString();
-    if (!q->getColumn(5).isNull()) p.eventType = q->getColumn(5).getString();
-    return p;
-  } catch (const std::exception& e) {
-    return storage::storageError("load payload", e);
   }
+  const auto headers = nlohmann::json::parse(headersText, nullptr, false);
+  if (headers.is_array())
+    for (const auto& pair : headers)
+      if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string())
+        p.headers.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+  return p;
 }
 
 namespace {
