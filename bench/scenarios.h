@@ -42,7 +42,7 @@ struct BenchConfig {
   size_t deliverTenantEvents = 20;
   double endToEndRate = 1'000;
   double endToEndSeconds = 10;
-  size_t isolationEvents = 5'000;
+  size_t isolationEvents = 20'000;
   int scaleWebhooks = 1'000;
   size_t scaleRetrying = 100'000;
   // memoryWebhooks x memoryTargets x memoryEvents pending deliveries: a
