@@ -6,7 +6,8 @@
 #include <array>
 #include <cctype>
 #include <chrono>
-#include <set>
+#include <string_view>
+#include <vector>
 
 #include "targets/target_config.h"
 #include "targets/webhook_signature.h"
@@ -22,6 +23,14 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// Header names compare without regard to case (RFC 9110 §5.1).
+bool sameName(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 }  // namespace
 
 HeaderList forwardableHeaders(const HeaderList& headers) {
@@ -29,22 +38,28 @@ HeaderList forwardableHeaders(const HeaderList& headers) {
       "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
       "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect"};
   // Headers named in Connection are hop-by-hop too (RFC 9110 §7.6.1).
-  std::set<std::string> dropped(kDropped.begin(), kDropped.end());
+  std::vector<std::string> named;
   for (const auto& [name, value] : headers) {
-    if (lower(name) != "connection") continue;
+    if (!sameName(name, "connection")) continue;
     std::string token;
     for (char c : value + ",") {
       if (c == ',') {
-        if (!token.empty()) dropped.insert(lower(token));
+        if (!token.empty()) named.push_back(std::move(token));
         token.clear();
       } else if (!std::isspace(static_cast<unsigned char>(c))) {
         token.push_back(c);
       }
     }
   }
+  const auto dropped = [&](const std::string& name) {
+    return std::any_of(kDropped.begin(), kDropped.end(),
+                       [&](std::string_view d) { return sameName(name, d); }) ||
+           std::any_of(named.begin(), named.end(),
+                       [&](const std::string& n) { return sameName(name, n); });
+  };
   HeaderList out;
   for (const auto& header : headers)
-    if (!dropped.count(lower(header.first))) out.push_back(header);
+    if (!dropped(header.first)) out.push_back(header);
   return out;
 }
 
