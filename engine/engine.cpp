@@ -187,42 +187,9 @@ bool Engine::probe(const std::string& webhookId, const std::string& targetId) {
   return true;
 }
 
-Dispatcher::Handoff Engine::openHandoff() {
-  uint64_t number;
-  {
-    MutexLock lock(handoffMutex_);
-    number = ++handoffsOpened_;
-    openHandoffs_.insert(number);
-  }
-  class Open {
-   public:
-    Open(Engine& engine, uint64_t number) : engine_(engine), number_(number) {}
-    ~Open() { engine_.closeHandoff(number_); }
-    Open(const Open&) = delete;
-    Open& operator=(const Open&) = delete;
+Dispatcher::Handoff Engine::openHandoff() { return handoffs_.open(); }
 
-   private:
-    Engine& engine_;
-    const uint64_t number_;
-  };
-  return std::make_shared<const Open>(*this, number);
-}
-
-void Engine::closeHandoff(uint64_t number) {
-  {
-    MutexLock lock(handoffMutex_);
-    openHandoffs_.erase(number);
-  }
-  handoffClosed_.notify_all();
-}
-
-void Engine::waitForOpenHandoffs() {
-  MutexLock lock(handoffMutex_);
-  const uint64_t last = handoffsOpened_;
-  handoffClosed_.wait(lock, [&]() REQUIRES(handoffMutex_) {
-    return openHandoffs_.empty() || *openHandoffs_.begin() > last;
-  });
-}
+void Engine::waitForOpenHandoffs() { handoffs_.waitForEarlier(); }
 
 void Engine::enqueueHeld(Task task) {
   // The lane's in-flight limit must hold from its first task, not only once

@@ -33,7 +33,7 @@
 // rate limits (buckets_, throttled_), the
 // reconcile bookkeeping (releases_, reconcileStarts_, released_), queued_,
 // globalOverflow_, refills_, refillsQueued_, inFlight_ (attempts whose hold
-// lives) and stopping_; handoffMutex_ guards the open handoffs;
+// lives) and stopping_; handoffs_ has its own lock;
 // targetsMutex_ guards the target cache. No events DB is read
 // under engineMutex_: a worker that drains an overflowed lane only asks, and
 // the refill thread reads. A hold may be released on an events DB's flusher
@@ -46,7 +46,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -55,6 +54,7 @@
 
 #include "base/clock.h"
 #include "base/mutex.h"
+#include "base/open_tickets.h"
 #include "engine/dispatcher.h"
 #include "engine/retry_timer.h"
 #include "engine/routing_metrics.h"
@@ -179,7 +179,6 @@ class Engine final : public Dispatcher, public Scheduler {
   // A held delivery leaves memory: if it was a FIFO head, its lane reads
   // the next one (when `readNext`).
   void releaseFifoHeadLocked(const std::string& deliveryId, bool readNext) REQUIRES(engineMutex_);
-  void closeHandoff(uint64_t number);
   // Returns once every handoff opened before the call has closed.
   void waitForOpenHandoffs();
   void enqueueHeld(Task task);           // for tasks already in held_
@@ -265,11 +264,8 @@ class Engine final : public Dispatcher, public Scheduler {
   int idleWorkers_ GUARDED_BY(engineMutex_) = 0;  // waiting for a ready lane
   size_t busyWorkers_ GUARDED_BY(engineMutex_) = 0;  // inside runAttempt()
 
-  // Ingest handoffs opened and not yet closed, by number (openHandoff).
-  Mutex handoffMutex_;
-  std::condition_variable_any handoffClosed_;
-  uint64_t handoffsOpened_ GUARDED_BY(handoffMutex_) = 0;
-  std::set<uint64_t> openHandoffs_ GUARDED_BY(handoffMutex_);
+  // Ingest handoffs opened and not yet closed (openHandoff).
+  OpenTickets handoffs_;
 
   Mutex targetsMutex_;
   std::unordered_map<std::string, TargetPtr> targetCache_ GUARDED_BY(targetsMutex_);

@@ -34,39 +34,4 @@ Result<void> MoveFence::startMove(const std::string& webhookId, const std::strin
   return store_.setWebhookMovingTo(webhookId, node);
 }
 
-MoveFence::IngestPass MoveFence::admitIngest() {
-  uint64_t number = 0;
-  {
-    MutexLock lock(passesMutex_);
-    number = ++passesHandedOut_;
-    passesHeld_.insert(number);
-  }
-  class Pass {
-   public:
-    Pass(MoveFence& fence, uint64_t number) : fence_(fence), number_(number) {}
-    ~Pass() { fence_.giveBack(number_); }
-    Pass(const Pass&) = delete;
-    Pass& operator=(const Pass&) = delete;
-
-   private:
-    MoveFence& fence_;
-    const uint64_t number_;
-  };
-  return std::make_shared<const Pass>(*this, number);
-}
-
-void MoveFence::giveBack(uint64_t pass) {
-  MutexLock lock(passesMutex_);
-  passesHeld_.erase(pass);
-  passGivenBack_.notify_all();
-}
-
-bool MoveFence::waitForIngests(std::chrono::steady_clock::time_point deadline) {
-  MutexLock lock(passesMutex_);
-  const uint64_t last = passesHandedOut_;
-  return passGivenBack_.wait_until(lock, deadline, [&]() REQUIRES(passesMutex_) {
-    return passesHeld_.empty() || *passesHeld_.begin() > last;
-  });
-}
-
 }  // namespace webhooker::server

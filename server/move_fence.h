@@ -19,14 +19,12 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdint>
 #include <functional>
-#include <memory>
-#include <set>
 #include <string>
 #include <unordered_map>
 
 #include "base/mutex.h"
+#include "base/open_tickets.h"
 #include "base/result.h"
 #include "server/http_message.h"
 #include "storage/main_store.h"
@@ -47,25 +45,22 @@ class MoveFence {
   Result<void> startMove(const std::string& webhookId, const std::string& node) EXCLUDES(mutex_);
 
   // Held by one ingest (see above); dropping it gives it back.
-  using IngestPass = std::shared_ptr<const void>;
-  IngestPass admitIngest() EXCLUDES(passesMutex_);
+  using IngestPass = OpenTickets::Ticket;
+  IngestPass admitIngest() { return ingestPasses_.open(); }
   // True once every pass handed out before the call is given back; false
   // if some are still held at `deadline`.
-  bool waitForIngests(std::chrono::steady_clock::time_point deadline) EXCLUDES(passesMutex_);
+  bool waitForIngests(std::chrono::steady_clock::time_point deadline) {
+    return ingestPasses_.waitForEarlier(deadline);
+  }
 
  private:
-  void giveBack(uint64_t pass) EXCLUDES(passesMutex_);
 
   MainStore& store_;
   Mutex mutex_;
   std::condition_variable_any writeEnded_;
   // Guarded writes running now, per webhook (absent: none).
   std::unordered_map<std::string, int> writesRunning_ GUARDED_BY(mutex_);
-
-  Mutex passesMutex_;
-  std::condition_variable_any passGivenBack_;
-  uint64_t passesHandedOut_ GUARDED_BY(passesMutex_) = 0;
-  std::set<uint64_t> passesHeld_ GUARDED_BY(passesMutex_);  // by number, in order
+  OpenTickets ingestPasses_;
 };
 
 }  // namespace webhooker::server
