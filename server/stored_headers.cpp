@@ -2,20 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
+
+#include "base/ascii_case.h"
 
 namespace webhooker::server {
-
-namespace {
-
-bool equalsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-}  // namespace
 
 bool isStoredHeader(std::string_view name) {
   constexpr std::array<std::string_view, 3> kCredentials = {"authorization",

@@ -9,29 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/ascii_case.h"
 #include "targets/target_config.h"
 #include "targets/webhook_signature.h"
 
 namespace webhooker {
-
-namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-// Header names compare without regard to case (RFC 9110 §5.1).
-bool sameName(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-}  // namespace
 
 HeaderList forwardableHeaders(const HeaderList& headers) {
   static constexpr std::array<std::string_view, 12> kDropped = {
@@ -40,7 +22,7 @@ HeaderList forwardableHeaders(const HeaderList& headers) {
   // Headers named in Connection are hop-by-hop too (RFC 9110 §7.6.1).
   std::vector<std::string> named;
   for (const auto& [name, value] : headers) {
-    if (!sameName(name, "connection")) continue;
+    if (!equalsIgnoringCase(name, "connection")) continue;
     std::string token;
     for (char c : value + ",") {
       if (c == ',') {
@@ -53,9 +35,9 @@ HeaderList forwardableHeaders(const HeaderList& headers) {
   }
   const auto dropped = [&](const std::string& name) {
     return std::any_of(kDropped.begin(), kDropped.end(),
-                       [&](std::string_view d) { return sameName(name, d); }) ||
+                       [&](std::string_view d) { return equalsIgnoringCase(name, d); }) ||
            std::any_of(named.begin(), named.end(),
-                       [&](const std::string& n) { return sameName(name, n); });
+                       [&](const std::string& n) { return equalsIgnoringCase(name, n); });
   };
   HeaderList out;
   for (const auto& header : headers)
@@ -79,8 +61,8 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
   if (config.contains("headers") && config["headers"].is_object()) {
     for (const auto& [name, value] : config["headers"].items()) {
       if (!value.is_string()) continue;
-      const std::string key = lower(name);
-      std::erase_if(request.headers, [&](const auto& h) { return lower(h.first) == key; });
+      std::erase_if(request.headers,
+                    [&](const auto& h) { return equalsIgnoringCase(h.first, name); });
       request.headers.emplace_back(name, value.get<std::string>());
     }
   }
@@ -92,8 +74,9 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
     // Ours win over anything the sender or the config put there: a receiver
     // must never verify a signature we did not make.
     std::erase_if(request.headers, [](const auto& h) {
-      const std::string key = lower(h.first);
-      return key == "webhook-id" || key == "webhook-timestamp" || key == "webhook-signature";
+      return equalsIgnoringCase(h.first, "webhook-id") ||
+             equalsIgnoringCase(h.first, "webhook-timestamp") ||
+             equalsIgnoringCase(h.first, "webhook-signature");
     });
     // One id per delivery (event x target), the same on every retry and
     // redrive, so receivers can deduplicate; the timestamp is this attempt's.

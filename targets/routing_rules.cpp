@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/ascii_case.h"
 #include "base/json_depth.h"
 #include "base/json_member.h"
 #include "base/json_pointer.h"
@@ -17,14 +18,6 @@ namespace webhooker {
 namespace {
 
 using nlohmann::json;
-
-bool equalsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);
