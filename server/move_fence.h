@@ -54,7 +54,6 @@ class MoveFence {
   }
 
  private:
-
   MainStore& store_;
   Mutex mutex_;
   std::condition_variable_any writeEnded_;
