@@ -61,8 +61,9 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
   if (config.contains("headers") && config["headers"].is_object()) {
     for (const auto& [name, value] : config["headers"].items()) {
       if (!value.is_string()) continue;
+      const std::string_view replaced = name;  // clang's lambdas cannot capture a binding
       std::erase_if(request.headers,
-                    [&](const auto& h) { return equalsIgnoringCase(h.first, name); });
+                    [replaced](const auto& h) { return equalsIgnoringCase(h.first, replaced); });
       request.headers.emplace_back(name, value.get<std::string>());
     }
   }
