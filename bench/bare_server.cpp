@@ -1,6 +1,6 @@
 #include "bench/bare_server.h"
 
-#include <stdexcept>
+#include "bench/loopback_listen.h"
 
 namespace webhooker::bench {
 
@@ -15,8 +15,7 @@ BareServer::BareServer(int threads) {
   server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
-  port_ = server_.bind_to_any_port("127.0.0.1");
-  if (port_ <= 0) throw std::runtime_error("bare server: cannot bind 127.0.0.1");
+  port_ = bindLoopbackWithFullBacklog(server_);
   thread_ = std::thread([this] { server_.listen_after_bind(); });
 }
 

@@ -1,8 +1,9 @@
 #include "bench/receiver.h"
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
+
+#include "bench/loopback_listen.h"
 
 namespace webhooker::bench {
 
@@ -36,8 +37,7 @@ BenchReceiver::BenchReceiver(int threads, std::chrono::milliseconds delay) : del
     if (awaitedReached) arrived_.notify_all();
     res.set_content("ok", "text/plain");
   });
-  port_ = server_.bind_to_any_port("127.0.0.1");
-  if (port_ <= 0) throw std::runtime_error("receiver: cannot bind 127.0.0.1");
+  port_ = bindLoopbackWithFullBacklog(server_);
   thread_ = std::thread([this] { server_.listen_after_bind(); });
 }
 
