@@ -15,6 +15,20 @@ size_t LoadResult::ok() const {
   }));
 }
 
+double LoadResult::steadyRatePerSecond() const {
+  std::vector<SteadyTime> answered;
+  for (const RequestOutcome& r : requests)
+    if (r.status >= 200 && r.status < 300)
+      answered.push_back(r.due + std::chrono::duration_cast<SteadyTime::duration>(
+                                     std::chrono::duration<double, std::milli>(r.latencyMs)));
+  if (answered.size() < 10) return ratePerSecond();
+  std::sort(answered.begin(), answered.end());
+  const size_t from = answered.size() / 10;
+  const size_t to = answered.size() - 1 - answered.size() / 10;
+  const double window = std::chrono::duration<double>(answered[to] - answered[from]).count();
+  return window > 0 ? static_cast<double>(to - from) / window : 0;
+}
+
 double LoadResult::latencyPercentile(double p) const {
   std::vector<double> values;
   for (const RequestOutcome& r : requests)

@@ -43,6 +43,11 @@ struct LoadResult {
   double seconds = 0;                    // first send to last answer
   size_t ok() const;                     // 2xx answers
   double ratePerSecond() const { return seconds > 0 ? static_cast<double>(ok()) / seconds : 0; }
+  // 2xx answers a second between the 10th and the 90th percentile of their
+  // arrival: the rate once connections are up and threads have started, and
+  // before the last few stragglers. A short run's whole-run rate mostly
+  // measures that warm-up, which differs between servers.
+  double steadyRatePerSecond() const;
   // Latency percentile (0–100) over the 2xx answers, in ms.
   double latencyPercentile(double p) const;
 };
