@@ -43,8 +43,9 @@ void deliverOneTarget(const BenchConfig& config, double bareRate, Report& report
     expectation = seedWebhook(seeder, "deliver", {{receiver.url(), config.workers}}, n, config.bodies);
   }
   const Drain drain = drainBacklog(config, data.path(), receiver, n);
+  // The goal the README's table states (the compass is 0.6).
   report.add({"deliver", "deliveries/s draining the backlog", drain.rate(receiver), "1/s", bareRate,
-              "bare keep-alive client loop req/s", Goal{Goal::Kind::kRatioAtLeast, 0.6}});
+              "bare keep-alive client loop req/s", Goal{Goal::Kind::kRatioAtLeast, 0.45}});
   report.add({"deliver", "delivered within the cap", static_cast<double>(receiver.count()), "",
               static_cast<double>(n), "backlog", std::nullopt});
   const std::string target = expectation.targetIds.at(0);
