@@ -287,6 +287,9 @@ std::string jqInput(const std::optional<std::string>& eventType, const HeaderLis
                  {"received_at", receivedAt}};
   std::string head = fields.dump(-1, ' ', false, json::error_handler_t::replace);
   // The body goes in as sent: a JSON body is already the text jq parses.
+  // All but a leading byte order mark, which the parser skips (RFC 8259
+  // allows it) and which inside this object would not be JSON.
+  if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
   head.pop_back();  // the closing brace
   head += ",\"body\":";
   if (isJsonBody(body)) head += body;
