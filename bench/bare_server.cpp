@@ -1,6 +1,8 @@
 #include "bench/bare_server.h"
 
-#include "bench/loopback_listen.h"
+#include <stdexcept>
+
+#include "tests/support/loopback_listen.h"
 
 namespace webhooker::bench {
 
@@ -15,7 +17,8 @@ BareServer::BareServer(int threads) {
   server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
-  port_ = bindLoopbackWithFullBacklog(server_);
+  port_ = testing::bindLoopbackWithFullBacklog(server_);
+  if (port_ <= 0) throw std::runtime_error("bare server: cannot listen on 127.0.0.1");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
 }
 

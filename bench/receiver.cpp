@@ -1,9 +1,10 @@
 #include "bench/receiver.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
-#include "bench/loopback_listen.h"
+#include "tests/support/loopback_listen.h"
 
 namespace webhooker::bench {
 
@@ -37,7 +38,8 @@ BenchReceiver::BenchReceiver(int threads, std::chrono::milliseconds delay) : del
     if (awaitedReached) arrived_.notify_all();
     res.set_content("ok", "text/plain");
   });
-  port_ = bindLoopbackWithFullBacklog(server_);
+  port_ = testing::bindLoopbackWithFullBacklog(server_);
+  if (port_ <= 0) throw std::runtime_error("receiver: cannot listen on 127.0.0.1");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
 }
 

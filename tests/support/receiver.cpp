@@ -1,5 +1,7 @@
 #include "tests/support/receiver.h"
 
+#include "tests/support/loopback_listen.h"
+
 namespace webhooker::testing {
 
 ScriptedResponse respond(int status, httplib::Headers headers) {
@@ -54,8 +56,7 @@ Receiver::Receiver(int port) {
   server_.Patch(".*", handler);
   server_.Delete(".*", handler);
   server_.Options(".*", handler);
-  port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1")
-                    : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
+  port_ = bindLoopbackWithFullBacklog(server_, port);
   if (port_ <= 0) throw std::runtime_error("Receiver: cannot bind a loopback port");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
   // stop() is a no-op until the accept loop runs: wait for it.
