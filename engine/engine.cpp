@@ -1,9 +1,8 @@
 #include "engine/engine.h"
 
-#include <strings.h>
-
 #include <spdlog/spdlog.h>
 
+#include "base/ascii_case.h"
 #include "storage/events_db.h"
 
 namespace webhooker {
@@ -506,10 +505,9 @@ bool Engine::applyTransform(const CachedTarget& target, const Task& task, Events
     payload.contentType = "application/json";
     // What described the body received does not describe this one.
     std::erase_if(payload.headers, [](const auto& h) {
-      return strcasecmp(h.first.c_str(), "Content-Type") == 0 ||
-             strcasecmp(h.first.c_str(), "Content-Encoding") == 0 ||
-             strcasecmp(h.first.c_str(), "Content-MD5") == 0 ||
-             strcasecmp(h.first.c_str(), "Digest") == 0;
+      return equalsIgnoringCase(h.first, "Content-Type") ||
+             equalsIgnoringCase(h.first, "Content-Encoding") ||
+             equalsIgnoringCase(h.first, "Content-MD5") || equalsIgnoringCase(h.first, "Digest");
     });
     payload.headers.emplace_back("Content-Type", "application/json");
     return true;
