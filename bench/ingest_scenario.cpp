@@ -6,11 +6,9 @@
 // has every event. More connections means more events in flight, so larger
 // group commits: the daemon is asked to batch as deep as the senders allow.
 //
-// Rates are steady rates (LoadResult::steadyRatePerSecond). The bare
-// server listens with cpp-httplib's backlog of 5, so when 64 or 256
-// connections open at once some SYNs are dropped and retried a second
-// later; a whole-run rate of a one-second run measured that retry, not the
-// server.
+// Rates are steady rates (LoadResult::steadyRatePerSecond): a bare-server
+// run lasts about a second, and its whole-run rate would mostly measure the
+// connections opening and the threads starting.
 #include <chrono>
 #include <string>
 
