@@ -17,7 +17,7 @@ Engine::Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
       clock_(clock),
       observer_(observer),
       routing_(routing),
-      timer_([this](Task task) { enqueueHeld(std::move(task)); }) {}
+      timer_(options_.maxWaitingRetries, [this](Task task) { retryDue(std::move(task)); }) {}
 
 Engine::~Engine() {
   stop(std::chrono::milliseconds(0));
@@ -97,7 +97,30 @@ void Engine::scheduleRetry(Task task, std::chrono::milliseconds delay) {
     held_.insert(task.deliveryId);
     ++rescheduled_[task.deliveryId];
   }
-  timer_.schedule(std::move(task), delay);
+  if (auto left = timer_.schedule(std::move(task), delay)) {
+    MutexLock lock(engineMutex_);
+    letGoOfRetryLocked(*left);
+  }
+}
+
+void Engine::letGoOfRetryLocked(const Task& task) {
+  retriesOnDisk_.insert(task.webhookId);
+  if (auto it = rescheduled_.find(task.deliveryId); it != rescheduled_.end()) {
+    if (--it->second == 0) rescheduled_.erase(it);  // its attempt lets go when it ends
+    return;
+  }
+  // Not a release: the delivery is unfinished, and a reconcile that read it
+  // may take it again.
+  held_.erase(task.deliveryId);
+  releaseFifoHeadLocked(task.deliveryId, false);
+}
+
+void Engine::retryDue(Task task) {
+  enqueueHeld(std::move(task));
+  MutexLock lock(engineMutex_);
+  if (retriesOnDisk_.empty() || timer_.waiting() > options_.maxWaitingRetries / 2) return;
+  for (const std::string& webhookId : retriesOnDisk_) queueRefillLocked(webhookId, "");
+  retriesOnDisk_.clear();
 }
 
 bool Engine::admit(Task task, std::optional<uint64_t> readSince) {
@@ -137,8 +160,12 @@ Engine::HeadAdmission Engine::admitFifoHead(Task task, std::chrono::milliseconds
     // from where it is.
     if (!held_.insert(task.deliveryId).second) return HeadAdmission::kLaneBusy;
   }
-  if (wait.count() > 0) timer_.schedule(std::move(task), wait);
-  else enqueueHeld(std::move(task));
+  if (wait.count() == 0) {
+    enqueueHeld(std::move(task));
+  } else if (auto left = timer_.schedule(std::move(task), wait)) {
+    MutexLock lock(engineMutex_);
+    letGoOfRetryLocked(*left);
+  }
   return HeadAdmission::kAdmitted;
 }
 
@@ -305,7 +332,7 @@ void Engine::requestRefillsLocked(const std::string& targetId, Lane& lane) {
 }
 
 void Engine::queueRefillLocked(const std::string& webhookId, const std::string& targetId) {
-  if (stopping_ || !refillsQueued_.insert(targetId).second) return;
+  if (stopping_ || !refillsQueued_.insert(targetId.empty() ? webhookId : targetId).second) return;
   refills_.push_back({webhookId, targetId});
   refillWanted_.notify_one();
 }

@@ -77,6 +77,9 @@ struct EngineOptions {
   int maxWorkers = 64;
   size_t maxQueuedPerTarget = 10'000;
   size_t maxQueued = 20'000;  // over all targets; ~640 bytes each
+  // Retries waiting for their time in memory, the earliest due; the others
+  // wait on disk and are read again as these go (see RetryTimer).
+  size_t maxWaitingRetries = 50'000;
   std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
 };
 
@@ -140,6 +143,8 @@ class Engine final : public Dispatcher, public Scheduler {
   };
   struct Refill {
     std::string webhookId;
+    // Empty: every target of the webhook, retries not due yet included
+    // (they go to the timer), for the retries the timer let go.
     std::string targetId;
   };
   // A target as cached: its row and its routing, parsed once.
@@ -179,6 +184,12 @@ class Engine final : public Dispatcher, public Scheduler {
   // A held delivery leaves memory: if it was a FIFO head, its lane reads
   // the next one (when `readNext`).
   void releaseFifoHeadLocked(const std::string& deliveryId, bool readNext) REQUIRES(engineMutex_);
+  // A held delivery the timer had no room for: it waits on disk (retrying,
+  // its due time stored) and a reload of its webhook reads it again.
+  void letGoOfRetryLocked(const Task& task) REQUIRES(engineMutex_);
+  // The timer hands back a retry that is due; once the timer is half empty,
+  // the webhooks whose retries it let go are read again.
+  void retryDue(Task task);
   // Returns once every handoff opened before the call has closed.
   void waitForOpenHandoffs();
   void enqueueHeld(Task task);           // for tasks already in held_
@@ -251,10 +262,13 @@ class Engine final : public Dispatcher, public Scheduler {
   // Targets that had a task dropped because queued_ reached maxQueued, and
   // their webhooks.
   std::unordered_map<std::string, std::string> globalOverflow_ GUARDED_BY(engineMutex_);
-  // Refills asked for and not yet started, at most one per target.
+  // Webhooks with retries the timer had no room for (letGoOfRetryLocked).
+  std::unordered_set<std::string> retriesOnDisk_ GUARDED_BY(engineMutex_);
+  // Refills asked for and not yet started, at most one per target (or
+  // webhook, for a whole-webhook one).
   std::condition_variable_any refillWanted_;
   std::deque<Refill> refills_ GUARDED_BY(engineMutex_);
-  std::unordered_set<std::string> refillsQueued_ GUARDED_BY(engineMutex_);  // their target ids
+  std::unordered_set<std::string> refillsQueued_ GUARDED_BY(engineMutex_);  // their keys
   int inFlight_ GUARDED_BY(engineMutex_) = 0;
   // FIFO lanes: target id -> its head's delivery id, and back.
   std::unordered_map<std::string, std::string> fifoHeads_ GUARDED_BY(engineMutex_);

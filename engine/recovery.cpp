@@ -103,7 +103,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
       if (stopping_ || releasedSinceLocked(task.deliveryId, started) ||
           !held_.insert(task.deliveryId).second)
         continue;
-      timer_.schedule(std::move(task), wait);
+      if (auto left = timer_.schedule(std::move(task), wait)) letGoOfRetryLocked(*left);
     }
   }
 }
@@ -138,10 +138,12 @@ void Engine::refillLoop(std::stop_token stop) {
     if (stopping_ || stop.stop_requested()) return;
     const Refill refill = std::move(refills_.front());
     refills_.pop_front();
-    refillsQueued_.erase(refill.targetId);
+    const bool wholeWebhook = refill.targetId.empty();
+    refillsQueued_.erase(wholeWebhook ? refill.webhookId : refill.targetId);
     lock.unlock();
-    // Only deliveries due now; those still waiting are the timer's or the sweep's.
-    reconcileWebhook(refill.webhookId, &refill.targetId, false);
+    // A target's refill takes only deliveries due now; those still waiting
+    // are the timer's or the sweep's. A webhook's takes its retries back.
+    reconcileWebhook(refill.webhookId, wholeWebhook ? nullptr : &refill.targetId, wholeWebhook);
     lock.lock();
   }
 }

@@ -1,20 +1,37 @@
 #include "engine/retry_timer.h"
 
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 namespace webhooker {
 
-RetryTimer::RetryTimer(std::function<void(Task)> onDue)
-    : onDue_(std::move(onDue)), timerThread_([this](std::stop_token st) { run(st); }) {}
+RetryTimer::RetryTimer(size_t capacity, std::function<void(Task)> onDue)
+    : capacity_(std::max<size_t>(1, capacity)),
+      onDue_(std::move(onDue)),
+      timerThread_([this](std::stop_token st) { run(st); }) {}
 
 RetryTimer::~RetryTimer() { stop(); }
 
-void RetryTimer::schedule(Task task, std::chrono::milliseconds delay) {
+std::optional<Task> RetryTimer::schedule(Task task, std::chrono::milliseconds delay) {
+  const SteadyTime at = std::chrono::steady_clock::now() + delay;
+  std::optional<Task> left;
+  bool earliest;
   {
     MutexLock lock(dueMutex_);
-    due_.emplace(std::chrono::steady_clock::now() + delay, std::move(task));
+    if (due_.size() >= capacity_) {
+      const auto last = std::prev(due_.end());
+      if (at >= last->first) return task;
+      left = std::move(last->second);
+      due_.erase(last);
+    }
+    earliest = due_.empty() || at < due_.begin()->first;
+    due_.emplace(at, std::move(task));
   }
-  wake_.notify_one();
+  // The thread sleeps until the earliest due time: only a new earliest
+  // changes that (a recovery schedules thousands, one wake-up each otherwise).
+  if (earliest) wake_.notify_one();
+  return left;
 }
 
 void RetryTimer::expedite(const std::string& targetId,

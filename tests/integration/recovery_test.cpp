@@ -322,6 +322,66 @@ TEST_CASE("slow targets whose tasks fill the global cap do not hold a fast targe
   CHECK(slow.requestCount() == 3);  // one each, none answered yet
 }
 
+TEST_CASE("retries beyond the timer's room wait on disk and are read back in time, each once") {
+  HarnessOptions options;
+  options.startEngine = false;
+  options.sweepInterval = 1h;  // only the timer's reload can bring back what did not fit
+  options.maxWaitingRetries = 10;
+  EngineHarness h(options);
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 2000, 0));
+  constexpr int kRetrying = 50;
+  std::vector<DeliveryRef> retrying;
+  const TimePoint now = SystemClock().now();
+  for (int i = 0; i < kRetrying; ++i) {
+    const IngestOutcome stored = h.ingestDirect(
+        hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()), {target.id}, false);
+    retrying.push_back({hook.webhookId, stored.deliveries.at(0).id});
+    // Later rows are due sooner, so the timer also lets go of ones it holds.
+    recordFirstAttempt(h, retrying.back(), 503, now - 1s, now + 1s + (kRetrying - i) * 20ms);
+  }
+
+  h.startEngine();
+  CHECK(h.engine().heldCount() == 10);  // the rest wait on disk
+  const bool allDelivered =
+      h.waitForCount(hook.webhookId, target.id, "delivered", kRetrying, 15s);
+  INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered"));
+  REQUIRE(allDelivered);
+  std::this_thread::sleep_for(200ms);  // a duplicate would show up by now
+  CHECK(r.requestCount() == kRetrying);
+  for (const DeliveryRef& d : retrying) CHECK(h.resultRows(d).size() == 2);
+  CHECK(h.engine().heldCount() == 0);
+}
+
+TEST_CASE("a receiver that fails everything once: retries the timer has no room for still go") {
+  HarnessOptions options;
+  options.sweepInterval = 1h;
+  options.maxWaitingRetries = 10;
+  options.breakerThreshold = 1000;  // every failure is a retry, none a breaker's deferral
+  EngineHarness h(options);
+  Receiver r;
+  constexpr int kEvents = 50;
+  for (int i = 0; i < kEvents; ++i) r.push(respond(503));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 1000, 0));
+  for (int i = 0; i < kEvents; ++i)
+    h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()), {target.id});
+
+  const bool allDelivered = h.waitForCount(hook.webhookId, target.id, "delivered", kEvents, 20s);
+  INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered"));
+  REQUIRE(allDelivered);
+  std::this_thread::sleep_for(200ms);
+  std::map<std::string, int> accepted;  // body -> requests answered 200
+  for (const ReceivedRequest& req : r.requests())
+    if (req.answeredStatus == 200) ++accepted[req.body];
+  CHECK(accepted.size() == kEvents);
+  for (const auto& [body, count] : accepted) CHECK_MESSAGE(count == 1, body);
+  CHECK(h.engine().heldCount() == 0);
+}
+
 TEST_CASE("the sweep never schedules a delivery twice") {
   HarnessOptions options;
   options.sweepInterval = 20ms;

@@ -117,6 +117,7 @@ EngineHarness::EngineHarness(HarnessOptions options)
   engineOptions.sweepInterval = options_.sweepInterval;
   engineOptions.maxQueuedPerTarget = options_.maxQueuedPerTarget;
   engineOptions.maxQueued = options_.maxQueued;
+  engineOptions.maxWaitingRetries = options_.maxWaitingRetries;
   routingMetrics_ = std::make_unique<RoutingMetrics>(metricsRegistry_);
   if (options_.jq) {
     JqSandboxOptions jqOptions;

@@ -121,6 +121,7 @@ struct HarnessOptions {
   std::chrono::milliseconds sweepInterval{200};
   size_t maxQueuedPerTarget = EngineOptions{}.maxQueuedPerTarget;
   size_t maxQueued = EngineOptions{}.maxQueued;
+  size_t maxWaitingRetries = EngineOptions{}.maxWaitingRetries;
   bool startEngine = true;  // false: call startEngine() later (restart tests)
   // Runs routing's jq programs in worker processes (this test executable
   // again); without it jq rules match nothing and cannot be saved.
