@@ -509,9 +509,8 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   }
   task.targetType = target->type;
   EventPayload payload = std::move(*task.payload);
-  // Retries reload a large body from disk rather than keep it in memory.
-  if (payload.body.size() <= Task::kInlineBodyLimit) task.payload = payload;
-  else task.payload.reset();
+  // A retry reads the body again: one waiting for its time holds none.
+  task.payload.reset();
   if (!applyTransform(*target, task, *db.value(), payload, hold)) return;
   DeliveryContext context{*db.value(), *target, payload,         *this,
                           observer_,   std::move(hold), health_};

@@ -1,7 +1,7 @@
 // Task: one delivery attempt to run, as the engine queues it. Carries what
 // the attempt needs so the happy path reads nothing from the events DB; an
-// event whose body is over kInlineBodyLimit travels without its payload,
-// which is read from the events DB when the attempt runs.
+// event whose body is over kInlineBodyLimit, and every retry, travel without
+// their payload, which is read from the events DB when the attempt runs.
 #pragma once
 
 #include <functional>
