@@ -16,7 +16,7 @@ BenchConfig BenchConfig::normal() { return {}; }
 
 BenchConfig BenchConfig::large() {
   BenchConfig c;
-  c.scaleWebhooks = 10'000;
+  c.scaleShapes = {{10'000, 100'000}, {1'000, 1'000'000}};
   return c;
 }
 
@@ -33,8 +33,7 @@ BenchConfig BenchConfig::smokeSized() {
   c.endToEndRate = 200;
   c.endToEndSeconds = 1;
   c.isolationEvents = 100;
-  c.scaleWebhooks = 10;
-  c.scaleRetrying = 100;
+  c.scaleShapes = {{10, 100}};
   c.memoryWebhooks = 2;
   c.memoryTargets = 3;
   c.memoryEvents = 50;

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   int runs = 1;
   std::string syncMode = "full";
   std::string out = "build/bench/results.json";
-  app.add_flag("--large", large, "10,000 webhooks in the scale scenario");
+  app.add_flag("--large", large, "the scale scenario over 10,000 webhooks, and with 1,000,000 retrying");
   app.add_flag("--smoke", smoke, "tiny sizes, seconds: checks the harness and correctness only");
   app.add_option("--only", only, "run only these scenarios")
       ->check(CLI::IsMember({"ingest", "slow-clients", "deliver", "end-to-end", "isolation",

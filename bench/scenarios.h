@@ -43,8 +43,13 @@ struct BenchConfig {
   double endToEndRate = 1'000;
   double endToEndSeconds = 10;
   size_t isolationEvents = 20'000;
-  int scaleWebhooks = 1'000;
-  size_t scaleRetrying = 100'000;
+  // The scale scenario's backlogs: so many retrying deliveries over so many
+  // webhooks, one run each.
+  struct ScaleShape {
+    int webhooks;
+    size_t retrying;
+  };
+  std::vector<ScaleShape> scaleShapes = {{1'000, 100'000}};
   // memoryWebhooks x memoryTargets x memoryEvents pending deliveries: a
   // wide outage (1,000 targets down) over 10,000 realistic events.
   int memoryWebhooks = 10;
