@@ -104,7 +104,8 @@ class EventsDb {
   // Every pending or retrying delivery, oldest first; only those of
   // `targetId` if given (a refill of one target's queue). One query, the
   // latest result's time of each retrying one included. `limit`: at most
-  // that many (a FIFO target's next delivery is the first).
+  // that many (a FIFO target's next delivery is the first). A scan without
+  // a limit gives the connection's cached pages back when it is done.
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(const std::string* targetId = nullptr,
                                                                std::optional<int> limit = std::nullopt);
 
