@@ -25,6 +25,7 @@ BenchConfig BenchConfig::smokeSized() {
   c.smoke = true;
   c.ingestEvents = 200;
   c.ingestConnections = {8};
+  c.ingestAloneConnections = 8;
   c.floodConnections = 4;  // fewer than the bare server's threads: seconds, not a stall
   c.floodRate = 100;
   c.floodSeconds = 1;

@@ -6,6 +6,10 @@
 // has every event. More connections means more events in flight, so larger
 // group commits: the daemon is asked to batch as deep as the senders allow.
 //
+// At 64 connections (ingestAloneConnections) the same load also goes to a
+// webhook with no target: the front door and the commit alone, without
+// deliveries sharing the cores.
+//
 // Rates are steady rates (LoadResult::steadyRatePerSecond): a bare-server
 // run lasts about a second, and its whole-run rate would mostly measure the
 // connections opening and the threads starting.
@@ -13,12 +17,37 @@
 #include <string>
 
 #include "bench/bare_server.h"
+#include "bench/correctness.h"
+#include "bench/daemon.h"
 #include "bench/load_generator.h"
 #include "bench/receiver.h"
 #include "bench/scenario_support.h"
 #include "bench/scenarios.h"
+#include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
+
+namespace {
+
+// `spec` posted to a webhook without targets; every acknowledged event must
+// be stored.
+LoadResult loadWithoutTargets(const BenchConfig& config, LoadSpec spec, Report& report) {
+  testing::TempDir data;
+  BenchDaemon daemon(data.path(), config.daemonSettings());
+  const CreatedWebhook webhook = daemon.createWebhook("ingest-alone");
+  spec.baseUrl = daemon.url();
+  spec.path = webhook.hookPath;
+  spec.firstSeq = reserveSeqs(spec.requests);
+  LoadResult result = runLoad(spec, config.bodies);
+  daemon.stop();
+  WebhookExpectation expectation{webhook.id, {}, {}};
+  for (const RequestOutcome& r : result.requests)
+    if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
+  report.addCheck("ingest-alone", checkCorrectness({data.path(), {expectation}, {}, {}, {}}));
+  return result;
+}
+
+}  // namespace
 
 void runIngest(const BenchConfig& config, Report& report) {
   for (const int connections : config.ingestConnections) {
@@ -41,8 +70,9 @@ void runIngest(const BenchConfig& config, Report& report) {
         loadThroughDaemon(config, spec, receiver, "ingest-" + std::to_string(connections), report);
 
     // The goal is at 64 connections (the compass is 0.5).
-    const std::optional<Goal> goal =
-        connections == 64 ? std::optional(Goal{Goal::Kind::kRatioAtLeast, 0.35}) : std::nullopt;
+    const std::optional<Goal> goal = connections == 64
+                                         ? std::optional(Goal{Goal::Kind::kRatioAtLeast, 0.35})
+                                         : std::nullopt;
     report.add({"ingest", "events/s acknowledged" + at, result.steadyRatePerSecond(), "1/s",
                 bare.steadyRatePerSecond(), "bare httplib server req/s", goal});
     report.add({"ingest", "p50 latency" + at, result.latencyPercentile(50), "ms",
@@ -53,6 +83,13 @@ void runIngest(const BenchConfig& config, Report& report) {
                 static_cast<double>(spec.requests - result.ok()), "req",
                 static_cast<double>(spec.requests - bare.ok()), "bare server failures",
                 std::nullopt});
+
+    if (connections != config.ingestAloneConnections) continue;
+    const LoadResult alone = loadWithoutTargets(config, spec, report);
+    report.add({"ingest", "events/s acknowledged" + at + ", no target", alone.steadyRatePerSecond(),
+                "1/s", bare.steadyRatePerSecond(), "bare httplib server req/s", std::nullopt});
+    report.add({"ingest", "p99 latency" + at + ", no target", alone.latencyPercentile(99), "ms",
+                bare.latencyPercentile(99), "bare server p99", std::nullopt});
   }
 }
 

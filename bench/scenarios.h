@@ -28,6 +28,9 @@ struct BenchConfig {
   std::chrono::seconds drainCap{60};
   size_t ingestEvents = 10'000;          // at each of ingestConnections
   std::vector<int> ingestConnections = {8, 64, 256};
+  // Where the same load also goes to a webhook without targets (the issue's
+  // goal is at 64 connections).
+  int ingestAloneConnections = 64;
   // slow-client flood: attacker connections held open (half trickling a
   // head at one byte per 5 s, half idle keep-alive) while a good client
   // posts at floodRate for floodSeconds.
