@@ -378,7 +378,7 @@ TEST_CASE("a receiver that fails everything once: retries the timer has no room 
   for (const ReceivedRequest& req : r.requests())
     if (req.answeredStatus == 200) ++accepted[req.body];
   CHECK(accepted.size() == kEvents);
-  for (const auto& [body, count] : accepted) CHECK_MESSAGE(count == 1, body);
+  for (const auto& entry : accepted) CHECK_MESSAGE(entry.second == 1, entry.first);
   CHECK(h.engine().heldCount() == 0);
 }
 
