@@ -97,6 +97,10 @@ void Engine::scheduleRetry(Task task, std::chrono::milliseconds delay) {
     held_.insert(task.deliveryId);
     ++rescheduled_[task.deliveryId];
   }
+  waitInTimer(std::move(task), delay);
+}
+
+void Engine::waitInTimer(Task task, std::chrono::milliseconds delay) {
   if (auto left = timer_.schedule(std::move(task), delay)) {
     MutexLock lock(engineMutex_);
     letGoOfRetryLocked(*left);
@@ -119,7 +123,7 @@ void Engine::retryDue(Task task) {
   enqueueHeld(std::move(task));
   MutexLock lock(engineMutex_);
   if (retriesOnDisk_.empty() || timer_.waiting() > options_.maxWaitingRetries / 2) return;
-  for (const std::string& webhookId : retriesOnDisk_) queueRefillLocked(webhookId, "");
+  for (const std::string& webhookId : retriesOnDisk_) queueRefillLocked(webhookId, std::nullopt);
   retriesOnDisk_.clear();
 }
 
@@ -160,12 +164,8 @@ Engine::HeadAdmission Engine::admitFifoHead(Task task, std::chrono::milliseconds
     // from where it is.
     if (!held_.insert(task.deliveryId).second) return HeadAdmission::kLaneBusy;
   }
-  if (wait.count() == 0) {
-    enqueueHeld(std::move(task));
-  } else if (auto left = timer_.schedule(std::move(task), wait)) {
-    MutexLock lock(engineMutex_);
-    letGoOfRetryLocked(*left);
-  }
+  if (wait.count() > 0) waitInTimer(std::move(task), wait);
+  else enqueueHeld(std::move(task));
   return HeadAdmission::kAdmitted;
 }
 
@@ -331,9 +331,11 @@ void Engine::requestRefillsLocked(const std::string& targetId, Lane& lane) {
   }
 }
 
-void Engine::queueRefillLocked(const std::string& webhookId, const std::string& targetId) {
-  if (stopping_ || !refillsQueued_.insert(targetId.empty() ? webhookId : targetId).second) return;
-  refills_.push_back({webhookId, targetId});
+void Engine::queueRefillLocked(const std::string& webhookId,
+                               std::optional<std::string> targetId) {
+  Refill refill{webhookId, std::move(targetId)};
+  if (stopping_ || !refillsQueued_.insert(refill.key()).second) return;
+  refills_.push_back(std::move(refill));
   refillWanted_.notify_one();
 }
 

@@ -143,9 +143,11 @@ class Engine final : public Dispatcher, public Scheduler {
   };
   struct Refill {
     std::string webhookId;
-    // Empty: every target of the webhook, retries not due yet included
+    // None: every target of the webhook, retries not due yet included
     // (they go to the timer), for the retries the timer let go.
-    std::string targetId;
+    std::optional<std::string> targetId;
+    // At most one refill is queued per key.
+    const std::string& key() const { return targetId ? *targetId : webhookId; }
   };
   // A target as cached: its row and its routing, parsed once.
   struct CachedTarget : TargetRecord {
@@ -187,6 +189,8 @@ class Engine final : public Dispatcher, public Scheduler {
   // A held delivery the timer had no room for: it waits on disk (retrying,
   // its due time stored) and a reload of its webhook reads it again.
   void letGoOfRetryLocked(const Task& task) REQUIRES(engineMutex_);
+  // Hands a held task to the timer, letting go of what does not fit.
+  void waitInTimer(Task task, std::chrono::milliseconds delay) EXCLUDES(engineMutex_);
   // The timer hands back a retry that is due; once the timer is half empty,
   // the webhooks whose retries it let go are read again.
   void retryDue(Task task);
@@ -216,7 +220,7 @@ class Engine final : public Dispatcher, public Scheduler {
   // refill thread to read its target's deliveries again; so do the lanes
   // that overflowed the global cap once the total is below its mark.
   void requestRefillsLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
-  void queueRefillLocked(const std::string& webhookId, const std::string& targetId)
+  void queueRefillLocked(const std::string& webhookId, std::optional<std::string> targetId)
       REQUIRES(engineMutex_);
   TargetPtr targetFor(const std::string& webhookId, const std::string& targetId);
 
@@ -264,8 +268,7 @@ class Engine final : public Dispatcher, public Scheduler {
   std::unordered_map<std::string, std::string> globalOverflow_ GUARDED_BY(engineMutex_);
   // Webhooks with retries the timer had no room for (letGoOfRetryLocked).
   std::unordered_set<std::string> retriesOnDisk_ GUARDED_BY(engineMutex_);
-  // Refills asked for and not yet started, at most one per target (or
-  // webhook, for a whole-webhook one).
+  // Refills asked for and not yet started, at most one per Refill::key().
   std::condition_variable_any refillWanted_;
   std::deque<Refill> refills_ GUARDED_BY(engineMutex_);
   std::unordered_set<std::string> refillsQueued_ GUARDED_BY(engineMutex_);  // their keys

@@ -138,12 +138,12 @@ void Engine::refillLoop(std::stop_token stop) {
     if (stopping_ || stop.stop_requested()) return;
     const Refill refill = std::move(refills_.front());
     refills_.pop_front();
-    const bool wholeWebhook = refill.targetId.empty();
-    refillsQueued_.erase(wholeWebhook ? refill.webhookId : refill.targetId);
+    refillsQueued_.erase(refill.key());
     lock.unlock();
     // A target's refill takes only deliveries due now; those still waiting
     // are the timer's or the sweep's. A webhook's takes its retries back.
-    reconcileWebhook(refill.webhookId, wholeWebhook ? nullptr : &refill.targetId, wholeWebhook);
+    const std::string* target = refill.targetId ? &*refill.targetId : nullptr;
+    reconcileWebhook(refill.webhookId, target, !target);
     lock.lock();
   }
 }
