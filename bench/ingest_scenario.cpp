@@ -17,37 +17,12 @@
 #include <string>
 
 #include "bench/bare_server.h"
-#include "bench/correctness.h"
-#include "bench/daemon.h"
 #include "bench/load_generator.h"
 #include "bench/receiver.h"
 #include "bench/scenario_support.h"
 #include "bench/scenarios.h"
-#include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
-
-namespace {
-
-// `spec` posted to a webhook without targets; every acknowledged event must
-// be stored.
-LoadResult loadWithoutTargets(const BenchConfig& config, LoadSpec spec, Report& report) {
-  testing::TempDir data;
-  BenchDaemon daemon(data.path(), config.daemonSettings());
-  const CreatedWebhook webhook = daemon.createWebhook("ingest-alone");
-  spec.baseUrl = daemon.url();
-  spec.path = webhook.hookPath;
-  spec.firstSeq = reserveSeqs(spec.requests);
-  LoadResult result = runLoad(spec, config.bodies);
-  daemon.stop();
-  WebhookExpectation expectation{webhook.id, {}, {}};
-  for (const RequestOutcome& r : result.requests)
-    if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
-  report.addCheck("ingest-alone", checkCorrectness({data.path(), {expectation}, {}, {}, {}}));
-  return result;
-}
-
-}  // namespace
 
 void runIngest(const BenchConfig& config, Report& report) {
   for (const int connections : config.ingestConnections) {
@@ -67,7 +42,7 @@ void runIngest(const BenchConfig& config, Report& report) {
     BenchReceiver receiver;
     const std::string at = " at " + std::to_string(connections) + " conns";
     const LoadResult result =
-        loadThroughDaemon(config, spec, receiver, "ingest-" + std::to_string(connections), report);
+        loadThroughDaemon(config, spec, &receiver, "ingest-" + std::to_string(connections), report);
 
     // The goal is at 64 connections (the compass is 0.5).
     const std::optional<Goal> goal = connections == 64
@@ -85,7 +60,7 @@ void runIngest(const BenchConfig& config, Report& report) {
                 std::nullopt});
 
     if (connections != config.ingestAloneConnections) continue;
-    const LoadResult alone = loadWithoutTargets(config, spec, report);
+    const LoadResult alone = loadThroughDaemon(config, spec, nullptr, "ingest-alone", report);
     report.add({"ingest", "events/s acknowledged" + at + ", no target", alone.steadyRatePerSecond(),
                 "1/s", bare.steadyRatePerSecond(), "bare httplib server req/s", std::nullopt});
     report.add({"ingest", "p99 latency" + at + ", no target", alone.latencyPercentile(99), "ms",

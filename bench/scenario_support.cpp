@@ -77,7 +77,7 @@ MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& 
   return drain;
 }
 
-LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver& receiver,
+LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver* receiver,
                              const std::string& scenario, Report& report,
                              std::vector<std::string> extraArgs, const LoadRunner& runner,
                              const nlohmann::json& routing) {
@@ -85,19 +85,26 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchRece
   BenchDaemon daemon(data.path(), config.daemonSettings(std::move(extraArgs)));
   const CreatedWebhook webhook = daemon.createWebhook(scenario);
   const std::string target =
-      daemon.createHttpTarget(webhook.id, receiver.url(), config.workers, routing);
+      receiver ? daemon.createHttpTarget(webhook.id, receiver->url(), config.workers, routing)
+               : std::string();
   spec.baseUrl = daemon.url();
   spec.path = webhook.hookPath;
   spec.firstSeq = reserveSeqs(spec.requests);
   LoadResult result = runner ? runner(daemon, spec) : runLoad(spec, config.bodies);
-  const bool delivered = receiver.waitForCount(result.ok(), config.drainCap);
+  const bool delivered = !receiver || receiver->waitForCount(result.ok(), config.drainCap);
   daemon.stop();
 
-  WebhookExpectation expectation{webhook.id, {target}, {}};
+  WebhookExpectation expectation{webhook.id, {}, {}};
   for (const RequestOutcome& r : result.requests)
     if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
-  CorrectnessSpec check{data.path(), {expectation}, {{target, &receiver}}, {target}, {}};
-  if (routing.contains("transform")) check.reshapedTargets.insert(target);
+  CorrectnessSpec check{data.path(), {}, {}, {}, {}};
+  if (receiver) {
+    expectation.targetIds = {target};
+    check.receivers = {{target, receiver}};
+    check.drainedTargets = {target};
+    if (routing.contains("transform")) check.reshapedTargets.insert(target);
+  }
+  check.webhooks = {expectation};
   addCheckAfterWait(report, scenario, config, delivered, check);
   return result;
 }
