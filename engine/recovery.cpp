@@ -36,76 +36,112 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                   db.error().message);
     return;
   }
-  // A FIFO target's lane wants its oldest waiting delivery only.
+  // A FIFO target's lane wants its oldest waiting delivery only; any other
+  // target's refill reads a page at a time, no more than its lane has room
+  // for (its queued and in-flight ones come first in the order and are
+  // skipped), so refilling a lane the caps cut off costs what it brings in.
   const TargetPtr only = onlyTarget ? targetFor(webhookId, *onlyTarget) : nullptr;
   const bool fifoOnly = only && only->fifo();
-  auto unfinished = db.value()->unfinishedDeliveries(
-      onlyTarget, fifoOnly ? std::optional<int>(1) : std::nullopt);
-  if (!unfinished) {
-    spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
-                  unfinished.error().message);
+  const bool paged = onlyTarget && !fifoOnly;
+  std::unordered_set<std::string> fifoDecided;  // FIFO targets whose head is settled
+  std::optional<DeliveryPosition> after;
+  while (true) {
+    std::optional<int> limit;
+    if (fifoOnly) limit = 1;
+    if (paged) {
+      const std::optional<int> page = refillPage(webhookId, *onlyTarget);
+      if (!page) return;
+      limit = page;
+    }
+    auto unfinished = db.value()->unfinishedDeliveries(onlyTarget, limit, after ? &*after : nullptr);
+    if (!unfinished) {
+      spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
+                    unfinished.error().message);
+      return;
+    }
+    // A pending row read here may be one ingest has committed and not yet
+    // handed over: its handoff was opened before the commit, so before this
+    // read. Once those handoffs are closed, every such delivery is held (or
+    // released after this reconcile began) and is skipped below.
+    // Ingest never admits a FIFO target's delivery itself, so a read of that
+    // target alone need not wait.
+    if (!fifoOnly) waitForOpenHandoffs();
+    for (const UnfinishedDelivery& d : unfinished.value())
+      reconcileDelivery(webhookId, *db.value(), d, scheduleFuture, started, fifoDecided);
+    if (!paged || unfinished->size() < static_cast<size_t>(*limit)) return;
+    after = unfinished->back().position;
+  }
+}
+
+void Engine::reconcileDelivery(const std::string& webhookId, EventsDb& db,
+                               const UnfinishedDelivery& d, bool scheduleFuture, uint64_t started,
+                               std::unordered_set<std::string>& fifoDecided) {
+  TargetPtr target = targetFor(webhookId, d.targetId);
+  if (!target || target->deletedAt) {
+    // The target is gone: end the delivery without touching target data.
+    const std::string type = target ? target->type : "unknown";
+    if (auto r = db.failWithoutAttempt(d.id, "target_deleted"); r) {
+      observer_.outcome(type, DeliveryStatus::kFailed, "target_deleted");
+      spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} "
+                   "reason=target_deleted",
+                   webhookId, d.id, d.targetId);
+    }
     return;
   }
-  // A pending row read here may be one ingest has committed and not yet
-  // handed over: its handoff was opened before the commit, so before this
-  // read. Once those handoffs are closed, every such delivery is held (or
-  // released after this reconcile began) and is skipped below.
-  // Ingest never admits a FIFO target's delivery itself, so a read of that
-  // target alone need not wait.
-  if (!fifoOnly) waitForOpenHandoffs();
-  std::unordered_set<std::string> fifoDecided;  // FIFO targets whose head is settled
-  for (const UnfinishedDelivery& d : unfinished.value()) {
-    TargetPtr target = targetFor(webhookId, d.targetId);
-    if (!target || target->deletedAt) {
-      // The target is gone: end the delivery without touching target data.
-      const std::string type = target ? target->type : "unknown";
-      if (auto r = db.value()->failWithoutAttempt(d.id, "target_deleted"); r) {
-        observer_.outcome(type, DeliveryStatus::kFailed, "target_deleted");
-        spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} "
-                     "reason=target_deleted",
-                     webhookId, d.id, d.targetId);
-      }
-      continue;
-    }
-    if (!target->deliverable()) continue;  // paused or disabled until enabled
-    if (target->fifo() && fifoDecided.count(d.targetId)) continue;  // behind the head
+  if (!target->deliverable()) return;  // paused or disabled until enabled
+  if (target->fifo() && fifoDecided.count(d.targetId)) return;  // behind the head
 
-    Task task;
-    task.deliveryId = d.id;
-    task.eventId = d.eventId;
-    task.webhookId = webhookId;
-    task.targetId = d.targetId;
-    task.targetType = target->type;
-    task.attempt = d.attempts + 1;
-    task.seriesStart = d.seriesStart;
+  Task task;
+  task.deliveryId = d.id;
+  task.eventId = d.eventId;
+  task.webhookId = webhookId;
+  task.targetId = d.targetId;
+  task.targetType = target->type;
+  task.attempt = d.attempts + 1;
+  task.seriesStart = d.seriesStart;
 
-    std::chrono::milliseconds wait{0};
-    if (d.status == DeliveryStatus::kRetrying) {
-      if (Rescheduler* r = targets_.rescheduler(target->type))
-        wait = r->remainingBackoff(*target, d.lastAttemptAt, d.attempts - d.seriesStart);
-    }
-    if (d.nextAttemptAt) {
-      // The stored time may be later still: a receiver's Retry-After, or an
-      // open breaker's cooldown (also for a pending delivery it deferred).
-      wait = std::max(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                *d.nextAttemptAt - clock_.now()));
-    }
-    if (target->fifo()) {
-      // The oldest waiting delivery is the head, however long it waits;
-      // one that ended since the read lets the next be considered.
-      if (admitFifoHead(std::move(task), std::max(wait, std::chrono::milliseconds(0)), started) !=
-          HeadAdmission::kReleasedSinceRead)
-        fifoDecided.insert(d.targetId);
-    } else if (wait.count() == 0) {
-      admit(std::move(task), started);
-    } else if (scheduleFuture) {
-      MutexLock lock(engineMutex_);
-      if (stopping_ || releasedSinceLocked(task.deliveryId, started) ||
-          !held_.insert(task.deliveryId).second)
-        continue;
-      if (auto left = timer_.schedule(std::move(task), wait)) letGoOfRetryLocked(*left);
-    }
+  std::chrono::milliseconds wait{0};
+  if (d.status == DeliveryStatus::kRetrying) {
+    if (Rescheduler* r = targets_.rescheduler(target->type))
+      wait = r->remainingBackoff(*target, d.lastAttemptAt, d.attempts - d.seriesStart);
   }
+  if (d.nextAttemptAt) {
+    // The stored time may be later still: a receiver's Retry-After, or an
+    // open breaker's cooldown (also for a pending delivery it deferred).
+    wait = std::max(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
+                              *d.nextAttemptAt - clock_.now()));
+  }
+  if (target->fifo()) {
+    // The oldest waiting delivery is the head, however long it waits;
+    // one that ended since the read lets the next be considered.
+    if (admitFifoHead(std::move(task), std::max(wait, std::chrono::milliseconds(0)), started) !=
+        HeadAdmission::kReleasedSinceRead)
+      fifoDecided.insert(d.targetId);
+  } else if (wait.count() == 0) {
+    admit(std::move(task), started);
+  } else if (scheduleFuture) {
+    MutexLock lock(engineMutex_);
+    if (stopping_ || releasedSinceLocked(task.deliveryId, started) ||
+        !held_.insert(task.deliveryId).second)
+      return;
+    if (auto left = timer_.schedule(std::move(task), wait)) letGoOfRetryLocked(*left);
+  }
+}
+
+std::optional<int> Engine::refillPage(const std::string& webhookId, const std::string& targetId) {
+  MutexLock lock(engineMutex_);
+  if (stopping_) return std::nullopt;
+  const auto lane = lanes_.find(targetId);
+  const size_t queued = lane == lanes_.end() ? 0 : lane->second.queue.size();
+  const size_t inFlight = lane == lanes_.end() ? 0 : static_cast<size_t>(lane->second.inFlight);
+  const size_t laneRoom = options_.maxQueuedPerTarget - std::min(queued, options_.maxQueuedPerTarget);
+  const size_t globalRoom = options_.maxQueued - std::min(queued_, options_.maxQueued);
+  if (laneRoom > 0 && globalRoom > 0)
+    return static_cast<int>(std::min(laneRoom, globalRoom) + queued + inFlight);
+  // Full: the rest waits on disk, as if a read task had not fitted.
+  if (laneRoom == 0) lane->second.overflowWebhookId = webhookId;
+  else globalOverflow_.emplace(targetId, webhookId);
+  return std::nullopt;
 }
 
 void Engine::sweep() {

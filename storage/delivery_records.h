@@ -26,6 +26,13 @@ struct AttemptRecord {
   std::optional<std::string> failureReason;
 };
 
+// Where a delivery stands in the oldest-first order of the deliveries
+// table (created_at, then rowid): a read of the next page starts after it.
+struct DeliveryPosition {
+  std::string createdAt;  // as stored
+  int64_t rowid = 0;
+};
+
 // A delivery that is not finished, as recovery and the sweep see it.
 struct UnfinishedDelivery {
   std::string id;
@@ -36,6 +43,7 @@ struct UnfinishedDelivery {
   int seriesStart = 0;  // attempts made before the current series (a redrive)
   std::optional<TimePoint> nextAttemptAt;
   std::optional<TimePoint> lastAttemptAt;  // when its latest result was written (retrying only)
+  DeliveryPosition position;
 };
 
 }  // namespace webhooker

@@ -341,20 +341,25 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
   }
 }
 
-Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std::string* targetId,
-                                                                      std::optional<int> limit) {
+Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
+    const std::string* targetId, std::optional<int> limit, const DeliveryPosition* after) {
   MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(
         *db_, std::string("SELECT id, event_id, target_id, status, attempts, next_attempt_at, "
                           "series_start, CASE status WHEN 'retrying' THEN "
                           "(SELECT created_at FROM delivery_results r WHERE r.delivery_id = d.id "
-                          "ORDER BY attempt DESC, r.id DESC LIMIT 1) END "
+                          "ORDER BY attempt DESC, r.id DESC LIMIT 1) END, created_at, d.rowid "
                           "FROM deliveries d WHERE status IN ('pending', 'retrying') ") +
-                  (targetId ? "AND target_id = ?1 " : "") + "ORDER BY created_at, d.rowid" +
-                  (limit ? " LIMIT ?2" : ""));
+                  (targetId ? "AND target_id = ?1 " : "") +
+                  (after ? "AND (created_at, d.rowid) > (?3, ?4) " : "") +
+                  "ORDER BY created_at, d.rowid" + (limit ? " LIMIT ?2" : ""));
     if (targetId) q.bind(1, *targetId);
     if (limit) q.bind(2, *limit);
+    if (after) {
+      q.bind(3, after->createdAt);
+      q.bind(4, after->rowid);
+    }
     std::vector<UnfinishedDelivery> out;
     while (q.executeStep()) {
       UnfinishedDelivery d;
@@ -366,6 +371,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(const std
       d.nextAttemptAt = timeColumn(q.getColumn(5));
       d.seriesStart = q.getColumn(6).getInt();
       d.lastAttemptAt = timeColumn(q.getColumn(7));
+      d.position = {q.getColumn(8).getString(), q.getColumn(9).getInt64()};
       out.push_back(std::move(d));
     }
     // A whole scan's pages are not what the writes need next, and with

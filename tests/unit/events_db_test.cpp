@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -206,6 +207,31 @@ TEST_CASE_FIXTURE(Fixture, "ingest creates one pending delivery per target id") 
   }
   CHECK_FALSE(q.executeStep());
   CHECK(count("SELECT COUNT(DISTINCT id) FROM deliveries") == 3);
+}
+
+TEST_CASE_FIXTURE(Fixture, "unfinished deliveries of a target read page by page, each once, in order") {
+  // One clock time for all: the order within it is the rowid.
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  std::vector<std::string> expected;
+  for (int i = 0; i < 7; ++i) expected.push_back(ingestOk(sampleEvent(), {a, b}).deliveries.at(0).id);
+
+  std::vector<std::string> paged;
+  std::optional<webhooker::DeliveryPosition> after;
+  int pages = 0;
+  while (true) {
+    auto page = db->unfinishedDeliveries(&a, 3, after ? &*after : nullptr);
+    REQUIRE(page);
+    ++pages;
+    for (const auto& d : page.value()) {
+      CHECK(d.targetId == a);
+      paged.push_back(d.id);
+    }
+    if (page->size() < 3) break;
+    after = page->back().position;
+  }
+  CHECK(pages == 3);
+  CHECK(paged == expected);
 }
 
 TEST_CASE_FIXTURE(Fixture, "an event with no targets has no deliveries") {
