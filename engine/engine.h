@@ -234,11 +234,12 @@ class Engine final : public Dispatcher, public Scheduler {
                          bool scheduleFuture, uint64_t started,
                          std::unordered_set<std::string>& fifoDecided);
   // How many rows the next page of a target's refill reads: the room its
-  // lane has under both caps, plus the lane's queued and in-flight tasks,
-  // which come first in the order. None when stopping or when there is no
-  // room; the lane is then marked as cut off, so it is refilled once it drains.
-  std::optional<int> refillPage(const std::string& webhookId, const std::string& targetId)
-      EXCLUDES(engineMutex_);
+  // lane has under both caps (1,000 at most), plus, on the first page, the
+  // lane's queued and in-flight tasks, which come first in the order. None
+  // when stopping or when there is no room; the lane is then marked as cut
+  // off, so it is refilled once it drains.
+  std::optional<int> refillPage(const std::string& webhookId, const std::string& targetId,
+                                bool firstPage) EXCLUDES(engineMutex_);
   void sweepLoop(std::stop_token stop);
   void refillLoop(std::stop_token stop);
 

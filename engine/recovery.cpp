@@ -40,16 +40,17 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
   // target's refill reads a page at a time, no more than its lane has room
   // for (its queued and in-flight ones come first in the order and are
   // skipped), so refilling a lane the caps cut off costs what it brings in.
+  // A changed target's read takes its retries into the timer: all of it.
   const TargetPtr only = onlyTarget ? targetFor(webhookId, *onlyTarget) : nullptr;
   const bool fifoOnly = only && only->fifo();
-  const bool paged = onlyTarget && !fifoOnly;
+  const bool paged = onlyTarget && !fifoOnly && !scheduleFuture;
   std::unordered_set<std::string> fifoDecided;  // FIFO targets whose head is settled
   std::optional<DeliveryPosition> after;
   while (true) {
     std::optional<int> limit;
     if (fifoOnly) limit = 1;
     if (paged) {
-      const std::optional<int> page = refillPage(webhookId, *onlyTarget);
+      const std::optional<int> page = refillPage(webhookId, *onlyTarget, !after);
       if (!page) return;
       limit = page;
     }
@@ -128,7 +129,8 @@ void Engine::reconcileDelivery(const std::string& webhookId, EventsDb& db,
   }
 }
 
-std::optional<int> Engine::refillPage(const std::string& webhookId, const std::string& targetId) {
+std::optional<int> Engine::refillPage(const std::string& webhookId, const std::string& targetId,
+                                      bool firstPage) {
   MutexLock lock(engineMutex_);
   if (stopping_) return std::nullopt;
   const auto lane = lanes_.find(targetId);
@@ -136,8 +138,10 @@ std::optional<int> Engine::refillPage(const std::string& webhookId, const std::s
   const size_t inFlight = lane == lanes_.end() ? 0 : static_cast<size_t>(lane->second.inFlight);
   const size_t laneRoom = options_.maxQueuedPerTarget - std::min(queued, options_.maxQueuedPerTarget);
   const size_t globalRoom = options_.maxQueued - std::min(queued_, options_.maxQueued);
-  if (laneRoom > 0 && globalRoom > 0)
-    return static_cast<int>(std::min(laneRoom, globalRoom) + queued + inFlight);
+  // In pages the lane's workers can start on while the next is read.
+  constexpr size_t kMostPerPage = 1000;
+  const size_t room = std::min({laneRoom, globalRoom, kMostPerPage});
+  if (room > 0) return static_cast<int>(firstPage ? room + queued + inFlight : room);
   // Full: the rest waits on disk, as if a read task had not fitted.
   if (laneRoom == 0) lane->second.overflowWebhookId = webhookId;
   else globalOverflow_.emplace(targetId, webhookId);
