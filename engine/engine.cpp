@@ -443,6 +443,7 @@ Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::str
   auto target = std::make_shared<CachedTarget>();
   static_cast<TargetRecord&>(*target) = std::move(loaded.value());
   target->routing = storedTargetRouting(target->routingJson);
+  target->config = readDeliveryConfig(target->type, target->configJson);
   MutexLock lock(targetsMutex_);
   if (targetChanges_ == changesBefore) targetCache_[targetId] = target;
   return target;
@@ -514,8 +515,8 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   // A retry reads the body again: one waiting for its time holds none.
   task.payload.reset();
   if (!applyTransform(*target, task, *db.value(), payload, hold)) return;
-  DeliveryContext context{*db.value(), *target, payload,         *this,
-                          observer_,   std::move(hold), health_};
+  DeliveryContext context{*db.value(), *target,        target->config, payload,
+                          *this,       observer_,      std::move(hold), health_};
   impl->deliver(context, std::move(task));
 }
 

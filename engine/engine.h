@@ -149,9 +149,10 @@ class Engine final : public Dispatcher, public Scheduler {
     // At most one refill is queued per key.
     const std::string& key() const { return targetId ? *targetId : webhookId; }
   };
-  // A target as cached: its row and its routing, parsed once.
+  // A target as cached: its row, and its routing and config, read once.
   struct CachedTarget : TargetRecord {
     TargetRouting routing;
+    DeliveryConfig config;
   };
   using TargetPtr = std::shared_ptr<const CachedTarget>;
   // The lane of a FIFO target holds this delivery (see above).

@@ -11,8 +11,11 @@
 
 #include <chrono>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "fuzz/fuzz_check.h"
+#include "targets/delivery_config.h"
 #include "targets/target_config.h"
 #include "targets/webhook_signature.h"
 
@@ -54,7 +57,10 @@ void checkUpdate(const std::string& type, const json& before, const json& patch)
   if (!valid) return;
   checkRedacted(type, *valid);
   for (const auto at : {now, now + std::chrono::hours(25)}) {
-    const auto secrets = webhooker::activeSigningSecrets(*valid, at);
+    const auto read = webhooker::readDeliveryConfig(type, valid->dump());
+    FUZZ_CHECK(!std::holds_alternative<webhooker::Error>(read));
+    const auto* http = std::get_if<webhooker::HttpDeliveryConfig>(&read);
+    const auto secrets = http ? http->signingSecretsAt(at) : std::vector<std::string>{};
     for (const std::string& secret : secrets) FUZZ_CHECK(webhooker::signingKey(secret));
     (void)webhooker::standardWebhookSignatureHeader(secrets, "msg_1", 1, "{}");
   }

@@ -1,16 +1,14 @@
 #include "targets/http_target.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <chrono>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "base/ascii_case.h"
-#include "targets/target_config.h"
 #include "targets/webhook_signature.h"
 
 namespace webhooker {
@@ -46,32 +44,24 @@ HeaderList forwardableHeaders(const HeaderList& headers) {
 }
 
 Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, const Task& task) {
-  const auto config = nlohmann::json::parse(ctx.target.configJson, nullptr, false);
-  if (!config.is_object() || !config.contains("url") || !config["url"].is_string())
-    return makeError(error_code::kInvalidConfig, "the target has no valid url");
-  auto url = parseHttpUrl(config["url"].get<std::string>());
-  if (!url) return makeError(error_code::kInvalidConfig, "the target url is not a valid http(s) URL");
+  if (const auto* error = std::get_if<Error>(&ctx.config)) return *error;
+  const auto* config = std::get_if<HttpDeliveryConfig>(&ctx.config);
+  if (!config) return makeError(error_code::kInvalidConfig, "the target has no http config");
 
   OutboundRequest request;
-  request.url = std::move(*url);
-  request.method = config.value("method", "POST");
-  request.timeout = std::chrono::milliseconds(config.value("timeout_ms", 10000));
+  request.url = config->url;
+  request.method = config->method;
+  request.timeout = config->timeout;
   request.body = ctx.payload.body;
   request.headers = forwardableHeaders(ctx.payload.headers);
-  if (config.contains("headers") && config["headers"].is_object()) {
-    for (const auto& [name, value] : config["headers"].items()) {
-      if (!value.is_string()) continue;
-      const std::string_view replaced = name;  // clang's lambdas cannot capture a binding
-      std::erase_if(request.headers,
-                    [replaced](const auto& h) { return equalsIgnoringCase(h.first, replaced); });
-      request.headers.emplace_back(name, value.get<std::string>());
-    }
+  for (const auto& [name, value] : config->headers) {
+    const std::string_view replaced = name;  // clang's lambdas cannot capture a binding
+    std::erase_if(request.headers,
+                  [replaced](const auto& h) { return equalsIgnoringCase(h.first, replaced); });
+    request.headers.emplace_back(name, value);
   }
   const TimePoint now = clock().now();
-  if (const auto secrets = activeSigningSecrets(config, now); !secrets.empty()) {
-    for (const std::string& secret : secrets)
-      if (!signingKey(secret))
-        return makeError(error_code::kInvalidConfig, "the target's signing secret is malformed");
+  if (const auto secrets = config->signingSecretsAt(now); !secrets.empty()) {
     // Ours win over anything the sender or the config put there: a receiver
     // must never verify a signature we did not make.
     std::erase_if(request.headers, [](const auto& h) {
@@ -88,8 +78,6 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
     request.headers.emplace_back("webhook-timestamp", std::to_string(timestamp));
     request.headers.emplace_back(
         "webhook-signature", standardWebhookSignatureHeader(secrets, msgId, timestamp, request.body));
-  } else if (config.contains("signing_secret")) {
-    return makeError(error_code::kInvalidConfig, "the target's signing secret is malformed");
   }
   return request;
 }

@@ -88,13 +88,11 @@ std::string slackMessageText(const EventPayload& p) {
 }
 
 Result<OutboundRequest> SlackTarget::buildRequest(const DeliveryContext& ctx, const Task&) {
-  const auto config = nlohmann::json::parse(ctx.target.configJson, nullptr, false);
-  if (!config.is_object() || !config.contains("webhook_url") || !config["webhook_url"].is_string())
-    return makeError(error_code::kInvalidConfig, "the slack target has no valid webhook_url");
-  auto url = parseHttpUrl(config["webhook_url"].get<std::string>());
-  if (!url) return makeError(error_code::kInvalidConfig, "the slack webhook_url is not a valid URL");
+  if (const auto* error = std::get_if<Error>(&ctx.config)) return *error;
+  const auto* config = std::get_if<SlackDeliveryConfig>(&ctx.config);
+  if (!config) return makeError(error_code::kInvalidConfig, "the target has no slack config");
   OutboundRequest request;
-  request.url = std::move(*url);
+  request.url = config->webhookUrl;
   request.headers = {{"Content-Type", "application/json"}};
   // With a transform, its output is the Slack message itself ({"text"} or
   // {"blocks"}), not an event to describe.

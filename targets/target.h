@@ -17,6 +17,7 @@
 #include "storage/delivery_status.h"
 #include "storage/event_payload.h"
 #include "storage/records.h"
+#include "targets/delivery_config.h"
 #include "targets/task.h"
 
 namespace webhooker {
@@ -58,6 +59,7 @@ using AttemptHold = std::shared_ptr<const void>;
 struct DeliveryContext {
   EventsDb& db;               // the webhook's events DB
   const TargetRecord& target; // its current config (may hold credentials)
+  const DeliveryConfig& config; // target.configJson as read for attempts
   const EventPayload& payload; // the event as received, inline or loaded
   Scheduler& scheduler;
   AttemptObserver& observer;

@@ -9,6 +9,7 @@
 #include "base/secret.h"
 #include "base/time_format.h"
 #include "base/url.h"
+#include "targets/delivery_config.h"
 #include "targets/webhook_signature.h"
 
 namespace webhooker {
@@ -110,7 +111,7 @@ Result<json> validateHttp(json config) {
       return invalid(fmt::format("config.headers.{} has an invalid value", name));
   }
 
-  if (!config.contains("timeout_ms")) config["timeout_ms"] = 10000;
+  if (!config.contains("timeout_ms")) config["timeout_ms"] = kDefaultHttpTimeout.count();
   const json& timeout = config["timeout_ms"];
   if (!timeout.is_number_integer() || timeout.get<int64_t>() < 100 ||
       timeout.get<int64_t>() > 120000)
@@ -213,21 +214,6 @@ void applySigningRotation(const json& before, const json& patch, json& merged, T
   }
   if (merged.contains("previous_signing_secret") && !merged.contains("previous_secret_expires_at"))
     merged["previous_secret_expires_at"] = formatTime(now + kSigningRotationGrace);
-}
-
-std::vector<std::string> activeSigningSecrets(const json& config, TimePoint now) {
-  std::vector<std::string> out;
-  if (!config.is_object() || !config.contains("signing_secret") ||
-      !config["signing_secret"].is_string())
-    return out;
-  out.push_back(config["signing_secret"].get<std::string>());
-  if (config.contains("previous_signing_secret") && config["previous_signing_secret"].is_string() &&
-      config.contains("previous_secret_expires_at") &&
-      config["previous_secret_expires_at"].is_string()) {
-    const auto expires = parseTime(config["previous_secret_expires_at"].get<std::string>());
-    if (expires && now < *expires) out.push_back(config["previous_signing_secret"].get<std::string>());
-  }
-  return out;
 }
 
 Result<RetryPolicy> applyRetryPolicy(const json& retry, RetryPolicy policy) {

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "base/clock.h"
 #include "base/result.h"
@@ -46,11 +45,6 @@ inline constexpr std::chrono::hours kSigningRotationGrace{24};
 // now + kSigningRotationGrace; removing signing_secret drops both.
 void applySigningRotation(const nlohmann::json& before, const nlohmann::json& patch,
                           nlohmann::json& merged, TimePoint now);
-
-// The secrets an http delivery is signed with at `now`: signing_secret, then
-// previous_signing_secret while previous_secret_expires_at is in the future.
-// Empty when the target does not sign.
-std::vector<std::string> activeSigningSecrets(const nlohmann::json& config, TimePoint now);
 
 // Applies the fields present in `retry` onto `base` and checks the bounds:
 // max_retries 0..20, base_delay_ms 100..3,600,000, max_delay_ms

@@ -503,7 +503,9 @@ TEST_CASE("a rejected status write moves no outcome counter") {
     task.payload = payload;
     Target* impl = targets.find(target.type);
     REQUIRE(impl);
-    testing::deliverAndWait(*impl, {*db.value(), target, payload, scheduler, metrics, {}}, task);
+    const DeliveryConfig config = readDeliveryConfig(target.type, target.configJson);
+    testing::deliverAndWait(*impl, {*db.value(), target, config, payload, scheduler, metrics, {}},
+                            task);
     return task.deliveryId;
   };
   const auto counter = [&](const char* name, const char* type) {

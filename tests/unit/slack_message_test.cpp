@@ -338,8 +338,9 @@ TEST_CASE("SlackTarget posts {\"text\": message} as JSON to the webhook URL") {
   task.targetType = "slack";
   RecordingScheduler scheduler;
   CountingObserver observer;
-  testing::deliverAndWait(slack, DeliveryContext{*db.value(), target, p, scheduler, observer, {}},
-                          task);
+  const DeliveryConfig config = readDeliveryConfig(target.type, target.configJson);
+  testing::deliverAndWait(
+      slack, DeliveryContext{*db.value(), target, config, p, scheduler, observer, {}}, task);
 
   REQUIRE(receiver.requestCount() == 1);
   const testing::ReceivedRequest request = receiver.requests()[0];

@@ -6,15 +6,19 @@
 
 #include <chrono>
 #include <string>
+#include <tuple>
+#include <variant>
 #include <vector>
 
 #include "base/time_format.h"
+#include "targets/delivery_config.h"
 #include "targets/target_config.h"
 
 namespace {
 
 using nlohmann::json;
-using webhooker::activeSigningSecrets;
+using webhooker::HttpDeliveryConfig;
+using webhooker::readDeliveryConfig;
 using webhooker::applyRetryPolicy;
 using webhooker::applySigningRotation;
 using webhooker::redactTargetConfig;
@@ -464,13 +468,52 @@ TEST_CASE("applySigningRotation: an explicit expiry wins, same secret or no secr
   CHECK_FALSE(merged.contains("previous_secret_expires_at"));
 }
 
-TEST_CASE("activeSigningSecrets signs with the previous secret only until it expires") {
+TEST_CASE("an http config read for attempts signs with the previous secret only until it expires") {
   const json config = {{"url", "https://example.com/"}, {"signing_secret", kNewSecret},
                        {"previous_signing_secret", kSecret},
                        {"previous_secret_expires_at", "2026-11-30T10:00:00Z"}};
   const auto before = *webhooker::parseTime("2026-11-30T09:59:59Z");
   const auto at = *webhooker::parseTime("2026-11-30T10:00:00Z");
-  CHECK(activeSigningSecrets(config, before) == std::vector<std::string>{kNewSecret, kSecret});
-  CHECK(activeSigningSecrets(config, at) == std::vector<std::string>{kNewSecret});
-  CHECK(activeSigningSecrets(minimalHttp(), before).empty());
+  const auto read = readDeliveryConfig("http", config.dump());
+  REQUIRE(std::holds_alternative<HttpDeliveryConfig>(read));
+  const auto& http = std::get<HttpDeliveryConfig>(read);
+  CHECK(http.signingSecretsAt(before) == std::vector<std::string>{kNewSecret, kSecret});
+  CHECK(http.signingSecretsAt(at) == std::vector<std::string>{kNewSecret});
+  const auto unsigned_ = readDeliveryConfig("http", minimalHttp().dump());
+  REQUIRE(std::holds_alternative<HttpDeliveryConfig>(unsigned_));
+  CHECK(std::get<HttpDeliveryConfig>(unsigned_).signingSecretsAt(before).empty());
+}
+
+TEST_CASE("a config read for attempts takes the validated defaults and names what does not read") {
+  const auto valid = validateTargetConfig("http", minimalHttp());
+  REQUIRE(valid);
+  const auto read = readDeliveryConfig("http", valid->dump());
+  REQUIRE(std::holds_alternative<HttpDeliveryConfig>(read));
+  const auto& http = std::get<HttpDeliveryConfig>(read);
+  CHECK(http.timeout == webhooker::kDefaultHttpTimeout);
+  CHECK(http.method == "POST");
+  CHECK(http.url.host == "example.com");
+
+  const json configured = {{"url", "https://example.com/a"}, {"method", "PUT"},
+                           {"timeout_ms", 2500}, {"headers", {{"X-One", "1"}, {"X-Two", "2"}}}};
+  const auto put = std::get<HttpDeliveryConfig>(readDeliveryConfig("http", configured.dump()));
+  CHECK(put.method == "PUT");
+  CHECK(put.timeout == std::chrono::milliseconds(2500));
+  CHECK(put.headers == webhooker::HeaderList{{"X-One", "1"}, {"X-Two", "2"}});
+
+  for (const auto& [type, text, message] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"http", "{}", "the target has no valid url"},
+           {"http", "not json", "the target's config is not a JSON object"},
+           {"http", R"({"url": "ftp://example.com/"})", "the target url is not a valid http(s) URL"},
+           {"http", R"({"url": "https://example.com/", "signing_secret": "whsec_short"})",
+            "the target's signing secret is malformed"},
+           {"slack", R"({"webhook_url": 5})", "the slack target has no valid webhook_url"}}) {
+    CAPTURE(text);
+    const auto bad = readDeliveryConfig(type, text);
+    REQUIRE(std::holds_alternative<webhooker::Error>(bad));
+    CHECK(std::get<webhooker::Error>(bad).code == "invalid_config");
+    CHECK(std::get<webhooker::Error>(bad).message == message);
+  }
+  CHECK(std::holds_alternative<std::monostate>(readDeliveryConfig("database", "{}")));
 }

@@ -1,0 +1,51 @@
+// DeliveryConfig: a target's stored config (TargetRecord::configJson) as its
+// attempts use it, read once when the engine loads the target and cached
+// with it, so no attempt parses JSON. target_config.h checks a config when
+// the API writes it; this reads one back, and a stored config that no
+// longer reads (edited by hand, say) becomes the error every attempt of
+// that target records as invalid_config.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "base/url.h"
+#include "storage/event_payload.h"
+
+namespace webhooker {
+
+// An http target's timeout_ms when the config names none.
+inline constexpr std::chrono::milliseconds kDefaultHttpTimeout{10000};
+
+struct HttpDeliveryConfig {
+  Url url;
+  std::string method = "POST";
+  HeaderList headers;  // the configured ones, in config order; they win over the event's
+  std::chrono::milliseconds timeout = kDefaultHttpTimeout;
+  std::string signingSecret;  // empty: not signed
+  std::string previousSigningSecret;
+  std::optional<TimePoint> previousSecretExpiresAt;
+
+  // The secrets an attempt at `now` signs with: signing_secret, then the
+  // previous one while it has not expired. Empty when the target does not sign.
+  std::vector<std::string> signingSecretsAt(TimePoint now) const;
+};
+
+struct SlackDeliveryConfig {
+  Url webhookUrl;
+};
+
+// database and log targets have nothing to read (std::monostate).
+using DeliveryConfig = std::variant<std::monostate, HttpDeliveryConfig, SlackDeliveryConfig, Error>;
+
+// The config of a target of `type`, or the invalid_config Error an attempt
+// records (its message names no secret).
+DeliveryConfig readDeliveryConfig(std::string_view type, std::string_view configJson);
+
+}  // namespace webhooker
