@@ -52,7 +52,7 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
   request.url = config->url;
   request.method = config->method;
   request.timeout = config->timeout;
-  request.body = ctx.payload.body;
+  request.body = std::move(ctx.payload.body);
   request.headers = forwardableHeaders(ctx.payload.headers);
   for (const auto& [name, value] : config->headers) {
     const std::string_view replaced = name;  // clang's lambdas cannot capture a binding

@@ -60,7 +60,9 @@ struct DeliveryContext {
   EventsDb& db;               // the webhook's events DB
   const TargetRecord& target; // its current config (may hold credentials)
   const DeliveryConfig& config; // target.configJson as read for attempts
-  const EventPayload& payload; // the event as received, inline or loaded
+  // The event as received, inline or loaded; this attempt's own copy, so a
+  // target may move the body into its request instead of copying it.
+  EventPayload& payload;
   Scheduler& scheduler;
   AttemptObserver& observer;
   AttemptHold hold;           // released when deliver() returns, unless copied

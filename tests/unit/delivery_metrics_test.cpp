@@ -504,7 +504,8 @@ TEST_CASE("a rejected status write moves no outcome counter") {
     Target* impl = targets.find(target.type);
     REQUIRE(impl);
     const DeliveryConfig config = readDeliveryConfig(target.type, target.configJson);
-    testing::deliverAndWait(*impl, {*db.value(), target, config, payload, scheduler, metrics, {}},
+    EventPayload attempted = payload;  // the attempt may take its body
+    testing::deliverAndWait(*impl, {*db.value(), target, config, attempted, scheduler, metrics, {}},
                             task);
     return task.deliveryId;
   };

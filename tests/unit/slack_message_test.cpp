@@ -329,7 +329,7 @@ TEST_CASE("SlackTarget posts {\"text\": message} as JSON to the webhook URL") {
   target.id = targetId;
   target.type = "slack";
   target.configJson = nlohmann::json{{"webhook_url", receiver.url("/services/T000/B000/XXXX")}}.dump();
-  const EventPayload p{event.method, event.headers, event.contentType, event.body,
+  EventPayload p{event.method, event.headers, event.contentType, event.body,
                        stored->receivedAt, std::nullopt};
   Task task;
   task.deliveryId = stored->deliveries[0].id;
