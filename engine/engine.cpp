@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include "base/ascii_case.h"
 #include "storage/events_db.h"
 
@@ -29,12 +32,24 @@ Engine::~Engine() {
 
 void Engine::start() {
   // Recovery runs before the workers so that a restart's backlog is queued
-  // oldest first, ahead of anything new.
+  // oldest first, ahead of anything new. Opening each webhook's file is
+  // most of it, so it reads files on every core; a webhook's file is read by
+  // one thread, so each lane (one target, of one webhook) is still in order.
   auto webhooks = store_.listWebhooks();
   if (!webhooks) {
     spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
   } else {
-    for (const Webhook& w : webhooks.value()) reconcileWebhook(w.id, nullptr, true);
+    std::atomic<size_t> next{0};
+    const auto recoverSome = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < webhooks->size();)
+        reconcileWebhook((*webhooks)[i].id, nullptr, true);
+    };
+    const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+    {
+      std::vector<std::jthread> helpers;
+      for (size_t t = 1; t < std::min(threads, webhooks->size()); ++t) helpers.emplace_back(recoverSome);
+      recoverSome();
+    }
     spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());
   }
   refiller_ = std::jthread([this](std::stop_token st) { refillLoop(st); });
