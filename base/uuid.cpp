@@ -7,6 +7,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "base/ascii_case.h"
+
 namespace webhooker {
 
 namespace {
@@ -56,10 +58,6 @@ bool isUuid(std::string_view s) {
   return true;
 }
 
-std::string normalizeUuid(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+std::string normalizeUuid(std::string_view s) { return asciiLower(s); }
 
 }  // namespace webhooker

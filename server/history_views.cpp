@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/ascii_case.h"
 #include "base/secret.h"
 #include "base/utf8.h"
 
@@ -47,9 +48,7 @@ void TargetLabels::describe(const std::string& targetId, json& out) {
 }
 
 bool isTextContentType(std::string_view contentType) {
-  std::string ct(contentType);
-  std::transform(ct.begin(), ct.end(), ct.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string ct = asciiLower(contentType);
   // The same rule as the delivery_history view's body_preview.
   return ct.rfind("text/", 0) == 0 || ct.find("json") != std::string::npos ||
          ct.find("xml") != std::string::npos ||

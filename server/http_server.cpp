@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 
+#include "base/ascii_case.h"
 #include "base/mutex.h"
 #include "base/secret.h"
 #include "server/admin_api.h"
@@ -112,9 +113,7 @@ std::optional<HttpResponse> refusedHead(const HttpRequest& req) {
                          fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount,
                                      kMaxHeaderBytes));
   const size_t codings = req.get_header_value_count("Transfer-Encoding");
-  std::string coding = req.get_header_value("Transfer-Encoding");
-  std::transform(coding.begin(), coding.end(), coding.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string coding = asciiLower(req.get_header_value("Transfer-Encoding"));
   if (codings > 1 || (codings == 1 && coding != "chunked"))
     return errorResponse(501, "not_implemented", "the only transfer coding understood is chunked");
   return std::nullopt;

@@ -19,12 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool isHeaderName(std::string_view name) {
   static constexpr std::string_view kTokenPunctuation = "!#$%&'*+-.^_`|~";
   return !name.empty() && name.size() <= 256 &&
@@ -279,7 +273,7 @@ std::string jqInput(const std::optional<std::string>& eventType, const HeaderLis
                     std::string_view body, std::string_view receivedAt) {
   std::map<std::string, std::string> merged;
   for (const auto& [name, value] : headers) {
-    auto [it, fresh] = merged.try_emplace(lower(name), value);
+    auto [it, fresh] = merged.try_emplace(asciiLower(name), value);
     if (!fresh) it->second += ", " + value;
   }
   json fields = {{"event_type", eventType ? json(*eventType) : json(nullptr)},

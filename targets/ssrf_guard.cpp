@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "base/ascii_case.h"
+
 namespace webhooker {
 
 namespace {
@@ -51,13 +53,6 @@ constexpr DenyRow kDenyTable[] = {
 constexpr std::string_view kLoopbackNames[] = {"localhost", "localhost.localdomain", "ip6-localhost",
                                                "ip6-loopback"};
 
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 bool isHexDigit(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -97,7 +92,7 @@ struct Host {
 Result<Host> classifyHost(const Url& url) {
   if (url.scheme != "http" && url.scheme != "https")
     return blocked("only http and https URLs may be delivered to");
-  const std::string host = lowercase(url.host);
+  const std::string host = asciiLower(url.host);
   Host out;
   out.display = url.ipv6Literal ? "[" + host + "]" : host;
   if (host.empty()) return blocked("the URL has no host");

@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 
+#include "base/ascii_case.h"
 #include "base/secret.h"
 #include "base/time_format.h"
 #include "base/url.h"
@@ -22,13 +23,6 @@ constexpr const char* kRedacted = "[redacted]";
 constexpr size_t kMaxUrlLength = 2048;
 
 Error invalid(std::string message) { return makeError(error_code::kInvalidConfig, std::move(message)); }
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 Result<void> refuseUnknownFields(const json& config, std::initializer_list<std::string_view> known,
                                  std::string_view type) {
@@ -61,7 +55,7 @@ bool isReservedHeader(std::string_view name) {
   static constexpr std::array<std::string_view, 11> kReserved = {
       "host", "content-length", "connection", "keep-alive", "proxy-connection", "te",
       "trailer", "transfer-encoding", "upgrade", "proxy-authenticate", "expect"};
-  const std::string l = lower(name);
+  const std::string l = asciiLower(name);
   return std::find(kReserved.begin(), kReserved.end(), l) != kReserved.end();
 }
 
@@ -76,7 +70,7 @@ bool isTokenChar(char c) {
 bool isShownHeader(std::string_view headerName) {
   static constexpr std::array<std::string_view, 5> kShown = {
       "content-type", "user-agent", "accept", "accept-language", "content-language"};
-  return std::find(kShown.begin(), kShown.end(), lower(headerName)) != kShown.end();
+  return std::find(kShown.begin(), kShown.end(), asciiLower(headerName)) != kShown.end();
 }
 
 Result<json> validateHttp(json config) {
