@@ -74,9 +74,8 @@ double throughHaproxy(const BenchConfig& config, int count, Report& report) {
     seconds = std::max(seconds, node->load.seconds);
     const bool delivered = node->receiver->waitForCount(node->load.ok(), config.drainCap);
     node->daemon->stop();
-    WebhookExpectation expectation{node->webhook.id, {node->target}, {}};
-    for (const RequestOutcome& r : node->load.requests)
-      if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
+    const WebhookExpectation expectation{node->webhook.id, {node->target},
+                                         node->load.acceptedSeqs()};
     addCheckAfterWait(report, "cluster-" + std::to_string(count), config, delivered,
                       {node->data.path(), {expectation}, {{node->target, node->receiver.get()}},
                        {node->target}, {}});

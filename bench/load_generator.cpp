@@ -15,6 +15,13 @@ size_t LoadResult::ok() const {
   }));
 }
 
+std::vector<int64_t> LoadResult::acceptedSeqs() const {
+  std::vector<int64_t> out;
+  for (const RequestOutcome& r : requests)
+    if (r.status == 200) out.push_back(r.seq);
+  return out;
+}
+
 double LoadResult::steadyRatePerSecond() const {
   std::vector<SteadyTime> answered;
   for (const RequestOutcome& r : requests)

@@ -42,6 +42,7 @@ struct LoadResult {
   std::vector<RequestOutcome> requests;  // in seq order
   double seconds = 0;                    // first send to last answer
   size_t ok() const;                     // 2xx answers
+  std::vector<int64_t> acceptedSeqs() const;  // the seqs answered 200: stored events
   double ratePerSecond() const { return seconds > 0 ? static_cast<double>(ok()) / seconds : 0; }
   // 2xx answers a second between the 10th and the 90th percentile of their
   // arrival: the rate once connections are up and threads have started, and

@@ -94,9 +94,7 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchRece
   const bool delivered = !receiver || receiver->waitForCount(result.ok(), config.drainCap);
   daemon.stop();
 
-  WebhookExpectation expectation{webhook.id, {}, {}};
-  for (const RequestOutcome& r : result.requests)
-    if (r.status == 200) expectation.acceptedSeqs.push_back(r.seq);
+  WebhookExpectation expectation{webhook.id, {}, result.acceptedSeqs()};
   CorrectnessSpec check{data.path(), {}, {}, {}, {}};
   if (receiver) {
     expectation.targetIds = {target};
