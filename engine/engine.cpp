@@ -32,23 +32,35 @@ Engine::~Engine() {
 
 void Engine::start() {
   // Recovery runs before the workers so that a restart's backlog is queued
-  // oldest first, ahead of anything new. Opening each webhook's file is
-  // most of it, so it reads files on every core; a webhook's file is read by
-  // one thread, so each lane (one target, of one webhook) is still in order.
+  // oldest first, ahead of anything new. Opening each webhook's file is most
+  // of it with many webhooks, so the other cores open files ahead of the
+  // scan (at most kOpenAhead, well inside the pool's capacity); the scans
+  // stay one at a time, as a scan holds all of a webhook's unfinished rows.
   auto webhooks = store_.listWebhooks();
   if (!webhooks) {
     spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
   } else {
-    std::atomic<size_t> next{0};
-    const auto recoverSome = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < webhooks->size();)
-        reconcileWebhook((*webhooks)[i].id, nullptr, true);
+    constexpr size_t kOpenAhead = 256;
+    const size_t count = webhooks->size();
+    std::atomic<size_t> scanned{0};
+    std::atomic<size_t> nextToOpen{0};
+    const auto openAhead = [&] {
+      for (size_t i; (i = nextToOpen.fetch_add(1)) < count;) {
+        for (size_t done = scanned.load(); i >= done + kOpenAhead; done = scanned.load())
+          scanned.wait(done);
+        if (i < scanned.load()) continue;  // the scan got there first
+        (void)eventsDbs_.get((*webhooks)[i].id);  // an error is the scan's to report
+      }
     };
-    const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
     {
-      std::vector<std::jthread> helpers;
-      for (size_t t = 1; t < std::min(threads, webhooks->size()); ++t) helpers.emplace_back(recoverSome);
-      recoverSome();
+      std::vector<std::jthread> openers;
+      const size_t cores = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+      for (size_t t = 1; t < cores && count > 1; ++t) openers.emplace_back(openAhead);
+      for (size_t i = 0; i < count; ++i) {
+        reconcileWebhook((*webhooks)[i].id, nullptr, true);
+        scanned.store(i + 1);
+        scanned.notify_all();
+      }
     }
     spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());
   }
