@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <string>
-#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -501,19 +500,21 @@ TEST_CASE("a config read for attempts takes the validated defaults and names wha
   CHECK(put.timeout == std::chrono::milliseconds(2500));
   CHECK(put.headers == webhooker::HeaderList{{"X-One", "1"}, {"X-Two", "2"}});
 
-  for (const auto& [type, text, message] :
-       std::vector<std::tuple<std::string, std::string, std::string>>{
+  struct Unreadable {
+    std::string type, text, message;
+  };
+  for (const Unreadable& c : std::vector<Unreadable>{
            {"http", "{}", "the target has no valid url"},
            {"http", "not json", "the target's config is not a JSON object"},
            {"http", R"({"url": "ftp://example.com/"})", "the target url is not a valid http(s) URL"},
            {"http", R"({"url": "https://example.com/", "signing_secret": "whsec_short"})",
             "the target's signing secret is malformed"},
            {"slack", R"({"webhook_url": 5})", "the slack target has no valid webhook_url"}}) {
-    CAPTURE(text);
-    const auto bad = readDeliveryConfig(type, text);
+    CAPTURE(c.text);
+    const auto bad = readDeliveryConfig(c.type, c.text);
     REQUIRE(std::holds_alternative<webhooker::Error>(bad));
     CHECK(std::get<webhooker::Error>(bad).code == "invalid_config");
-    CHECK(std::get<webhooker::Error>(bad).message == message);
+    CHECK(std::get<webhooker::Error>(bad).message == c.message);
   }
   CHECK(std::holds_alternative<std::monostate>(readDeliveryConfig("database", "{}")));
 }
