@@ -45,16 +45,17 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
   const bool fifoOnly = only && only->fifo();
   const bool paged = onlyTarget && !fifoOnly && !scheduleFuture;
   std::unordered_set<std::string> fifoDecided;  // FIFO targets whose head is settled
-  std::optional<DeliveryPosition> after;
+  DeliveryPosition cursor;  // a paged read's place
+  bool firstPage = true;
   while (true) {
     std::optional<int> limit;
     if (fifoOnly) limit = 1;
     if (paged) {
-      const std::optional<int> page = refillPage(webhookId, *onlyTarget, !after);
+      const std::optional<int> page = refillPage(webhookId, *onlyTarget, firstPage);
       if (!page) return;
       limit = page;
     }
-    auto unfinished = db.value()->unfinishedDeliveries(onlyTarget, limit, after ? &*after : nullptr);
+    auto unfinished = db.value()->unfinishedDeliveries(onlyTarget, limit, paged ? &cursor : nullptr);
     if (!unfinished) {
       spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
                     unfinished.error().message);
@@ -70,7 +71,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
     for (const UnfinishedDelivery& d : unfinished.value())
       reconcileDelivery(webhookId, *db.value(), d, scheduleFuture, started, fifoDecided);
     if (!paged || unfinished->size() < static_cast<size_t>(*limit)) return;
-    after = unfinished->back().position;
+    firstPage = false;
   }
 }
 

@@ -26,8 +26,8 @@ struct AttemptRecord {
   std::optional<std::string> failureReason;
 };
 
-// Where a delivery stands in the oldest-first order of the deliveries
-// table (created_at, then rowid): a read of the next page starts after it.
+// Where a read stands in the oldest-first order of the deliveries table
+// (created_at, then rowid); the default one is ahead of every delivery.
 struct DeliveryPosition {
   std::string createdAt;  // as stored
   int64_t rowid = 0;
@@ -43,7 +43,6 @@ struct UnfinishedDelivery {
   int seriesStart = 0;  // attempts made before the current series (a redrive)
   std::optional<TimePoint> nextAttemptAt;
   std::optional<TimePoint> lastAttemptAt;  // when its latest result was written (retrying only)
-  DeliveryPosition position;
 };
 
 }  // namespace webhooker

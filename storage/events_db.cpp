@@ -342,7 +342,7 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
 }
 
 Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
-    const std::string* targetId, std::optional<int> limit, const DeliveryPosition* after) {
+    const std::string* targetId, std::optional<int> limit, DeliveryPosition* cursor) {
   MutexLock lock(dbMutex_);
   try {
     SQLite::Statement q(
@@ -352,13 +352,13 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
                           "ORDER BY attempt DESC, r.id DESC LIMIT 1) END, created_at, d.rowid "
                           "FROM deliveries d WHERE status IN ('pending', 'retrying') ") +
                   (targetId ? "AND target_id = ?1 " : "") +
-                  (after ? "AND (created_at, d.rowid) > (?3, ?4) " : "") +
+                  (cursor ? "AND (created_at, d.rowid) > (?3, ?4) " : "") +
                   "ORDER BY created_at, d.rowid" + (limit ? " LIMIT ?2" : ""));
     if (targetId) q.bind(1, *targetId);
     if (limit) q.bind(2, *limit);
-    if (after) {
-      q.bind(3, after->createdAt);
-      q.bind(4, after->rowid);
+    if (cursor) {
+      q.bind(3, cursor->createdAt);
+      q.bind(4, cursor->rowid);
     }
     std::vector<UnfinishedDelivery> out;
     while (q.executeStep()) {
@@ -371,8 +371,11 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
       d.nextAttemptAt = timeColumn(q.getColumn(5));
       d.seriesStart = q.getColumn(6).getInt();
       d.lastAttemptAt = timeColumn(q.getColumn(7));
-      d.position = {q.getColumn(8).getString(), q.getColumn(9).getInt64()};
       out.push_back(std::move(d));
+      if (cursor) {
+        cursor->createdAt.assign(q.getColumn(8).getText());
+        cursor->rowid = q.getColumn(9).getInt64();
+      }
     }
     // A whole scan's pages are not what the writes need next, and with
     // every webhook's DB open at once (see EventsDbPool) they add up: a

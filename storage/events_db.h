@@ -104,12 +104,13 @@ class EventsDb {
   // Every pending or retrying delivery, oldest first; only those of
   // `targetId` if given (a refill of one target's queue). One query, the
   // latest result's time of each retrying one included. `limit`: at most
-  // that many (a FIFO target's next delivery is the first); `after`: only
-  // those behind that position (the next page). A scan without a limit
-  // gives the connection's cached pages back when it is done.
+  // that many (a FIFO target's next delivery is the first). With `cursor`,
+  // only those behind *cursor, which is then moved to the last one read: a
+  // page at a time. A scan without a limit gives the connection's cached
+  // pages back when it is done.
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(
       const std::string* targetId = nullptr, std::optional<int> limit = std::nullopt,
-      const DeliveryPosition* after = nullptr);
+      DeliveryPosition* cursor = nullptr);
 
   // --- History (events_db_history.cpp) -------------------------------------
   // Read-only views for the admin API. "not_found" for an unknown id.

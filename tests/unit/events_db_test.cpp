@@ -11,7 +11,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -217,10 +216,10 @@ TEST_CASE_FIXTURE(Fixture, "unfinished deliveries of a target read page by page,
   for (int i = 0; i < 7; ++i) expected.push_back(ingestOk(sampleEvent(), {a, b}).deliveries.at(0).id);
 
   std::vector<std::string> paged;
-  std::optional<webhooker::DeliveryPosition> after;
+  webhooker::DeliveryPosition cursor;
   int pages = 0;
   while (true) {
-    auto page = db->unfinishedDeliveries(&a, 3, after ? &*after : nullptr);
+    auto page = db->unfinishedDeliveries(&a, 3, &cursor);
     REQUIRE(page);
     ++pages;
     for (const auto& d : page.value()) {
@@ -228,7 +227,6 @@ TEST_CASE_FIXTURE(Fixture, "unfinished deliveries of a target read page by page,
       paged.push_back(d.id);
     }
     if (page->size() < 3) break;
-    after = page->back().position;
   }
   CHECK(pages == 3);
   CHECK(paged == expected);
