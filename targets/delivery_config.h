@@ -20,7 +20,8 @@
 
 namespace webhooker {
 
-// An http target's timeout_ms when the config names none.
+// An http target's timeout_ms when the config names none, and the timeout of
+// every other outbound attempt (OutboundRequest).
 inline constexpr std::chrono::milliseconds kDefaultHttpTimeout{10000};
 
 struct HttpDeliveryConfig {

@@ -23,6 +23,7 @@
 #include "base/url.h"
 #include "storage/event_payload.h"
 #include "targets/attempt_watchdog.h"
+#include "targets/delivery_config.h"
 #include "targets/lookup_threads.h"
 #include "targets/ssrf_guard.h"
 
@@ -33,7 +34,7 @@ struct OutboundRequest {
   std::string method = "POST";
   HeaderList headers;  // Content-Type included here if any
   std::string body;
-  std::chrono::milliseconds timeout{10000};  // the whole attempt, connect to last byte
+  std::chrono::milliseconds timeout = kDefaultHttpTimeout;  // the whole attempt, connect to last byte
 };
 
 struct OutboundResponse {
