@@ -94,7 +94,8 @@ void runCluster(const BenchConfig& config, Report& report) {
   spec.connections = config.connections;
   spec.requests = config.ingestEvents;
   BenchReceiver receiver;
-  const LoadResult alone = loadThroughDaemon(config, spec, &receiver, "cluster-alone", report);
+  const LoadResult alone =
+      loadThroughDaemon(config, spec, LoadTarget::http(receiver), "cluster-alone", report);
   for (int count = 1; count <= 3; ++count)
     report.add({"cluster", "events/s through HAProxy, " + std::to_string(count) + " node(s)",
                 throughHaproxy(config, count, report), "1/s", alone.ratePerSecond(),

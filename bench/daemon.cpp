@@ -53,6 +53,17 @@ std::string BenchDaemon::createHttpTarget(const std::string& webhookId, const st
                          {"max_concurrency", maxConcurrency},
                          {"config", {{"url", url}}}};
   body.update(routing);
+  return createTarget(webhookId, body);
+}
+
+std::string BenchDaemon::createDatabaseTarget(const std::string& webhookId, int maxConcurrency) {
+  return createTarget(webhookId, {{"name", "bench"},
+                                  {"type", "database"},
+                                  {"max_concurrency", maxConcurrency},
+                                  {"config", nlohmann::json::object()}});
+}
+
+std::string BenchDaemon::createTarget(const std::string& webhookId, const nlohmann::json& body) {
   const auto target = nlohmann::json::parse(
       adminPost("/api/v1/webhooks/" + webhookId + "/targets", body.dump()));
   return target.at("id").get<std::string>();

@@ -45,6 +45,9 @@ class BenchDaemon {
   std::string createHttpTarget(const std::string& webhookId, const std::string& url,
                                int maxConcurrency,
                                const nlohmann::json& routing = nlohmann::json::object());
+  // A database target: each delivery records, in the events DB, that its
+  // event is stored.
+  std::string createDatabaseTarget(const std::string& webhookId, int maxConcurrency);
 
   // Peak resident set size (VmHWM) so far, in MB.
   double peakRssMb() const;
@@ -55,6 +58,7 @@ class BenchDaemon {
 
  private:
   std::string adminPost(const std::string& path, const std::string& json);
+  std::string createTarget(const std::string& webhookId, const nlohmann::json& body);
 
   testing::DaemonProcess process_;
 };

@@ -45,7 +45,8 @@ void runEndToEnd(const BenchConfig& config, Report& report) {
   }
 
   BenchReceiver receiver(config.workers);
-  const LoadResult result = loadThroughDaemon(config, spec, &receiver, "end-to-end", report);
+  const LoadResult result =
+      loadThroughDaemon(config, spec, LoadTarget::http(receiver), "end-to-end", report);
   const std::vector<double> latencies = deliveryLatencies(result, receiver);
 
   report.add({"end-to-end", "ingest-to-receiver p50", percentile(latencies, 50), "ms",

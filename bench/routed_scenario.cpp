@@ -46,7 +46,8 @@ MeasuredLoad measuredLoad(const BenchConfig& config, const LoadSpec& spec, Repor
     cpuSeconds = processTreeCpuSeconds(daemon.pid()) - daemonBefore + selfCpuSeconds() - selfBefore;
     return result;
   };
-  const LoadResult result = loadThroughDaemon(config, spec, &receiver, "routed", report, {}, measured, routing);
+  const LoadResult result = loadThroughDaemon(config, spec, LoadTarget::http(receiver), "routed",
+                                              report, {}, measured, routing);
   return {receiver.arrivalRate(), result.ok() > 0 ? cpuSeconds / static_cast<double>(result.ok()) : 0};
 }
 

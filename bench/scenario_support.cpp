@@ -1,7 +1,10 @@
 #include "bench/scenario_support.h"
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "bench/daemon.h"
 #include "tests/support/temp_dir.h"
@@ -77,30 +80,57 @@ MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& 
   return drain;
 }
 
-LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver* receiver,
+namespace {
+
+// Waits until the webhook's events DB holds `n` delivered deliveries, read
+// with a connection of its own (a WAL reader beside the daemon's writer).
+bool waitForDelivered(const std::filesystem::path& dataDir, const std::string& webhookId, size_t n,
+                      std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  SQLite::Database db((dataDir / ("events-" + webhookId + ".db")).string(), SQLite::OPEN_READONLY);
+  while (true) {
+    const auto delivered =
+        db.execAndGet("SELECT COUNT(*) FROM deliveries WHERE status = 'delivered'").getInt64();
+    if (static_cast<size_t>(delivered) >= n) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, LoadTarget target,
                              const std::string& scenario, Report& report,
                              std::vector<std::string> extraArgs, const LoadRunner& runner,
                              const nlohmann::json& routing) {
   testing::TempDir data;
   BenchDaemon daemon(data.path(), config.daemonSettings(std::move(extraArgs)));
   const CreatedWebhook webhook = daemon.createWebhook(scenario);
-  const std::string target =
-      receiver ? daemon.createHttpTarget(webhook.id, receiver->url(), config.workers, routing)
-               : std::string();
+  std::string targetId;
+  if (target.kind == LoadTarget::Kind::kHttp)
+    targetId = daemon.createHttpTarget(webhook.id, target.receiver->url(), config.workers, routing);
+  else if (target.kind == LoadTarget::Kind::kDatabase)
+    targetId = daemon.createDatabaseTarget(webhook.id, config.workers);
   spec.baseUrl = daemon.url();
   spec.path = webhook.hookPath;
   spec.firstSeq = reserveSeqs(spec.requests);
   LoadResult result = runner ? runner(daemon, spec) : runLoad(spec, config.bodies);
-  const bool delivered = !receiver || receiver->waitForCount(result.ok(), config.drainCap);
+  bool delivered = true;
+  if (target.kind == LoadTarget::Kind::kHttp)
+    delivered = target.receiver->waitForCount(result.ok(), config.drainCap);
+  else if (target.kind == LoadTarget::Kind::kDatabase)
+    delivered = waitForDelivered(data.path(), webhook.id, result.ok(), config.drainCap);
   daemon.stop();
 
   WebhookExpectation expectation{webhook.id, {}, result.acceptedSeqs()};
   CorrectnessSpec check{data.path(), {}, {}, {}, {}};
-  if (receiver) {
-    expectation.targetIds = {target};
-    check.receivers = {{target, receiver}};
-    check.drainedTargets = {target};
-    if (routing.contains("transform")) check.reshapedTargets.insert(target);
+  if (!targetId.empty()) {
+    expectation.targetIds = {targetId};
+    check.drainedTargets = {targetId};
+  }
+  if (target.receiver) {
+    check.receivers = {{targetId, target.receiver}};
+    if (routing.contains("transform")) check.reshapedTargets.insert(targetId);
   }
   check.webhooks = {expectation};
   addCheckAfterWait(report, scenario, config, delivered, check);

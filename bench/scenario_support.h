@@ -70,12 +70,27 @@ MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& 
 // How a scenario posts its load once the daemon is up (by default: runLoad).
 using LoadRunner = std::function<LoadResult(BenchDaemon& daemon, const LoadSpec& spec)>;
 
+// What the loaded webhook delivers each event to.
+struct LoadTarget {
+  enum class Kind {
+    kNone,      // no target: the front door and the commit alone
+    kHttp,      // an http target posting to `receiver`
+    kDatabase,  // a database target, recording each event where it is stored
+  };
+  Kind kind = Kind::kNone;
+  BenchReceiver* receiver = nullptr;  // kHttp only
+
+  static LoadTarget none() { return {}; }
+  static LoadTarget http(BenchReceiver& receiver) { return {Kind::kHttp, &receiver}; }
+  static LoadTarget database() { return {Kind::kDatabase, nullptr}; }
+};
+
 // Posts `spec`'s load through a fresh daemon (started with `extraArgs`) to a
-// webhook whose one http target is `receiver`, waits for the deliveries (up
-// to the cap) and adds the correctness check as `scenario`. Without a
-// receiver the webhook has no target, and the check is that every
-// acknowledged event was stored.
-LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, BenchReceiver* receiver,
+// webhook whose one target is `target`, waits for the deliveries (up to the
+// cap) and adds the correctness check as `scenario`: every acknowledged
+// event stored, with its delivery delivered (and received once, with the
+// stored body, for an http target). `routing` applies to an http target.
+LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, LoadTarget target,
                              const std::string& scenario, Report& report,
                              std::vector<std::string> extraArgs = {},
                              const LoadRunner& runner = nullptr,

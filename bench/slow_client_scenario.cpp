@@ -172,7 +172,7 @@ void runSlowClients(const BenchConfig& config, Report& report) {
   BenchReceiver receiver;
   FloodResult daemon;
   daemon.good = loadThroughDaemon(
-      config, goodClient(config), &receiver, "slow-clients", report,
+      config, goodClient(config), LoadTarget::http(receiver), "slow-clients", report,
       {"--max-connections-per-address", std::to_string(connections + 100)},
       [&](BenchDaemon& running, const LoadSpec& spec) {
         FloodResult r = underFlood(config, spec, portOf(running.url()), connections);
