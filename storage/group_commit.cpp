@@ -153,15 +153,16 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
     chooseSyncFor(group);
     // IMMEDIATE: the write lock comes first, so a read inside a work (an
     // idempotency check) cannot be overtaken by another connection's write.
-    SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
-    for (Writer* w : group) {
-      if (runInSavepoint(*w)) continue;
-      // SQLite ended the transaction (an I/O error, a full disk): the
-      // writes before this one are gone too.
-      const Error lost = w->result->error();
-      for (Writer* other : group) other->result = lost;
-      return;
+    {
+      SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
+      const Pass pass = runGroup(group, false);
+      if (pass.lost) return;
+      if (!pass.failed) return txn.commit();
+      // A lone write's failure is undone with the transaction.
+      if (group.size() == 1) return;
     }
+    SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
+    if (runGroup(group, true).lost) return;
     txn.commit();
   } catch (const std::exception& e) {
     failAll("commit", e);
@@ -182,8 +183,30 @@ void GroupCommit::chooseSyncFor(const std::vector<Writer*>& group) {
   currentSync_ = wanted;
 }
 
-bool GroupCommit::runInSavepoint(Writer& writer) {
-  statements_.get("SAVEPOINT write")->exec();
+GroupCommit::Pass GroupCommit::runGroup(const std::vector<Writer*>& group, bool savepoints) {
+  for (Writer* w : group) {
+    if (savepoints) statements_.get("SAVEPOINT write")->exec();
+    runWork(*w);
+    if (sqlite3_get_autocommit(db_.getHandle())) {
+      // SQLite ended the transaction (an I/O error, a full disk): the
+      // writes before this one are gone too.
+      const Error lost = w->result->ok() ? makeError(error_code::kStorageError,
+                                                     std::string("storage ") + w->operation +
+                                                         " failed: the transaction was rolled back")
+                                         : w->result->error();
+      for (Writer* other : group) other->result = lost;
+      return {true, nullptr};
+    }
+    if (!w->result->ok()) {
+      if (!savepoints) return {false, w};
+      statements_.get("ROLLBACK TO write")->exec();
+    }
+    if (savepoints) statements_.get("RELEASE write")->exec();
+  }
+  return {};
+}
+
+void GroupCommit::runWork(Writer& writer) {
   try {
     writer.result = (*writer.work)(statements_);
   } catch (const std::exception& e) {
@@ -191,15 +214,6 @@ bool GroupCommit::runInSavepoint(Writer& writer) {
   } catch (...) {
     writer.result = storageError(writer.operation, std::runtime_error("unknown error"));
   }
-  if (sqlite3_get_autocommit(db_.getHandle())) {
-    if (writer.result->ok())
-      writer.result = makeError(error_code::kStorageError, std::string("storage ") + writer.operation +
-                                                     " failed: the transaction was rolled back");
-    return false;
-  }
-  if (!writer.result->ok()) statements_.get("ROLLBACK TO write")->exec();
-  statements_.get("RELEASE write")->exec();
-  return true;
 }
 
 }  // namespace webhooker::storage

@@ -7,9 +7,14 @@
 // A writer queues its work and waits. When nobody is committing, the writer
 // at the head of the queue leads: it takes the queued writes (up to
 // kMaxGroupSize, kMaxGroupBytes), runs them in one BEGIN IMMEDIATE
-// transaction on its own thread, each in a savepoint so that a write whose
-// work fails is undone alone, commits, gives every writer its result and
-// hands the lead to the next head. Nobody is answered before the commit that
+// transaction on its own thread, commits, gives every writer its result and
+// hands the lead to the next head. A write whose work fails is undone alone:
+// the transaction is rolled back and the group run again, each write in a
+// savepoint. Not every group pays for savepoints, because a savepoint copies
+// each existing page its write changes to the statement journal (30 pwrite
+// calls per ingested event with deliveries alongside, three times the
+// WAL's), and a failed work is rare (a delivery gone, an attempt already
+// recorded). Nobody is answered before the commit that
 // holds its work: an ok result means the write is durable. If the
 // transaction cannot begin or commit, every writer of the group gets that
 // error and nothing of the group is visible. A lone writer leads at once,
@@ -76,7 +81,9 @@ class GroupCommit {
   static constexpr size_t kLingerGroup = 32;
 
   // Runs inside the transaction with the connection's statements. An error
-  // (returned or thrown) undoes this work alone.
+  // (returned or thrown) undoes this work alone. May run twice: when
+  // another work of its group fails, the group runs again from its start,
+  // so a work changes nothing but the database and what it returns.
   using Work = std::function<Result<void>(StatementCache&)>;
   // Gets a submitted write's result once its group is committed (or
   // failed). Must not throw.
@@ -134,9 +141,18 @@ class GroupCommit {
   void flush();
   // The leader's part: one transaction for `group`; sets every result.
   void commit(const std::vector<Writer*>& group) EXCLUDES(queueMutex_);
-  // One writer's work inside its savepoint. False if the transaction itself
-  // is gone (SQLite rolled it back), which fails the whole group.
-  bool runInSavepoint(Writer& writer);
+  // The group's writes one after another in the open transaction, each in
+  // a savepoint if `savepoints`. Without, it stops at the first failed work
+  // and returns it. Sets each result it runs; if the transaction itself is
+  // gone (SQLite rolled it back), every writer gets that error and the
+  // return is `lost`.
+  struct Pass {
+    bool lost = false;
+    Writer* failed = nullptr;
+  };
+  Pass runGroup(const std::vector<Writer*>& group, bool savepoints);
+  // One writer's work; its result set, whatever it throws.
+  void runWork(Writer& writer);
   // Sets the connection's synchronous mode for the next commit: the opened
   // mode if any write of `group` is kFlushed, NORMAL otherwise.
   void chooseSyncFor(const std::vector<Writer*>& group) REQUIRES(dbMutex_);

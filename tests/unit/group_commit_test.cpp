@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -187,6 +188,52 @@ TEST_CASE_FIXTURE(Fixture, "a writer whose work fails is undone alone; its group
   CHECK(writers[3].get().ok());
   CHECK(commits.load() == 2);
   CHECK(rows() == std::set<int>{0, 1, 2});
+}
+
+TEST_CASE_FIXTURE(Fixture, "a group runs each work once; after a failed one, the others run again") {
+  // Counts the runs of each work, by the x it inserts.
+  std::mutex runsMutex;
+  std::map<int, int> runs;
+  const auto counted = [&](int x, bool fail) -> GroupCommit::Work {
+    return [&, x, fail](StatementCache& sql) -> Result<void> {
+      {
+        std::lock_guard lock(runsMutex);
+        ++runs[x];
+      }
+      sql.get("INSERT INTO t (x) VALUES (" + std::to_string(x) + ")")->exec();
+      if (fail) return webhooker::makeError("not_found", "undone after writing");
+      return {};
+    };
+  };
+  const auto runGroup = [&](std::vector<GroupCommit::Work> works) {
+    Blocker blocker(*group);
+    waitUntilQueued(1);
+    std::vector<std::future<Result<void>>> writers;
+    for (const auto& work : works) {
+      const size_t before = group->waiting();
+      writers.push_back(std::async(std::launch::async, [this, work] { return group->run("w", work); }));
+      waitUntilQueued(before + 1);
+    }
+    blocker.release.set_value();
+    REQUIRE(blocker.done.get().ok());
+    std::vector<bool> ok;
+    for (auto& w : writers) ok.push_back(w.get().ok());
+    return ok;
+  };
+
+  SUBCASE("no work fails: each runs once") {
+    CHECK(runGroup({counted(1, false), counted(2, false), counted(3, false)}) ==
+          std::vector<bool>{true, true, true});
+    CHECK(runs == std::map<int, int>{{1, 1}, {2, 1}, {3, 1}});
+    CHECK(rows() == std::set<int>{0, 1, 2, 3});
+  }
+  SUBCASE("one fails: the group runs again, and only that one is undone") {
+    CHECK(runGroup({counted(4, false), counted(5, true), counted(6, false)}) ==
+          std::vector<bool>{true, false, true});
+    // 6 ran once: the first pass stopped at the failure.
+    CHECK(runs == std::map<int, int>{{4, 2}, {5, 2}, {6, 1}});
+    CHECK(rows() == std::set<int>{0, 4, 6});
+  }
 }
 
 TEST_CASE("a group whose transaction cannot begin fails every writer; nothing is written") {
