@@ -109,13 +109,6 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     if (versionBefore) *versionBefore = schemaVersion(*db);
     auto applied = migrate(*db, migrations);
     if (!applied) return applied.error();
-    // The schema goes from the WAL into the file. A WAL outlives its
-    // connection here (no checkpoint on close), and the first connection to
-    // open a file again reads every frame of it to rebuild the WAL index: a
-    // new events DB's migrations are 46 frames, re-read on each reopen of
-    // a quiet webhook's file (recovery, a pool swap) for as long as no
-    // checkpoint has run.
-    if (applied.value() > 0) db->exec("PRAGMA wal_checkpoint(TRUNCATE)");
     return db;
   } catch (const std::exception& e) {
     return storageError("open", e);

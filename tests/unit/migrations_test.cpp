@@ -111,17 +111,6 @@ TEST_CASE("a fresh events DB gets every migration") {
             .getInt() == 1);
 }
 
-TEST_CASE("a migrated DB keeps its schema in the file, not in its WAL") {
-  TempDir dir;
-  const auto file = dir / "events-x.db";
-  auto db = openOrFail(file, webhooker::eventsMigrations());
-  CHECK(std::filesystem::file_size(file.string() + "-wal") == 0);
-  CHECK(std::filesystem::file_size(file) > 4096);
-  db->exec("INSERT INTO events (id, entrypoint_id, method, path, body, body_size, received_at) "
-           "VALUES ('e', 'ep', 'POST', '/', x'00', 1, 't')");
-  CHECK(std::filesystem::file_size(file.string() + "-wal") > 0);  // data still goes to the WAL
-}
-
 TEST_CASE("schemaVersion of a file without schema_migrations is 0") {
   TempDir dir;
   SQLite::Database db((dir / "empty.db").string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
