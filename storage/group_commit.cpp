@@ -156,13 +156,13 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
     {
       SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
       const Pass pass = runGroup(group, false);
-      if (pass.lost) return;
-      if (!pass.failed) return txn.commit();
+      if (pass == Pass::kTransactionLost) return;
+      if (pass == Pass::kAllRan) return txn.commit();
       // A lone write's failure is undone with the transaction.
       if (group.size() == 1) return;
     }
     SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
-    if (runGroup(group, true).lost) return;
+    if (runGroup(group, true) == Pass::kTransactionLost) return;
     txn.commit();
   } catch (const std::exception& e) {
     failAll("commit", e);
@@ -195,15 +195,15 @@ GroupCommit::Pass GroupCommit::runGroup(const std::vector<Writer*>& group, bool 
                                                          " failed: the transaction was rolled back")
                                          : w->result->error();
       for (Writer* other : group) other->result = lost;
-      return {true, nullptr};
+      return Pass::kTransactionLost;
     }
     if (!w->result->ok()) {
-      if (!savepoints) return {false, w};
+      if (!savepoints) return Pass::kWorkFailed;
       statements_.get("ROLLBACK TO write")->exec();
     }
     if (savepoints) statements_.get("RELEASE write")->exec();
   }
-  return {};
+  return Pass::kAllRan;
 }
 
 void GroupCommit::runWork(Writer& writer) {

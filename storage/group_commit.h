@@ -141,15 +141,14 @@ class GroupCommit {
   void flush();
   // The leader's part: one transaction for `group`; sets every result.
   void commit(const std::vector<Writer*>& group) EXCLUDES(queueMutex_);
-  // The group's writes one after another in the open transaction, each in
-  // a savepoint if `savepoints`. Without, it stops at the first failed work
-  // and returns it. Sets each result it runs; if the transaction itself is
-  // gone (SQLite rolled it back), every writer gets that error and the
-  // return is `lost`.
-  struct Pass {
-    bool lost = false;
-    Writer* failed = nullptr;
+  // How a run of a group's works ended.
+  enum class Pass {
+    kAllRan,           // each result set (with savepoints, failed ones undone)
+    kWorkFailed,       // without savepoints: stopped at a failed work
+    kTransactionLost,  // SQLite rolled the transaction back: every writer has the error
   };
+  // The group's writes one after another in the open transaction, each in
+  // a savepoint if `savepoints`.
   Pass runGroup(const std::vector<Writer*>& group, bool savepoints);
   // One writer's work; its result set, whatever it throws.
   void runWork(Writer& writer);
