@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "bench/daemon.h"
+#include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
@@ -80,25 +80,6 @@ MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& 
   return drain;
 }
 
-namespace {
-
-// Waits until the webhook's events DB holds `n` delivered deliveries, read
-// with a connection of its own (a WAL reader beside the daemon's writer).
-bool waitForDelivered(const std::filesystem::path& dataDir, const std::string& webhookId, size_t n,
-                      std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  SQLite::Database db((dataDir / ("events-" + webhookId + ".db")).string(), SQLite::OPEN_READONLY);
-  while (true) {
-    const auto delivered =
-        db.execAndGet("SELECT COUNT(*) FROM deliveries WHERE status = 'delivered'").getInt64();
-    if (static_cast<size_t>(delivered) >= n) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
-}  // namespace
-
 LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, LoadTarget target,
                              const std::string& scenario, Report& report,
                              std::vector<std::string> extraArgs, const LoadRunner& runner,
@@ -118,8 +99,18 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, LoadTarge
   bool delivered = true;
   if (target.kind == LoadTarget::Kind::kHttp)
     delivered = target.receiver->waitForCount(result.ok(), config.drainCap);
-  else if (target.kind == LoadTarget::Kind::kDatabase)
-    delivered = waitForDelivered(data.path(), webhook.id, result.ok(), config.drainCap);
+  else if (target.kind == LoadTarget::Kind::kDatabase) {
+    // Read beside the daemon's writer, as a WAL reader.
+    SQLite::Database db((data.path() / ("events-" + webhook.id + ".db")).string(),
+                        SQLite::OPEN_READONLY);
+    delivered = testing::eventually(
+        [&] {
+          return static_cast<size_t>(
+                     db.execAndGet("SELECT COUNT(*) FROM deliveries WHERE status = 'delivered'")
+                         .getInt64()) >= result.ok();
+        },
+        config.drainCap);
+  }
   daemon.stop();
 
   WebhookExpectation expectation{webhook.id, {}, result.acceptedSeqs()};

@@ -51,6 +51,7 @@
 #include "targets/ssrf_guard.h"
 #include "targets/target.h"
 #include "targets/target_registry.h"
+#include "tests/support/eventually.h"
 #include "tests/support/static_resolver.h"
 #include "tests/support/temp_dir.h"
 
@@ -66,17 +67,6 @@ class FixedRandom final : public Random {
  private:
   const double position_;
 };
-
-// Polls `done` every 10 ms until it holds (true) or `timeout` passes (false).
-template <typename Predicate>
-bool eventually(Predicate done, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
 
 // Counts what the targets report: attempts per target type, outcomes per
 // (type, status, reason). An outcome is reported just after its status row
