@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <array>
+
 #include "base/time_format.h"
 #include "base/uuid.h"
 #include "storage/group_commit.h"
@@ -301,27 +303,95 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
 
 namespace {
 
-// ?1: now, which decides what is due.
-constexpr const char* kBacklogByTarget =
-    "SELECT target_id, status, COUNT(*), MIN(CASE WHEN next_attempt_at IS NULL "
-    "OR next_attempt_at <= ?1 THEN created_at END) FROM deliveries "
-    "WHERE status IN ('pending', 'retrying') GROUP BY target_id, status";
+// Counts the waiting deliveries a chunk at a time, in the order of
+// deliveries_by_status (status, target_id, rowid): with a large backlog the
+// whole count takes hundreds of ms, and an open DB's count holds the write
+// connection, so ingest and result writes wait for one chunk at most. Over
+// several chunks the count is not one snapshot: a delivery that changes
+// state between two of them may be counted twice or missed. It is a gauge,
+// read again the next pass; a backlog within one chunk is counted exactly.
+class BacklogScan {
+ public:
+  // ?1: now, which decides what is due. Two seeks in one merge: the rest of
+  // the current target's rows, then the targets after it.
+  static constexpr const char* kChunk =
+      "SELECT target_id, rowid, next_attempt_at IS NULL OR next_attempt_at <= ?1, created_at "
+      "FROM deliveries WHERE status = ?2 AND target_id = ?3 AND rowid > ?4 "
+      "UNION ALL "
+      "SELECT target_id, rowid, next_attempt_at IS NULL OR next_attempt_at <= ?1, created_at "
+      "FROM deliveries WHERE status = ?2 AND target_id > ?3 "
+      "ORDER BY 1, 2 LIMIT ?5";
 
-std::vector<EventsDb::BacklogCount> readBacklog(SQLite::Statement& q, TimePoint now) {
-  q.bind(1, formatTime(now));
-  std::vector<EventsDb::BacklogCount> out;
-  while (q.executeStep())
-    out.push_back({q.getColumn(0).getString(), storage::statusColumn(q.getColumn(1)),
-                   q.getColumn(2).getInt64(), timeColumn(q.getColumn(3))});
-  return out;
-}
+  explicit BacklogScan(TimePoint now) : now_(formatTime(now)) {}
+
+  // Reads the next chunk with `q` (kChunk); false once everything is read.
+  bool readChunk(SQLite::Statement& q) {
+    const DeliveryStatus status = kWaiting[statusIndex_];
+    q.bind(1, now_);
+    q.bind(2, std::string(statusWord(status)));
+    q.bind(3, afterTarget_);
+    q.bind(4, afterRowid_);
+    q.bind(5, kChunkRows);
+    int rows = 0;
+    while (q.executeStep()) {
+      ++rows;
+      const char* target = q.getColumn(0).getText();
+      if (groups_.empty() || groups_.back().status != status || groups_.back().targetId != target)
+        groups_.push_back({target, status, 0, {}});
+      Group& group = groups_.back();
+      ++group.count;
+      afterRowid_ = q.getColumn(1).getInt64();
+      // created_at is fixed-width ISO 8601: text order is time order.
+      if (q.getColumn(2).getInt() != 0) {
+        const char* created = q.getColumn(3).getText();
+        if (group.oldestDue.empty() || group.oldestDue > created) group.oldestDue = created;
+      }
+    }
+    q.reset();
+    if (rows > 0) afterTarget_ = groups_.back().targetId;
+    if (rows == kChunkRows) return true;
+    afterTarget_.clear();
+    afterRowid_ = 0;
+    return ++statusIndex_ < kWaiting.size();
+  }
+
+  std::vector<EventsDb::BacklogCount> counts() const {
+    std::vector<EventsDb::BacklogCount> out;
+    out.reserve(groups_.size());
+    for (const Group& g : groups_) {
+      out.push_back({g.targetId, g.status, g.count, std::nullopt});
+      if (!g.oldestDue.empty()) out.back().oldestDueCreatedAt = parseTime(g.oldestDue);
+    }
+    return out;
+  }
+
+ private:
+  static constexpr int kChunkRows = 1000;
+  static constexpr std::array kWaiting = {DeliveryStatus::kPending, DeliveryStatus::kRetrying};
+
+  const std::string now_;
+  size_t statusIndex_ = 0;
+  std::string afterTarget_;  // where the next chunk starts (exclusive)
+  int64_t afterRowid_ = 0;
+  struct Group {
+    std::string targetId;
+    DeliveryStatus status;
+    int64_t count = 0;
+    std::string oldestDue;  // created_at of the oldest due one; empty: none
+  };
+  std::vector<Group> groups_;
+};
 
 }  // namespace
 
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
-  MutexLock lock(dbMutex_);
+  BacklogScan scan(clock_.now());
   try {
-    return readBacklog(*statements_->get(kBacklogByTarget), clock_.now());
+    for (bool more = true; more;) {
+      MutexLock lock(dbMutex_);
+      more = scan.readChunk(*statements_->get(BacklogScan::kChunk));
+    }
+    return scan.counts();
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
   }
@@ -334,8 +404,11 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
     return makeError(error_code::kNotFound, file.string() + " does not exist");
   try {
     SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
-    SQLite::Statement q(db, kBacklogByTarget);
-    return readBacklog(q, now);
+    SQLite::Statement q(db, BacklogScan::kChunk);
+    BacklogScan scan(now);
+    while (scan.readChunk(q)) {
+    }
+    return scan.counts();
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
   }

@@ -232,6 +232,51 @@ TEST_CASE_FIXTURE(Fixture, "unfinished deliveries of a target read page by page,
   CHECK(paged == expected);
 }
 
+TEST_CASE_FIXTURE(Fixture, "the backlog is counted exactly across chunks, per target and status") {
+  // More waiting rows of one target than the count reads per chunk (1,000):
+  // the chunks meet inside a target without losing or repeating a row.
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  const webhooker::TimePoint oldest = clock.now();
+  const IngestOutcome first = ingestOk(sampleEvent(), {a, b});
+  clock.advance(1s);
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 600;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i)
+        if (!db->ingest(sampleEvent(), {a}, kWindow)) ++failures;
+    });
+  for (auto& th : threads) th.join();
+  REQUIRE(failures.load() == 0);
+  // b's delivery waits for a retry that is not due yet.
+  webhooker::AttemptRecord retry;
+  retry.deliveryId = first.deliveries.at(1).id;
+  retry.statusCode = 503;
+  retry.newStatus = webhooker::DeliveryStatus::kRetrying;
+  retry.nextAttemptAt = clock.now() + 1h;
+  REQUIRE(db->recordAttempt(retry));
+
+  const auto check = [&](const webhooker::Result<std::vector<EventsDb::BacklogCount>>& counted) {
+    REQUIRE(counted);
+    REQUIRE(counted->size() == 2);
+    const EventsDb::BacklogCount& pending = counted->at(0);
+    CHECK(pending.targetId == a);
+    CHECK(pending.status == webhooker::DeliveryStatus::kPending);
+    CHECK(pending.count == 1 + kThreads * kPerThread);
+    CHECK(pending.oldestDueCreatedAt == oldest);
+    const EventsDb::BacklogCount& retrying = counted->at(1);
+    CHECK(retrying.targetId == b);
+    CHECK(retrying.status == webhooker::DeliveryStatus::kRetrying);
+    CHECK(retrying.count == 1);
+    CHECK_FALSE(retrying.oldestDueCreatedAt);
+  };
+  check(db->backlogByTarget());
+  check(EventsDb::backlogOfFile(file, clock.now()));
+}
+
 TEST_CASE_FIXTURE(Fixture, "an event with no targets has no deliveries") {
   const IngestOutcome out = ingestOk(sampleEvent(), {});
   CHECK(out.deliveries.empty());
