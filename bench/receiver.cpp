@@ -73,4 +73,18 @@ double BenchReceiver::arrivalRate(std::optional<SteadyTime> end) const {
   return seconds > 0 ? static_cast<double>(arrivals_.size() - 1) / seconds : 0;
 }
 
+std::chrono::duration<double, std::milli> BenchReceiver::longestPause() const {
+  std::vector<SteadyTime> times;
+  {
+    std::lock_guard lock(arrivalsMutex_);
+    times.reserve(arrivals_.size());
+    for (const Arrival& a : arrivals_) times.push_back(a.at);
+  }
+  std::sort(times.begin(), times.end());
+  std::chrono::duration<double, std::milli> longest{0};
+  for (size_t i = 1; i < times.size(); ++i)
+    longest = std::max<std::chrono::duration<double, std::milli>>(longest, times[i] - times[i - 1]);
+  return longest;
+}
+
 }  // namespace webhooker::bench

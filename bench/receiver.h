@@ -55,6 +55,9 @@ class BenchReceiver {
   // Requests per second from the first arrival to the last one, or to `end`
   // when given (a drain that did not finish: its stalls count too).
   double arrivalRate(std::optional<SteadyTime> end = std::nullopt) const;
+  // The longest time between two consecutive arrivals (0 with fewer than
+  // two): a drain's stall, which a rate over seconds can hide.
+  std::chrono::duration<double, std::milli> longestPause() const;
 
  private:
   const std::chrono::milliseconds delay_;
