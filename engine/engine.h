@@ -43,6 +43,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -226,8 +227,19 @@ class Engine final : public Dispatcher, public Scheduler {
   TargetPtr targetFor(const std::string& webhookId, const std::string& targetId);
 
   // recovery.cpp
+  // Reads a webhook's waiting deliveries (only `onlyTarget`'s, if given) and
+  // admits those nothing holds; with `scheduleFuture`, also puts those not
+  // due yet in the timer (start-up, a changed target, retries back from disk).
+  // Without either, it is the sweep.
   void reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
                         bool scheduleFuture);
+  // Reads `targetId`'s waiting deliveries page by page, oldest first, each
+  // page one read of the events DB, `pageSize(firstPage)` rows each (none:
+  // stop), and reconciles them without scheduling; stops at a FIFO
+  // target's head. False if a read failed (logged).
+  bool reconcilePages(const std::string& webhookId, EventsDb& db, const std::string& targetId,
+                      uint64_t started, std::unordered_set<std::string>& fifoDecided,
+                      const std::function<std::optional<int>(bool firstPage)>& pageSize);
   // One row of a reconcile read: admitted, put in the timer, ended
   // (target_deleted) or skipped. `fifoDecided`: the FIFO targets whose head
   // this reconcile has settled.
@@ -241,6 +253,9 @@ class Engine final : public Dispatcher, public Scheduler {
   // off, so it is refilled once it drains.
   std::optional<int> refillPage(const std::string& webhookId, const std::string& targetId,
                                 bool firstPage) EXCLUDES(engineMutex_);
+  // True while the caps keep `targetId`'s backlog on disk, to be refilled
+  // once its lane drains.
+  bool laneCutOff(const std::string& targetId) const EXCLUDES(engineMutex_);
   void sweepLoop(std::stop_token stop);
   void refillLoop(std::stop_token stop);
 

@@ -6,6 +6,12 @@
 
 namespace webhooker {
 
+namespace {
+
+constexpr int kSweepPage = 1000;  // rows per read of the events DB
+
+}  // namespace
+
 void Engine::reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
                               bool scheduleFuture) {
   uint64_t started;
@@ -36,6 +42,31 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                   db.error().message);
     return;
   }
+  std::unordered_set<std::string> fifoDecided;  // FIFO targets whose head is settled
+  if (!onlyTarget && !scheduleFuture) {
+    // The sweep: target by target, a page at a time. One read of a whole
+    // webhook held its events DB (writes included) for about a second with
+    // 220,000 waiting, and every row of it in memory.
+    std::string after;
+    while (true) {
+      auto next = db.value()->nextWaitingTarget(after);
+      if (!next) {
+        spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
+                      next.error().message);
+        return;
+      }
+      if (!next.value()) return;
+      after = std::move(*next.value());
+      // A lane the caps cut off is refilled from the events DB once it
+      // drains: its rows are not lost, and admitting them here would take
+      // the room the caps leave to other lanes (slow targets' backlog would
+      // fill the global cap, and a fast target could not refill).
+      if (laneCutOff(after)) continue;
+      if (!reconcilePages(webhookId, *db.value(), after, started, fifoDecided,
+                          [](bool) { return std::optional<int>(kSweepPage); }))
+        return;
+    }
+  }
   // A FIFO target's lane wants its oldest waiting delivery only; any other
   // target's refill reads a page at a time, no more than its lane has room
   // for (its queued and in-flight ones come first in the order and are
@@ -43,35 +74,49 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
   // A changed target's read takes its retries into the timer: all of it.
   const TargetPtr only = onlyTarget ? targetFor(webhookId, *onlyTarget) : nullptr;
   const bool fifoOnly = only && only->fifo();
-  const bool paged = onlyTarget && !fifoOnly && !scheduleFuture;
-  std::unordered_set<std::string> fifoDecided;  // FIFO targets whose head is settled
-  DeliveryPosition cursor;  // a paged read's place
-  bool firstPage = true;
-  while (true) {
-    std::optional<int> limit;
-    if (fifoOnly) limit = 1;
-    if (paged) {
-      const std::optional<int> page = refillPage(webhookId, *onlyTarget, firstPage);
-      if (!page) return;
-      limit = page;
-    }
-    auto unfinished = db.value()->unfinishedDeliveries(onlyTarget, limit, paged ? &cursor : nullptr);
-    if (!unfinished) {
+  if (onlyTarget && !fifoOnly && !scheduleFuture) {
+    reconcilePages(webhookId, *db.value(), *onlyTarget, started, fifoDecided,
+                   [&](bool firstPage) { return refillPage(webhookId, *onlyTarget, firstPage); });
+    return;
+  }
+  auto unfinished =
+      db.value()->unfinishedDeliveries(onlyTarget, fifoOnly ? std::optional(1) : std::nullopt);
+  if (!unfinished) {
+    spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
+                  unfinished.error().message);
+    return;
+  }
+  // A pending row read here may be one ingest has committed and not yet
+  // handed over: its handoff was opened before the commit, so before this
+  // read. Once those handoffs are closed, every such delivery is held (or
+  // released after this reconcile began) and is skipped below.
+  // Ingest never admits a FIFO target's delivery itself, so a read of that
+  // target alone need not wait.
+  if (!fifoOnly) waitForOpenHandoffs();
+  for (const UnfinishedDelivery& d : unfinished.value())
+    reconcileDelivery(webhookId, *db.value(), d, scheduleFuture, started, fifoDecided);
+}
+
+bool Engine::reconcilePages(const std::string& webhookId, EventsDb& db,
+                            const std::string& targetId, uint64_t started,
+                            std::unordered_set<std::string>& fifoDecided,
+                            const std::function<std::optional<int>(bool firstPage)>& pageSize) {
+  DeliveryPosition cursor;
+  for (bool firstPage = true;; firstPage = false) {
+    const std::optional<int> limit = pageSize(firstPage);
+    if (!limit) return true;
+    auto page = db.unfinishedDeliveries(&targetId, limit, &cursor);
+    if (!page) {
       spdlog::error("recovery.scan_failed webhook_id={} error=\"{}\"", webhookId,
-                    unfinished.error().message);
-      return;
+                    page.error().message);
+      return false;
     }
-    // A pending row read here may be one ingest has committed and not yet
-    // handed over: its handoff was opened before the commit, so before this
-    // read. Once those handoffs are closed, every such delivery is held (or
-    // released after this reconcile began) and is skipped below.
-    // Ingest never admits a FIFO target's delivery itself, so a read of that
-    // target alone need not wait.
-    if (!fifoOnly) waitForOpenHandoffs();
-    for (const UnfinishedDelivery& d : unfinished.value())
-      reconcileDelivery(webhookId, *db.value(), d, scheduleFuture, started, fifoDecided);
-    if (!paged || unfinished->size() < static_cast<size_t>(*limit)) return;
-    firstPage = false;
+    waitForOpenHandoffs();  // as for a whole read, below
+    for (const UnfinishedDelivery& d : page.value()) {
+      reconcileDelivery(webhookId, db, d, false, started, fifoDecided);
+      if (fifoDecided.count(targetId)) return true;  // the rest wait behind the head
+    }
+    if (page->size() < static_cast<size_t>(*limit)) return true;
   }
 }
 
@@ -147,6 +192,13 @@ std::optional<int> Engine::refillPage(const std::string& webhookId, const std::s
   if (laneRoom == 0) lane->second.overflowWebhookId = webhookId;
   else globalOverflow_.emplace(targetId, webhookId);
   return std::nullopt;
+}
+
+bool Engine::laneCutOff(const std::string& targetId) const {
+  MutexLock lock(engineMutex_);
+  const auto lane = lanes_.find(targetId);
+  return (lane != lanes_.end() && !lane->second.overflowWebhookId.empty()) ||
+         globalOverflow_.count(targetId) > 0;
 }
 
 void Engine::sweep() {

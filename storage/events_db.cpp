@@ -414,6 +414,20 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
   }
 }
 
+Result<std::optional<std::string>> EventsDb::nextWaitingTarget(const std::string& after) {
+  MutexLock lock(dbMutex_);
+  try {
+    auto q = statements_->get(
+        "SELECT target_id FROM deliveries WHERE status IN ('pending', 'retrying') "
+        "AND target_id > ? ORDER BY target_id LIMIT 1");
+    q->bind(1, after);
+    if (!q->executeStep()) return std::optional<std::string>();
+    return std::optional<std::string>(q->getColumn(0).getString());
+  } catch (const std::exception& e) {
+    return storage::storageError("next waiting target", e);
+  }
+}
+
 Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
     const std::string* targetId, std::optional<int> limit, DeliveryPosition* cursor) {
   MutexLock lock(dbMutex_);

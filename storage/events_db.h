@@ -111,6 +111,10 @@ class EventsDb {
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(
       const std::string* targetId = nullptr, std::optional<int> limit = std::nullopt,
       DeliveryPosition* cursor = nullptr);
+  // The first target id after `after` (in byte order) with a pending or
+  // retrying delivery; none when there is no such target. An index seek:
+  // the sweep walks a webhook's targets with it, a target at a time.
+  Result<std::optional<std::string>> nextWaitingTarget(const std::string& after);
 
   // --- History (events_db_history.cpp) -------------------------------------
   // Read-only views for the admin API. "not_found" for an unknown id.

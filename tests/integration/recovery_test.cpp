@@ -298,12 +298,16 @@ TEST_CASE("a backlog larger than the queues refills from the events DB, each del
 TEST_CASE("slow targets whose tasks fill the global cap do not hold a fast target's backlog on disk") {
   HarnessOptions options;
   options.startEngine = false;
-  options.sweepInterval = 1h;  // only a refill can bring back what did not fit
   options.maxQueued = 40;
+  SUBCASE("refills alone") { options.sweepInterval = 1h; }
+  // The sweep finds the cut-off backlogs on disk too; it must leave them to
+  // the refills, or the slow targets' rows take all the room.
+  SUBCASE("with a sweep every 10 ms") { options.sweepInterval = 10ms; }
   EngineHarness h(options);
   Receiver slow;
   Receiver fast;
   slow.setDefault(respondAfter(5000ms));
+  fast.setDefault(respondAfter(5ms));  // its backlog drains over many sweeps
   const Hook hook = h.createWebhook();
   std::vector<std::string> targetIds;
   for (int i = 0; i < 3; ++i)
@@ -445,6 +449,39 @@ TEST_CASE("the sweep never schedules a delivery twice") {
   // Which deliveries met the ten 503s depends on timing (a quick retry can
   // meet a second one), but each 503 is one failed attempt of one delivery.
   CHECK(failedAttempts == static_cast<int>(failures.size()));
+  CHECK(h.engine().heldCount() == 0);
+}
+
+TEST_CASE("the sweep reads target by target and page by page, and admits each delivery once") {
+  HarnessOptions options;
+  options.sweepInterval = 1h;  // only the sweep called below finds them
+  EngineHarness h(options);
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const std::vector<TargetRecord> targets = {
+      h.createHttpTarget(hook.webhookId, r.url("/a"), retryPolicy(5, 2000, 0), 8),
+      h.createHttpTarget(hook.webhookId, r.url("/b"), retryPolicy(5, 2000, 0), 8)};
+  // More than one page (1,000 rows) per target; none handed over.
+  constexpr int kEvents = 1100;
+  std::vector<DeliveryRef> deliveries;
+  for (int i = 0; i < kEvents; ++i) {
+    const IngestOutcome stored =
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()),
+                       {targets[0].id, targets[1].id}, false);
+    for (const StoredDelivery& d : stored.deliveries) deliveries.push_back({hook.webhookId, d.id});
+  }
+  REQUIRE(r.requestCount() == 0);
+
+  h.engine().sweep();
+  for (const TargetRecord& target : targets) {
+    const bool allDelivered = h.waitForCount(hook.webhookId, target.id, "delivered", kEvents, 30s);
+    INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered")
+         << " requests=" << r.requestCount());
+    REQUIRE(allDelivered);
+  }
+  std::this_thread::sleep_for(200ms);  // a duplicate would show up by now
+  CHECK(r.requestCount() == 2 * kEvents);
+  for (const DeliveryRef& d : deliveries) CHECK(h.resultRows(d).size() == 1);
   CHECK(h.engine().heldCount() == 0);
 }
 
