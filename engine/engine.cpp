@@ -250,7 +250,9 @@ void Engine::enqueueHeld(Task task) {
   // before any attempt runs. (A cache hit but for the first task.)
   const TargetPtr target = targetFor(task.webhookId, task.targetId);
   MutexLock lock(engineMutex_);
-  if (!stopping_ && queued_ >= options_.maxQueued) {
+  const auto existing = lanes_.find(task.targetId);
+  if (!stopping_ &&
+      globalRoomLocked(existing == lanes_.end() ? 0 : existing->second.queue.size()) == 0) {
     held_.erase(task.deliveryId);
     releaseFifoHeadLocked(task.deliveryId, false);  // the global refill reads it again
     globalOverflow_.emplace(task.targetId, task.webhookId);
@@ -276,6 +278,12 @@ void Engine::enqueueHeld(Task task) {
   lane.queue.push_back(std::move(task));
   ++queued_;
   markReadyLocked(targetId, lane);
+}
+
+size_t Engine::globalRoomLocked(size_t laneQueued) const {
+  const size_t evenShare = options_.maxQueued / std::max<size_t>(1, lanes_.size());
+  const size_t limit = laneQueued < evenShare ? options_.maxQueued : options_.maxQueued / 2;
+  return limit - std::min(queued_, limit);
 }
 
 bool Engine::markReadyLocked(const std::string& targetId, Lane& lane, Taker taker) {

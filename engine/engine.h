@@ -208,6 +208,12 @@ class Engine final : public Dispatcher, public Scheduler {
   // True if it listed the lane.
   bool markReadyLocked(const std::string& targetId, Lane& lane, Taker taker = Taker::kWokenWorker)
       REQUIRES(engineMutex_);
+  // How many more tasks the global cap admits to a lane holding
+  // `laneQueued`: up to the cap for a lane below its even share of it, up
+  // to half the cap for one at or above it, so lanes far above their share
+  // (slow targets' backlogs) cannot fill the cap and keep the others from
+  // taking new tasks and refilling.
+  size_t globalRoomLocked(size_t laneQueued) const REQUIRES(engineMutex_);
   // Sets (or drops) the target's token bucket after its rate limit.
   void applyRateLimitLocked(const std::string& targetId, const TargetRouting& routing)
       REQUIRES(engineMutex_);
@@ -253,9 +259,10 @@ class Engine final : public Dispatcher, public Scheduler {
   // off, so it is refilled once it drains.
   std::optional<int> refillPage(const std::string& webhookId, const std::string& targetId,
                                 bool firstPage) EXCLUDES(engineMutex_);
-  // True while the caps keep `targetId`'s backlog on disk, to be refilled
-  // once its lane drains.
-  bool laneCutOff(const std::string& targetId) const EXCLUDES(engineMutex_);
+  // For the sweep: true while the caps keep `targetId`'s backlog on disk,
+  // to be refilled once its lane drains; asks for that refill if the lane
+  // is already low enough.
+  bool leaveToRefill(const std::string& targetId) EXCLUDES(engineMutex_);
   void sweepLoop(std::stop_token stop);
   void refillLoop(std::stop_token stop);
 

@@ -61,7 +61,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
       // drains: its rows are not lost, and admitting them here would take
       // the room the caps leave to other lanes (slow targets' backlog would
       // fill the global cap, and a fast target could not refill).
-      if (laneCutOff(after)) continue;
+      if (leaveToRefill(after)) continue;
       if (!reconcilePages(webhookId, *db.value(), after, started, fifoDecided,
                           [](bool) { return std::optional<int>(kSweepPage); }))
         return;
@@ -183,7 +183,7 @@ std::optional<int> Engine::refillPage(const std::string& webhookId, const std::s
   const size_t queued = lane == lanes_.end() ? 0 : lane->second.queue.size();
   const size_t inFlight = lane == lanes_.end() ? 0 : static_cast<size_t>(lane->second.inFlight);
   const size_t laneRoom = options_.maxQueuedPerTarget - std::min(queued, options_.maxQueuedPerTarget);
-  const size_t globalRoom = options_.maxQueued - std::min(queued_, options_.maxQueued);
+  const size_t globalRoom = globalRoomLocked(queued);
   // In pages the lane's workers can start on while the next is read.
   constexpr size_t kMostPerPage = 1000;
   const size_t room = std::min({laneRoom, globalRoom, kMostPerPage});
@@ -194,11 +194,17 @@ std::optional<int> Engine::refillPage(const std::string& webhookId, const std::s
   return std::nullopt;
 }
 
-bool Engine::laneCutOff(const std::string& targetId) const {
+bool Engine::leaveToRefill(const std::string& targetId) {
   MutexLock lock(engineMutex_);
   const auto lane = lanes_.find(targetId);
-  return (lane != lanes_.end() && !lane->second.overflowWebhookId.empty()) ||
-         globalOverflow_.count(targetId) > 0;
+  if ((lane == lanes_.end() || lane->second.overflowWebhookId.empty()) &&
+      !globalOverflow_.count(targetId))
+    return false;
+  // A refill is asked for when a worker takes one of the lane's tasks; a
+  // lane that emptied while the caps had no room has none left to take.
+  Lane emptied;
+  requestRefillsLocked(targetId, lane == lanes_.end() ? emptied : lane->second);
+  return true;
 }
 
 void Engine::sweep() {

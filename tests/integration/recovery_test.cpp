@@ -326,6 +326,37 @@ TEST_CASE("slow targets whose tasks fill the global cap do not hold a fast targe
   CHECK(slow.requestCount() == 3);  // one each, none answered yet
 }
 
+TEST_CASE("slow targets' new tasks do not fill the global cap: a fast target keeps up beside them") {
+  HarnessOptions options;
+  options.maxQueued = 40;
+  options.sweepInterval = 1h;  // admission and refills alone
+  EngineHarness h(options);
+  Receiver slow;
+  Receiver fast;
+  slow.setDefault(respondAfter(5000ms));
+  const Hook hook = h.createWebhook();
+  std::vector<std::string> targetIds;
+  for (int i = 0; i < 3; ++i)
+    targetIds.push_back(h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
+                                           /*maxConcurrency=*/1, /*timeoutMs=*/10000)
+                            .id);
+  const TargetRecord quick = h.createHttpTarget(hook.webhookId, fast.url("/fast"));
+  targetIds.push_back(quick.id);
+  // Handed over as ingest does. Without a limit on lanes above their even
+  // share, the slow targets' tasks took the room as the fast ones left it,
+  // the cap then dropped the fast target's new tasks, and its emptied lane
+  // waited for the slow ones (14 of 100 delivered in 4 s).
+  constexpr int kEvents = 100;
+  for (int i = 0; i < kEvents; ++i)
+    h.ingestDirect(hook.webhookId, eventWithBody(hook, json{{"n", i}}.dump()), targetIds);
+
+  const bool allDelivered = h.waitForCount(hook.webhookId, quick.id, "delivered", kEvents, 4s);
+  INFO("delivered=" << h.countWithStatus(hook.webhookId, quick.id, "delivered"));
+  REQUIRE(allDelivered);
+  CHECK(fast.requestCount() == kEvents);
+  CHECK(slow.requestCount() == 3);  // one each, none answered yet
+}
+
 TEST_CASE("retries beyond the timer's room wait on disk and are read back in time, each once") {
   HarnessOptions options;
   options.startEngine = false;
