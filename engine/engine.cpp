@@ -259,7 +259,7 @@ void Engine::enqueueHeld(Task task) {
     spdlog::debug("engine.queues_full target_id={} delivery_id={}", task.targetId, task.deliveryId);
     return;
   }
-  Lane& lane = lanes_[task.targetId];
+  Lane& lane = existing != lanes_.end() ? existing->second : lanes_[task.targetId];
   if (target) {
     lane.maxConcurrency = target->fifo() ? 1 : std::max(1, target->maxConcurrency);
     lane.targetType = target->type;

@@ -406,8 +406,7 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
     SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
     SQLite::Statement q(db, BacklogScan::kChunk);
     BacklogScan scan(now);
-    while (scan.readChunk(q)) {
-    }
+    for (bool more = true; more;) more = scan.readChunk(q);
     return scan.counts();
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);
