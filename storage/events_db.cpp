@@ -262,6 +262,17 @@ Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint ne
   });
 }
 
+Result<std::unique_ptr<SQLite::Database>> EventsDb::openSnapshot() const {
+  auto reader = storage::openReader(file_, options_);
+  if (!reader) return reader.error();
+  try {
+    reader.value()->exec("BEGIN");
+  } catch (const std::exception& e) {
+    return storage::storageError("begin a read", e);
+  }
+  return reader;
+}
+
 Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
   EventPayload p;
   std::string headersText;

@@ -118,16 +118,18 @@ Result<HistoryPage<EventRecord>> EventsDb::listEvents(const HistoryFilter& filte
               match.params());
   if (after) where.addBefore(*after, "e.received_at", "e.id");
 
-  MutexLock lock(dbMutex_);
+  auto snapshot = openSnapshot();
+  if (!snapshot) return snapshot.error();
+  SQLite::Database& db = *snapshot.value();
   try {
-    SQLite::Statement q(*db_, std::string(kEventSelect) + "WHERE " + where.joined() +
-                                  " ORDER BY e.received_at DESC, e.id DESC LIMIT ?");
+    SQLite::Statement q(db, std::string(kEventSelect) + "WHERE " + where.joined() +
+                                " ORDER BY e.received_at DESC, e.id DESC LIMIT ?");
     q.bind(where.bind(q), limit + 1);
     auto page = readPage<EventRecord>(q, limit, readEvent, [](const EventRecord& e) {
       return PageKey{e.receivedAt, e.id};
     });
-    SQLite::Statement deliveries(*db_, std::string(kDeliverySelect) +
-                                           "WHERE d.event_id = ? ORDER BY d.created_at, d.rowid");
+    SQLite::Statement deliveries(
+        db, std::string(kDeliverySelect) + "WHERE d.event_id = ? ORDER BY d.created_at, d.rowid");
     for (EventRecord& e : page.items) {
       deliveries.bind(1, e.id);
       while (deliveries.executeStep()) e.deliveries.push_back(readDelivery(deliveries));
@@ -145,19 +147,21 @@ Result<EventRecord> EventsDb::showEvent(const std::string& eventId) {
   auto payload = loadPayload(eventId);
   if (!payload) return payload.error();
 
-  MutexLock lock(dbMutex_);
+  auto snapshot = openSnapshot();
+  if (!snapshot) return snapshot.error();
+  SQLite::Database& db = *snapshot.value();
   try {
-    SQLite::Statement q(*db_, std::string(kEventSelect) + "WHERE e.id = ?");
+    SQLite::Statement q(db, std::string(kEventSelect) + "WHERE e.id = ?");
     q.bind(1, eventId);
     if (!q.executeStep()) return makeError(error_code::kNotFound, "event " + eventId + " is gone");
     EventRecord event = readEvent(q);
     event.headers = std::move(payload->headers);
     event.body = std::move(payload->body);
-    SQLite::Statement deliveries(*db_, std::string(kDeliverySelect) +
-                                           "WHERE d.event_id = ? ORDER BY d.created_at, d.rowid");
+    SQLite::Statement deliveries(
+        db, std::string(kDeliverySelect) + "WHERE d.event_id = ? ORDER BY d.created_at, d.rowid");
     deliveries.bind(1, eventId);
     while (deliveries.executeStep()) event.deliveries.push_back(readDelivery(deliveries));
-    for (DeliveryRecord& d : event.deliveries) d.attemptRows = readAttempts(*db_, d.id);
+    for (DeliveryRecord& d : event.deliveries) d.attemptRows = readAttempts(db, d.id);
     return event;
   } catch (const std::exception& e) {
     return storage::storageError("show event", e);
@@ -172,10 +176,12 @@ Result<HistoryPage<DeliveryRecord>> EventsDb::listDeliveries(const HistoryFilter
   where.addEventMatch(filter);
   if (after) where.addBefore(*after, "d.created_at", "d.id");
 
-  MutexLock lock(dbMutex_);
+  auto snapshot = openSnapshot();
+  if (!snapshot) return snapshot.error();
+  SQLite::Database& db = *snapshot.value();
   try {
-    SQLite::Statement q(*db_, std::string(kDeliverySelect) + "WHERE " + where.joined() +
-                                  " ORDER BY d.created_at DESC, d.id DESC LIMIT ?");
+    SQLite::Statement q(db, std::string(kDeliverySelect) + "WHERE " + where.joined() +
+                                " ORDER BY d.created_at DESC, d.id DESC LIMIT ?");
     q.bind(where.bind(q), limit + 1);
     return readPage<DeliveryRecord>(q, limit, readDelivery, [](const DeliveryRecord& d) {
       return PageKey{d.createdAt, d.id};
@@ -186,9 +192,11 @@ Result<HistoryPage<DeliveryRecord>> EventsDb::listDeliveries(const HistoryFilter
 }
 
 Result<DeliveryRecord> EventsDb::getDelivery(const std::string& deliveryId) {
-  MutexLock lock(dbMutex_);
+  auto snapshot = openSnapshot();
+  if (!snapshot) return snapshot.error();
+  SQLite::Database& db = *snapshot.value();
   try {
-    SQLite::Statement q(*db_, std::string(kDeliverySelect) + "WHERE d.id = ?");
+    SQLite::Statement q(db, std::string(kDeliverySelect) + "WHERE d.id = ?");
     q.bind(1, deliveryId);
     if (!q.executeStep()) return makeError(error_code::kNotFound, "no delivery " + deliveryId);
     return readDelivery(q);

@@ -41,14 +41,17 @@ Result<WebhookStats> EventsDb::stats(int hours) {
   const TimePoint firstHour = currentHour - std::chrono::hours(std::max(hours, 1) - 1);
   const std::string since = formatTime(firstHour);
 
-  MutexLock lock(dbMutex_);
+  auto snapshot = openSnapshot();
+  if (!snapshot) return snapshot.error();
+  SQLite::Database& db = *snapshot.value();
   try {
     WebhookStats stats;
-    stats.events = db_->execAndGet("SELECT COUNT(*) FROM events").getInt64();
+    stats.events = db.execAndGet("SELECT COUNT(*) FROM events").getInt64();
 
     // deliveries_by_status covers this: no table rows are read.
-    SQLite::Statement counts(*db_, "SELECT target_id, status, COUNT(*) FROM deliveries "
-                                   "GROUP BY target_id, status ORDER BY target_id");
+    SQLite::Statement counts(db,
+                             "SELECT target_id, status, COUNT(*) FROM deliveries "
+                             "GROUP BY target_id, status ORDER BY target_id");
     while (counts.executeStep()) {
       const std::string targetId = counts.getColumn(0).getString();
       if (stats.targets.empty() || stats.targets.back().targetId != targetId)
@@ -62,7 +65,7 @@ Result<WebhookStats> EventsDb::stats(int hours) {
     // The newest failed attempt per target: the highest result id, as
     // results are only ever appended.
     SQLite::Statement failures(
-        *db_,
+        db,
         "SELECT d.target_id, d.id, d.event_id, r.created_at, r.status_code, r.error "
         "FROM delivery_results r JOIN deliveries d ON d.id = r.delivery_id "
         "WHERE r.id IN (SELECT MAX(r2.id) FROM delivery_results r2 "
@@ -83,7 +86,7 @@ Result<WebhookStats> EventsDb::stats(int hours) {
 
     // Each target's oldest waiting delivery (deliveries_waiting_by_target).
     SQLite::Statement oldest(
-        *db_,
+        db,
         "SELECT target_id, id, event_id, status, attempts, next_attempt_at FROM "
         "(SELECT target_id, id, event_id, status, attempts, next_attempt_at, ROW_NUMBER() "
         "OVER (PARTITION BY target_id ORDER BY created_at, rowid) AS n FROM deliveries "
@@ -102,10 +105,11 @@ Result<WebhookStats> EventsDb::stats(int hours) {
       }
     }
     const TimePoint now = clock_.now();
-    SQLite::Statement due(*db_,
-                          "SELECT target_id, MIN(created_at) FROM deliveries "
-                          "WHERE status IN ('pending', 'retrying') "
-                          "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) GROUP BY target_id");
+    SQLite::Statement due(
+        db,
+        "SELECT target_id, MIN(created_at) FROM deliveries "
+        "WHERE status IN ('pending', 'retrying') "
+        "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) GROUP BY target_id");
     due.bind(1, formatTime(now));
     while (due.executeStep()) {
       const std::string targetId = due.getColumn(0).getString();
@@ -116,16 +120,15 @@ Result<WebhookStats> EventsDb::stats(int hours) {
     }
 
     const auto received = countByHour(
-        *db_,
+        db,
         "SELECT substr(received_at, 1, 13), COUNT(*) FROM events WHERE received_at >= ? "
         "GROUP BY 1",
         since);
     // A failed delivery was last updated when it failed.
-    const auto failed = countByHour(
-        *db_,
-        "SELECT substr(updated_at, 1, 13), COUNT(*) FROM deliveries "
-        "WHERE status = 'failed' AND updated_at >= ? GROUP BY 1",
-        since);
+    const auto failed = countByHour(db,
+                                    "SELECT substr(updated_at, 1, 13), COUNT(*) FROM deliveries "
+                                    "WHERE status = 'failed' AND updated_at >= ? GROUP BY 1",
+                                    since);
     for (TimePoint h = firstHour; h <= currentHour; h += std::chrono::hours(1)) {
       HourlyCount count{formatTime(h), 0, 0};
       const std::string key = count.hour.substr(0, kHourPrefix);

@@ -3,13 +3,16 @@
 // in-process: a full disk and a file system gone read-only under an open
 // handle answer 503 with a JSON error and store nothing; other webhooks go
 // on; the first write after the fault clears succeeds; a delivery whose
-// result could not be written is attempted again. storage_faults_test makes
-// the same faults happen for real (as root).
+// result could not be written is attempted again; a commit stuck in its
+// flush holds up no admin view. storage_faults_test makes the full disk
+// and the read-only file system happen for real (as root).
 #include <doctest/doctest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -187,6 +190,49 @@ TEST_CASE("/readyz answers 503 while the main DB cannot be written, 200 again af
   CHECK(failing.body["status"] == "storage_unavailable");
   injected.clear();
   CHECK(eventually([&] { return readyz().status == 200; }));
+}
+
+TEST_CASE("the admin views answer while a commit holds the events DB's writer") {
+  FaultVfs::install();
+  EngineHarness harness;
+  const Hook shop = harness.createWebhook("shop");
+  harness.createTarget(shop.webhookId, "database", json::object());
+  harness.post(shop.entrypointId, R"({"n": 1})");
+  REQUIRE(harness.observer().waitForOutcomes(1, std::chrono::seconds(5)));
+  const std::shared_ptr<EventsDb> db = harness.eventsDbs().get(shop.webhookId).value();
+
+  // Declared before the fault, so it is joined after the fault is cleared.
+  std::jthread second;
+  InjectedFault injected(shop, Fault::kStall);
+  int secondStatus = -1;
+  second = std::jthread([&] { secondStatus = postTo(harness, shop, R"({"n": 2})").status; });
+  REQUIRE(FaultVfs::install().waitForStalledSync(std::chrono::seconds(10)));
+
+  // The second event's commit now holds the writer, its frames flushing.
+  // Each view runs apart: were it read on the writer's connection, it would
+  // wait for that commit, and the test would see no answer.
+  struct Views {
+    Result<WebhookStats> stats;
+    Result<HistoryPage<EventRecord>> events;
+  };
+  auto views = std::async(std::launch::async, [&] {
+    return Views{db->stats(1), db->listEvents(HistoryFilter{}, 10, std::nullopt)};
+  });
+  const bool answered = views.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  CHECK(answered);
+  injected.clear();  // whatever the views did, the commit may finish now
+  const Views seen = views.get();
+  REQUIRE(seen.stats);
+  CHECK(seen.stats.value().events == 1);  // the second event is not committed yet
+  CHECK(seen.stats.value().deliveries.delivered == 1);
+  REQUIRE(seen.events);
+  REQUIRE(seen.events.value().items.size() == 1);
+  const std::string deliveryId = seen.events.value().items[0].deliveries.at(0).id;
+
+  second.join();
+  CHECK(secondStatus == 200);
+  CHECK(db->stats(1).value().events == 2);
+  CHECK(db->getDelivery(deliveryId).value().status == DeliveryStatus::kDelivered);
 }
 
 }  // namespace webhooker::testing

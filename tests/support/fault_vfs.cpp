@@ -24,10 +24,30 @@ FaultVfs& FaultVfs::install() {
 }
 
 void FaultVfs::inject(std::string dbFile, Fault fault, bool withCompanions) {
-  std::lock_guard lock(mutex_);
-  dbFile_ = std::move(dbFile);
-  fault_ = fault;
-  withCompanions_ = withCompanions;
+  {
+    std::lock_guard lock(mutex_);
+    dbFile_ = std::move(dbFile);
+    fault_ = fault;
+    withCompanions_ = withCompanions;
+  }
+  changed_.notify_all();
+}
+
+bool FaultVfs::waitForStalledSync(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return stalledSyncs_ > 0; });
+}
+
+void FaultVfs::waitWhileStalled(sqlite3_file* f) {
+  if (faultFor(*fileOf(f).name) != Fault::kStall) return;
+  {
+    std::lock_guard lock(mutex_);
+    ++stalledSyncs_;
+  }
+  changed_.notify_all();
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return fault_ != Fault::kStall; });
+  --stalledSyncs_;
 }
 
 FaultVfs::FaultVfs() {
@@ -58,6 +78,7 @@ int FaultVfs::writeFault(sqlite3_file* f) {
   switch (install().faultFor(*fileOf(f).name)) {
     case Fault::kDiskFull: return SQLITE_FULL;
     case Fault::kReadOnly: return SQLITE_IOERR_WRITE;
+    case Fault::kStall:
     case Fault::kNone: break;
   }
   return SQLITE_OK;
@@ -111,7 +132,10 @@ sqlite3_io_methods FaultVfs::makeMethods(int version) {
     if (int rc = writeFault(f)) return rc;
     return real(f)->pMethods->xTruncate(real(f), size);
   };
-  m.xSync = [](sqlite3_file* f, int flags) { return real(f)->pMethods->xSync(real(f), flags); };
+  m.xSync = [](sqlite3_file* f, int flags) {
+    install().waitWhileStalled(f);
+    return real(f)->pMethods->xSync(real(f), flags);
+  };
   m.xFileSize = [](sqlite3_file* f, sqlite3_int64* size) {
     return real(f)->pMethods->xFileSize(real(f), size);
   };

@@ -7,7 +7,10 @@
 //   kReadOnly  xWrite/xTruncate answer SQLITE_IOERR_WRITE (EROFS: the file
 //              system went read-only under an open handle), and opening for
 //              writing falls back to read-only, as the unix VFS does when
-//              open(O_RDWR) is refused.
+//              open(O_RDWR) is refused;
+//   kStall     xSync waits until the fault is cleared (a disk that takes its
+//              time to flush): a commit under synchronous=FULL stops with
+//              its frames written, not yet visible, its connection held.
 // Everything above it — SQLite's rollback, SQLiteCpp, storage/, the server,
 // the engine — runs unchanged. Needs no root, unlike the real faults in
 // storage_faults_test.
@@ -18,6 +21,8 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -26,7 +31,7 @@ namespace webhooker::testing {
 
 class FaultVfs {
  public:
-  enum class Fault { kNone, kDiskFull, kReadOnly };
+  enum class Fault { kNone, kDiskFull, kReadOnly, kStall };
 
   // Registers the VFS as the default, once per process.
   static FaultVfs& install();
@@ -35,12 +40,16 @@ class FaultVfs {
   // and to its -wal and -journal too when `withCompanions`.
   void inject(std::string dbFile, Fault fault, bool withCompanions = true);
   void clear() { inject("", Fault::kNone); }
+  // Whether an xSync waits in kStall within `timeout`.
+  bool waitForStalledSync(std::chrono::milliseconds timeout);
 
  private:
   FaultVfs();
 
   Fault faultFor(const std::string& name);
   static int writeFault(sqlite3_file* f);
+  // xSync's part: returns once `f` is not stalled.
+  void waitWhileStalled(sqlite3_file* f);
   static int open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, int flags,
                   int* outFlags);
   // The I/O methods of a file: the real file's, but for writes and truncates.
@@ -49,10 +58,12 @@ class FaultVfs {
 
   sqlite3_vfs* real_ = nullptr;
   sqlite3_vfs vfs_{};
-  std::mutex mutex_;  // guards dbFile_, fault_ and withCompanions_
+  std::mutex mutex_;  // guards the members below
   std::string dbFile_;
   Fault fault_ = Fault::kNone;
   bool withCompanions_ = true;
+  int stalledSyncs_ = 0;
+  std::condition_variable changed_;  // fault_ or stalledSyncs_
 };
 
 }  // namespace webhooker::testing
