@@ -3,7 +3,6 @@
 // one http target. Baseline: the same fixed-rate load posted straight to a
 // receiver — one HTTP hop on this machine.
 #include <chrono>
-#include <unordered_map>
 
 #include "bench/load_generator.h"
 #include "bench/receiver.h"
@@ -11,23 +10,6 @@
 #include "bench/scenarios.h"
 
 namespace webhooker::bench {
-
-namespace {
-
-// Per acknowledged request: its receiver arrival minus when it was due, ms.
-std::vector<double> deliveryLatencies(const LoadResult& load, const BenchReceiver& receiver) {
-  std::unordered_map<int64_t, SteadyTime> arrived;
-  for (const Arrival& a : receiver.arrivals()) arrived.emplace(a.seq, a.at);
-  std::vector<double> latencies;
-  for (const RequestOutcome& r : load.requests) {
-    const auto a = arrived.find(r.seq);
-    if (r.status == 200 && a != arrived.end())
-      latencies.push_back(std::chrono::duration<double, std::milli>(a->second - r.due).count());
-  }
-  return latencies;
-}
-
-}  // namespace
 
 void runEndToEnd(const BenchConfig& config, Report& report) {
   LoadSpec spec;

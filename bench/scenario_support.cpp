@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_map>
 
 #include "bench/daemon.h"
 #include "tests/support/eventually.h"
@@ -78,6 +79,18 @@ MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& 
     if (seconds > 0) drain.rate = static_cast<double>(times.size() - 1) / seconds;
   }
   return drain;
+}
+
+std::vector<double> deliveryLatencies(const LoadResult& load, const BenchReceiver& receiver) {
+  std::unordered_map<int64_t, SteadyTime> arrived;
+  for (const Arrival& a : receiver.arrivals()) arrived.emplace(a.seq, a.at);
+  std::vector<double> latencies;
+  for (const RequestOutcome& r : load.requests) {
+    const auto a = arrived.find(r.seq);
+    if (r.status == 200 && a != arrived.end())
+      latencies.push_back(std::chrono::duration<double, std::milli>(a->second - r.due).count());
+  }
+  return latencies;
 }
 
 LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, LoadTarget target,

@@ -67,6 +67,10 @@ struct MultiDrain {
 MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
                         const std::vector<ExpectedArrivals>& expected);
 
+// Per acknowledged request of `load`: its arrival at `receiver` minus when
+// it was due, ms (a request that has not arrived is left out).
+std::vector<double> deliveryLatencies(const LoadResult& load, const BenchReceiver& receiver);
+
 // How a scenario posts its load once the daemon is up (by default: runLoad).
 using LoadRunner = std::function<LoadResult(BenchDaemon& daemon, const LoadSpec& spec)>;
 
