@@ -75,8 +75,9 @@ struct LiveRun {
 // Posts the end-to-end load to a webhook whose targets are `fast` and one
 // per `slow`; measures it and adds the correctness check as `checkName`
 // (only the fast target's deliveries must all be delivered).
-LiveRun liveToFast(const BenchConfig& config, BenchReceiver& fast, const ReceiverSet& slow,
+LiveRun liveToFast(BenchConfig config, BenchReceiver& fast, const ReceiverSet& slow,
                    const std::string& checkName, Report& report) {
+  config.drainCap = std::min(config.drainCap, kFastDrainCap);
   testing::TempDir data;
   BenchDaemon daemon(data.path(), config.daemonSettings({"--sweep-interval-ms", kLiveSweepMs}));
   const CreatedWebhook webhook = daemon.createWebhook("isolation-live");
@@ -92,7 +93,7 @@ LiveRun liveToFast(const BenchConfig& config, BenchReceiver& fast, const Receive
   spec.requests = static_cast<size_t>(config.endToEndRate * config.endToEndSeconds);
   spec.firstSeq = reserveSeqs(spec.requests);
   const LoadResult load = runLoad(spec, config.bodies);
-  const bool delivered = fast.waitForCount(load.ok(), std::min(config.drainCap, kFastDrainCap));
+  const bool delivered = fast.waitForCount(load.ok(), config.drainCap);
   daemon.stop();
 
   CorrectnessSpec check{
