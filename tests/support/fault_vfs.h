@@ -2,7 +2,7 @@
 // registered as the default VFS of the test process and passes every call
 // to the real one (unix), except that writes to a chosen database file (and
 // its -wal and -journal, unless told otherwise) fail the way the unix VFS
-// reports the real fault:
+// reports the real fault, or its flushes wait:
 //   kDiskFull  xWrite/xTruncate answer SQLITE_FULL (write() gave ENOSPC);
 //   kReadOnly  xWrite/xTruncate answer SQLITE_IOERR_WRITE (EROFS: the file
 //              system went read-only under an open handle), and opening for
@@ -52,7 +52,8 @@ class FaultVfs {
   void waitWhileStalled(sqlite3_file* f);
   static int open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, int flags,
                   int* outFlags);
-  // The I/O methods of a file: the real file's, but for writes and truncates.
+  // The I/O methods of a file: the real file's, but for writes, truncates
+  // and syncs.
   static const sqlite3_io_methods* methodsFor(int version);
   static sqlite3_io_methods makeMethods(int version);
 
