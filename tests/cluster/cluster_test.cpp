@@ -504,7 +504,20 @@ class RetryingSenders {
   }
   // After stop(): every event a node answered 200 to.
   const std::vector<Sent>& acked() const { return acked_; }
-  size_t retried() const { return retried_; }
+  size_t retried() const {
+    size_t n = 0;
+    for (const auto& [why, count] : retriedBy_) n += count;
+    return n;
+  }
+  // After stop(): why answers were retried, "503 webhook_moving: 12, ...".
+  // A request stored whose answer was lost is sent again and stored twice,
+  // so this is what to read first when the check below finds a duplicate.
+  std::string retryReasons() const {
+    std::string out;
+    for (const auto& [why, count] : retriedBy_)
+      out += (out.empty() ? "" : ", ") + why + ": " + std::to_string(count);
+    return out;
+  }
 
  private:
   void send(const std::string& url, size_t first, size_t step) {
@@ -520,7 +533,7 @@ class RetryingSenders {
         {
           std::lock_guard lock(mutex_);
           if (ok) acked_.push_back({w.id, key, 200, json::parse(res->body)["event_id"], {}});
-          else ++retried_;
+          else ++retriedBy_[failureOf(res)];
         }
         if (ok) break;
         std::this_thread::sleep_for(20ms);
@@ -529,11 +542,22 @@ class RetryingSenders {
     }
   }
 
+  // "503 webhook_moving", or "no answer (Read)" for a request that got none.
+  static std::string failureOf(const httplib::Result& res) {
+    if (!res) return "no answer (" + httplib::to_string(res.error()) + ")";
+    const json body = json::parse(res->body, nullptr, false);
+    std::string why = std::to_string(res->status);
+    if (body.is_object() && body.contains("error") && body["error"].contains("code") &&
+        body["error"]["code"].is_string())
+      why += " " + body["error"]["code"].get<std::string>();
+    return why;
+  }
+
   const std::vector<Webhook> webhooks_;
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
-  std::vector<Sent> acked_;  // guarded by mutex_ until stop()
-  size_t retried_ = 0;       // the same
+  std::vector<Sent> acked_;                  // guarded by mutex_ until stop()
+  std::map<std::string, size_t> retriedBy_;  // the same
   std::vector<std::thread> threads_;
 };
 
@@ -619,8 +643,8 @@ void moveUnderLoad(LoopbackCluster& c, std::vector<Webhook>& webhooks,
   }
   std::this_thread::sleep_for(300ms);
   senders.stop();
-  MESSAGE(senders.acked().size() << " events acknowledged during the moves; "
-                                 << senders.retried() << " answers were retried");
+  MESSAGE(senders.acked().size() << " events acknowledged during the moves; " << senders.retried()
+                                 << " answers were retried (" << senders.retryReasons() << ")");
   REQUIRE(senders.acked().size() >= atLeast);
   checkStoredOnceAndDeliveredOnce(c.nodes, webhooks, senders.acked(), c.receiver);
 }
