@@ -12,10 +12,7 @@
 namespace webhooker::bench {
 
 void runEndToEnd(const BenchConfig& config, Report& report) {
-  LoadSpec spec;
-  spec.connections = config.connections;
-  spec.rate = config.endToEndRate;
-  spec.requests = static_cast<size_t>(config.endToEndRate * config.endToEndSeconds);
+  LoadSpec spec = endToEndLoad(config);
 
   std::vector<double> hop;
   {

@@ -9,9 +9,10 @@
 // scenario's rate, each to be delivered to the fast target and to each slow
 // one, whose backlogs grow all the while (to 10,000 each at the normal
 // sizes), with the sweep every second. What is measured is the fast
-// target's ingest-to-receiver latency. A drain of a seeded backlog ends before the first sweep and with
-// no ingest beside it, so it cannot show a fast target starved by its
-// neighbours' new tasks or by a sweep re-admitting their backlog.
+// target's ingest-to-receiver latency. A drain of a seeded backlog ends
+// before the first sweep and with no ingest beside it, so it cannot show a
+// fast target starved by its neighbours' new tasks or by a sweep
+// re-admitting their backlog.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -85,12 +86,9 @@ LiveRun liveToFast(BenchConfig config, BenchReceiver& fast, const ReceiverSet& s
       daemon.createHttpTarget(webhook.id, fast.url(), config.workers)};
   for (const auto& receiver : slow)
     targetIds.push_back(daemon.createHttpTarget(webhook.id, receiver->url(), kSlowConcurrency));
-  LoadSpec spec;
+  LoadSpec spec = endToEndLoad(config);
   spec.baseUrl = daemon.url();
   spec.path = webhook.hookPath;
-  spec.connections = config.connections;
-  spec.rate = config.endToEndRate;
-  spec.requests = static_cast<size_t>(config.endToEndRate * config.endToEndSeconds);
   spec.firstSeq = reserveSeqs(spec.requests);
   const LoadResult load = runLoad(spec, config.bodies);
   const bool delivered = fast.waitForCount(load.ok(), config.drainCap);

@@ -81,6 +81,14 @@ MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& 
   return drain;
 }
 
+LoadSpec endToEndLoad(const BenchConfig& config) {
+  LoadSpec spec;
+  spec.connections = config.connections;
+  spec.rate = config.endToEndRate;
+  spec.requests = static_cast<size_t>(config.endToEndRate * config.endToEndSeconds);
+  return spec;
+}
+
 std::vector<double> deliveryLatencies(const LoadResult& load, const BenchReceiver& receiver) {
   std::unordered_map<int64_t, SteadyTime> arrived;
   for (const Arrival& a : receiver.arrivals()) arrived.emplace(a.seq, a.at);

@@ -67,6 +67,10 @@ struct MultiDrain {
 MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
                         const std::vector<ExpectedArrivals>& expected);
 
+// The end-to-end load: the config's connections posting at endToEndRate for
+// endToEndSeconds (where to, and the seqs, are the caller's).
+LoadSpec endToEndLoad(const BenchConfig& config);
+
 // Per acknowledged request of `load`: its arrival at `receiver` minus when
 // it was due, ms (a request that has not arrived is left out).
 std::vector<double> deliveryLatencies(const LoadResult& load, const BenchReceiver& receiver);

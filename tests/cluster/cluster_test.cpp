@@ -504,17 +504,21 @@ class RetryingSenders {
   }
   // After stop(): every event a node answered 200 to.
   const std::vector<Sent>& acked() const { return acked_; }
+  // After stop(): how many answers were retried, and why: "503
+  // webhook_moving: 12, ...". A request stored whose answer was lost is sent
+  // again and stored twice, so this is what to read first when the check
+  // below finds a duplicate.
   size_t retried() const {
     size_t n = 0;
-    for (const auto& [why, count] : retriedBy_) n += count;
+    for (const auto& [body, whys] : failedSends_) n += whys.size();
     return n;
   }
-  // After stop(): why answers were retried, "503 webhook_moving: 12, ...".
-  // A request stored whose answer was lost is sent again and stored twice,
-  // so this is what to read first when the check below finds a duplicate.
   std::string retryReasons() const {
+    std::map<std::string, size_t> counts;
+    for (const auto& [body, whys] : failedSends_)
+      for (const std::string& why : whys) ++counts[why];
     std::string out;
-    for (const auto& [why, count] : retriedBy_)
+    for (const auto& [why, count] : counts)
       out += (out.empty() ? "" : ", ") + why + ": " + std::to_string(count);
     return out;
   }
@@ -541,11 +545,7 @@ class RetryingSenders {
         {
           std::lock_guard lock(mutex_);
           if (ok) acked_.push_back({w.id, key, 200, json::parse(res->body)["event_id"], {}});
-          else {
-            const std::string why = failureOf(res);
-            ++retriedBy_[why];
-            failedSends_[key].push_back(why);
-          }
+          else failedSends_[key].push_back(failureOf(res));
         }
         if (ok) break;
         std::this_thread::sleep_for(20ms);
@@ -568,8 +568,7 @@ class RetryingSenders {
   const std::vector<Webhook> webhooks_;
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
-  std::vector<Sent> acked_;                  // guarded by mutex_ until stop()
-  std::map<std::string, size_t> retriedBy_;  // the same
+  std::vector<Sent> acked_;  // guarded by mutex_ until stop()
   std::map<std::string, std::vector<std::string>> failedSends_;  // by body; the same
   std::vector<std::thread> threads_;
 };
