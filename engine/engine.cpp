@@ -33,9 +33,10 @@ Engine::~Engine() {
 void Engine::start() {
   // Recovery runs before the workers so that a restart's backlog is queued
   // oldest first, ahead of anything new. Opening each webhook's file is most
-  // of it with many webhooks, so the other cores open files ahead of the
-  // scan (at most kOpenAhead, well inside the pool's capacity); the scans
-  // stay one at a time, as a scan holds all of a webhook's unfinished rows.
+  // of it with many webhooks, so one opener per core opens files ahead of
+  // the scan (at most kOpenAhead, well inside the pool's capacity; the scan
+  // thread mostly waits on them); the scans stay one at a time, as a scan
+  // holds all of a webhook's unfinished rows.
   auto webhooks = store_.listWebhooks();
   if (!webhooks) {
     spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
@@ -55,7 +56,7 @@ void Engine::start() {
     {
       std::vector<std::jthread> openers;
       const size_t cores = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-      for (size_t t = 1; t < cores && count > 1; ++t) openers.emplace_back(openAhead);
+      for (size_t t = 0; t < cores && count > 1; ++t) openers.emplace_back(openAhead);
       for (size_t i = 0; i < count; ++i) {
         reconcileWebhook((*webhooks)[i].id, nullptr, true);
         scanned.store(i + 1);
