@@ -36,6 +36,17 @@ int EventsDb::schemaVersion() {
   return storage::schemaVersion(*db_);
 }
 
+Result<bool> EventsDb::checkpointWal() {
+  MutexLock lock(dbMutex_);
+  try {
+    SQLite::Statement checkpoint(*db_, "PRAGMA wal_checkpoint(TRUNCATE)");
+    checkpoint.executeStep();
+    return checkpoint.getColumn(0).getInt() == 0;  // busy = 0: the whole WAL went in
+  } catch (const std::exception& e) {
+    return storage::storageError("checkpoint", e);
+  }
+}
+
 namespace {
 
 // The ingest write: the idempotency check, the event and its deliveries.

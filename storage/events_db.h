@@ -66,6 +66,11 @@ class EventsDb {
 
   int schemaVersion();
 
+  // Copies the WAL into the file and empties it (wal_checkpoint(TRUNCATE)),
+  // with the disk flushes that takes, so the next open of the file has no
+  // WAL to read. False when another connection's open read kept part of it.
+  Result<bool> checkpointWal();
+
   // Inserts the delivery_results row and updates the delivery in one
   // transaction: an attempt is never recorded without its outcome.
   Result<void> recordAttempt(const AttemptRecord& attempt);
@@ -180,10 +185,9 @@ class EventsDb {
   // Marks masked events as not examined, so the next pass applies a changed
   // pointer list to them as well. Cheap: the body is not rewritten.
   Result<void> resetMasking();
-  // Gives free pages back to the file system (incremental_vacuum) and copies
-  // the WAL into the file and truncates it (wal_checkpoint(TRUNCATE)), so
-  // deleted and masked bytes leave the disk. False when another connection's
-  // open read kept part of the WAL: call again later.
+  // Gives free pages back to the file system (incremental_vacuum), then
+  // checkpointWal(), so deleted and masked bytes leave the disk. False when
+  // part of the WAL was kept: call again later.
   Result<bool> reclaimSpace();
 
  private:

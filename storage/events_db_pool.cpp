@@ -8,8 +8,57 @@ namespace webhooker {
 
 EventsDbPool::EventsDbPool(std::filesystem::path dataDir, DbOptions options, const Clock& clock,
                            size_t capacity)
-    : dataDir_(std::move(dataDir)), options_(options), clock_(clock),
-      capacity_(capacity > 0 ? capacity : 1) {}
+    : dataDir_(std::move(dataDir)),
+      options_(options),
+      clock_(clock),
+      capacity_(capacity > 0 ? capacity : 1),
+      closer_([this](std::stop_token stop) { closeLoop(stop); }) {}
+
+EventsDbPool::~EventsDbPool() {
+  std::vector<std::shared_ptr<EventsDb>> open;
+  {
+    MutexLock lock(poolMutex_);
+    for (auto& entry : lru_) open.push_back(std::move(entry.second));
+    lru_.clear();
+    index_.clear();
+  }
+  close(std::move(open));
+  closer_.request_stop();
+  closer_.join();  // it empties its queue first
+}
+
+void EventsDbPool::close(std::vector<std::shared_ptr<EventsDb>> dbs) {
+  for (auto& db : dbs) {
+    {
+      MutexLock lock(closeMutex_);
+      if (waitingToClose_.size() < kMaxWaitingToClose) {
+        waitingToClose_.push_back(std::move(db));
+        toClose_.notify_one();
+        continue;
+      }
+    }
+    checkpointAndClose(std::move(db));
+  }
+}
+
+void EventsDbPool::closeLoop(std::stop_token stop) {
+  MutexLock lock(closeMutex_);
+  while (true) {
+    toClose_.wait(lock, stop, [&]() REQUIRES(closeMutex_) { return !waitingToClose_.empty(); });
+    if (waitingToClose_.empty()) return;  // stop requested, nothing left
+    std::shared_ptr<EventsDb> db = std::move(waitingToClose_.front());
+    waitingToClose_.pop_front();
+    lock.unlock();
+    checkpointAndClose(std::move(db));
+    lock.lock();
+  }
+}
+
+void EventsDbPool::checkpointAndClose(std::shared_ptr<EventsDb> db) {
+  // A holder that still writes leaves a short WAL behind, and a failed
+  // checkpoint a long one: either only makes the next open read it.
+  (void)db->checkpointWal();
+}
 
 std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const {
   return dataDir_ / ("events-" + webhookId + ".db");
@@ -33,8 +82,9 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   if (!db) return db.error();
   lru_.emplace_front(webhookId, db.value());
   index_[webhookId] = lru_.begin();
-  // Closing a DB commits what is queued and may flush: the evicted ones
-  // close once the lock is let go (or when their last holder lets go).
+  // Closing a DB commits what is queued and flushes: the evicted ones go to
+  // the closer once the lock is let go (and close when their last holder
+  // lets go).
   std::vector<std::shared_ptr<EventsDb>> evicted;
   while (lru_.size() > capacity_) {
     ++closings_[lru_.back().first];
@@ -43,7 +93,7 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
     lru_.pop_back();
   }
   lock.unlock();
-  evicted.clear();
+  close(std::move(evicted));
   return db;
 }
 

@@ -4,18 +4,23 @@
 // Ownership: the pool holds one shared_ptr per open file; a caller that got
 // one keeps the file open while it uses it, even if the pool evicts it.
 // Threading: any thread; the map and list are guarded by poolMutex_. Files
-// are opened and closed outside it (each takes milliseconds, and with more
-// active webhooks than the pool holds every delivery may open one), so only
-// callers of the same webhook wait for its open.
+// are opened outside it (each takes milliseconds, and with more active
+// webhooks than the pool holds every delivery may open one), so only
+// callers of the same webhook wait for its open. The pool's closer thread
+// closes what it evicts, and what it holds when it is destroyed: it first
+// empties each one's WAL into its file, so that the next open (a restart's
+// recovery opens every file) has no WAL to read.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <list>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -37,6 +42,11 @@ class EventsDbPool {
 
   EventsDbPool(std::filesystem::path dataDir, DbOptions options, const Clock& clock,
                size_t capacity = kDefaultCapacity);
+  // Closes every DB it holds as it closes the evicted ones (their holders
+  // let go of theirs), waiting for the flushes.
+  ~EventsDbPool();
+  EventsDbPool(const EventsDbPool&) = delete;
+  EventsDbPool& operator=(const EventsDbPool&) = delete;
 
   // The events DB of `webhookId`, opened (created and migrated if missing).
   // "not_found" for a webhook removed since the pool was made.
@@ -81,6 +91,14 @@ class EventsDbPool {
     kRemove,   // the id is refused from now on
     kReplace,  // get() of the id waits until the caller erases it from opening_
   };
+  // Hands `dbs` to closer_; the caller closes what does not fit in its
+  // queue (kMaxWaitingToClose) itself, so a closer that falls behind slows
+  // evictions rather than holding more files open.
+  void close(std::vector<std::shared_ptr<EventsDb>> dbs) EXCLUDES(closeMutex_);
+  void closeLoop(std::stop_token stop) EXCLUDES(closeMutex_);
+  static void checkpointAndClose(std::shared_ptr<EventsDb> db);
+  static constexpr size_t kMaxWaitingToClose = 64;
+
   // Once no get() or install() works on the webhook's file: marks the id
   // for `change`, takes its DB out of the pool (counted as a closing) and
   // lets go of it, outside the lock.
@@ -102,6 +120,11 @@ class EventsDbPool {
   std::condition_variable_any opened_;
   // Evictions and removals per id.
   std::unordered_map<std::string, uint64_t> closings_ GUARDED_BY(poolMutex_);
+
+  Mutex closeMutex_;
+  std::deque<std::shared_ptr<EventsDb>> waitingToClose_ GUARDED_BY(closeMutex_);
+  std::condition_variable_any toClose_;
+  std::jthread closer_;  // last: stopped and joined before the members above go
 };
 
 }  // namespace webhooker

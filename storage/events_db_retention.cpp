@@ -202,15 +202,15 @@ Result<void> EventsDb::resetMasking() {
 }
 
 Result<bool> EventsDb::reclaimSpace() {
-  MutexLock lock(dbMutex_);
-  try {
-    db_->exec("PRAGMA incremental_vacuum");
-    SQLite::Statement checkpoint(*db_, "PRAGMA wal_checkpoint(TRUNCATE)");
-    checkpoint.executeStep();
-    return checkpoint.getColumn(0).getInt() == 0;  // busy = 0: the whole WAL went in
-  } catch (const std::exception& e) {
-    return storage::storageError("reclaim space", e);
+  {
+    MutexLock lock(dbMutex_);
+    try {
+      db_->exec("PRAGMA incremental_vacuum");
+    } catch (const std::exception& e) {
+      return storage::storageError("reclaim space", e);
+    }
   }
+  return checkpointWal();
 }
 
 }  // namespace webhooker

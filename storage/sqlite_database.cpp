@@ -94,10 +94,10 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
       db->exec("PRAGMA auto_vacuum = INCREMENTAL");
     db->exec("PRAGMA journal_mode = WAL");
     // The last connection to close would checkpoint the WAL into the file,
-    // with its disk flushes: tens of ms that a pool closing and reopening
-    // DBs for more active webhooks than it holds pays on every swap. The WAL
+    // with its disk flushes, on whichever thread let go of it last. The WAL
     // is as durable as the file; it is checkpointed while the DB is open
-    // (every 1,000 pages) and by retention.
+    // (every 1,000 pages), by retention, and by EventsDbPool's closer thread
+    // before it closes a DB.
     sqlite3_db_config(db->getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     db->exec("PRAGMA foreign_keys = ON");
     // Freed space is overwritten with zeros, so a masked or deleted body

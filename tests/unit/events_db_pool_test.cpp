@@ -4,6 +4,8 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -36,6 +38,18 @@ std::shared_ptr<EventsDb> getOrFail(EventsDbPool& pool, const std::string& id) {
 // Stores one plain-text event and returns its id.
 std::string ingestOne(EventsDb& db, const std::string& body) {
   return ingestEvent(db, body, 1, "text/plain").eventId;
+}
+
+// The pool's closer lets go of an evicted DB once it has checkpointed it.
+bool closedWithinSeconds(const std::weak_ptr<EventsDb>& db, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!db.expired() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return db.expired();
+}
+
+std::uintmax_t walSize(const std::filesystem::path& dbFile) {
+  return std::filesystem::file_size(dbFile.string() + "-wal");
 }
 
 int countEvents(const std::filesystem::path& file) {
@@ -109,14 +123,14 @@ TEST_CASE("the pool keeps at most `capacity` DBs open and evicts the least recen
   { weakA = getOrFail(pool, a); }  // a is now the most recently used: b goes next
   { weakC = getOrFail(pool, c); }
   CHECK(pool.openCount() == 2);
-  CHECK(weakB.expired());  // evicted and, with no other user, closed
+  CHECK(closedWithinSeconds(weakB, 5));  // evicted and, with no other user, closed
   CHECK_FALSE(weakA.expired());
   CHECK_FALSE(weakC.expired());
 
   // The evicted one reopens with its data, and another one goes out.
   auto dbB = getOrFail(pool, b);
   CHECK(pool.openCount() == 2);
-  CHECK(weakA.expired());  // a was least recently used
+  CHECK(closedWithinSeconds(weakA, 5));  // a was least recently used
   auto dbA = getOrFail(pool, a);
   CHECK(pool.openCount() == 2);
   CHECK(countEvents(pool.pathFor(a)) == 1);
@@ -126,6 +140,31 @@ TEST_CASE("the pool keeps at most `capacity` DBs open and evicts the least recen
   // The reopened DB takes new events into the same file.
   ingestOne(*dbA, "after reopen");
   CHECK(countEvents(pool.pathFor(a)) == 2);
+}
+
+TEST_CASE("a DB the pool closes leaves an empty WAL, so the next open reads none") {
+  TempDir dir;
+  FakeClock clock;
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  {
+    EventsDbPool pool(dir.path(), DbOptions{}, clock, 1);
+    std::weak_ptr<EventsDb> weakA;
+    {
+      auto dbA = getOrFail(pool, a);
+      weakA = dbA;
+      ingestOne(*dbA, "evicted");
+      CHECK(walSize(pool.pathFor(a)) > 0);
+    }
+    ingestOne(*getOrFail(pool, b), "held until the pool goes");
+    CHECK(closedWithinSeconds(weakA, 5));
+    CHECK(walSize(pool.pathFor(a)) == 0);
+    CHECK(walSize(pool.pathFor(b)) > 0);
+  }
+  EventsDbPool reopened(dir.path(), DbOptions{}, clock, 1);
+  CHECK(walSize(reopened.pathFor(b)) == 0);
+  CHECK(countEvents(reopened.pathFor(a)) == 1);
+  CHECK(countEvents(reopened.pathFor(b)) == 1);
 }
 
 TEST_CASE("an evicted DB a caller still holds stays usable") {
