@@ -36,15 +36,19 @@ int EventsDb::schemaVersion() {
   return storage::schemaVersion(*db_);
 }
 
-Result<bool> EventsDb::checkpointWal() {
+Result<bool> EventsDb::checkpointWal(Wait wait) {
   MutexLock lock(dbMutex_);
+  if (wait == Wait::kNo) db_->setBusyTimeout(0);
+  Result<bool> whole = false;
   try {
     SQLite::Statement checkpoint(*db_, "PRAGMA wal_checkpoint(TRUNCATE)");
     checkpoint.executeStep();
-    return checkpoint.getColumn(0).getInt() == 0;  // busy = 0: the whole WAL went in
+    whole = checkpoint.getColumn(0).getInt() == 0;  // busy = 0: the whole WAL went in
   } catch (const std::exception& e) {
-    return storage::storageError("checkpoint", e);
+    whole = storage::storageError("checkpoint", e);
   }
+  if (wait == Wait::kNo) db_->setBusyTimeout(options_.busyTimeoutMs);
+  return whole;
 }
 
 namespace {

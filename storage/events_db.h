@@ -68,8 +68,10 @@ class EventsDb {
 
   // Copies the WAL into the file and empties it (wal_checkpoint(TRUNCATE)),
   // with the disk flushes that takes, so the next open of the file has no
-  // WAL to read. False when another connection's open read kept part of it.
-  Result<bool> checkpointWal();
+  // WAL to read. False when another connection's read or write kept part of
+  // it; with Wait::kNo at once rather than after the busy timeout.
+  enum class Wait { kForOthers, kNo };
+  Result<bool> checkpointWal(Wait wait);
 
   // Inserts the delivery_results row and updates the delivery in one
   // transaction: an attempt is never recorded without its outcome.

@@ -55,9 +55,11 @@ void EventsDbPool::closeLoop(std::stop_token stop) {
 }
 
 void EventsDbPool::checkpointAndClose(std::shared_ptr<EventsDb> db) {
-  // A holder that still writes leaves a short WAL behind, and a failed
-  // checkpoint a long one: either only makes the next open read it.
-  (void)db->checkpointWal();
+  // Without waiting: another connection to the file (a holder of this DB, or
+  // the pool's next open of the webhook) may write all the while, and a
+  // closer held up by it would hold up evictions. A WAL left behind, short
+  // or long, only makes the next open read it.
+  (void)db->checkpointWal(EventsDb::Wait::kNo);
 }
 
 std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const {

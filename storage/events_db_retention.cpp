@@ -210,7 +210,7 @@ Result<bool> EventsDb::reclaimSpace() {
       return storage::storageError("reclaim space", e);
     }
   }
-  return checkpointWal();
+  return checkpointWal(Wait::kForOthers);
 }
 
 }  // namespace webhooker
