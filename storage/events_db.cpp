@@ -38,17 +38,17 @@ int EventsDb::schemaVersion() {
 
 Result<bool> EventsDb::checkpointWal(Wait wait) {
   MutexLock lock(dbMutex_);
-  if (wait == Wait::kNo) db_->setBusyTimeout(0);
-  Result<bool> whole = false;
-  try {
-    SQLite::Statement checkpoint(*db_, "PRAGMA wal_checkpoint(TRUNCATE)");
-    checkpoint.executeStep();
-    whole = checkpoint.getColumn(0).getInt() == 0;  // busy = 0: the whole WAL went in
-  } catch (const std::exception& e) {
-    whole = storage::storageError("checkpoint", e);
-  }
-  if (wait == Wait::kNo) db_->setBusyTimeout(options_.busyTimeoutMs);
-  return whole;
+  sqlite3* handle = db_->getHandle();
+  if (wait == Wait::kNo) sqlite3_busy_timeout(handle, 0);
+  int logFrames = 0, checkpointed = 0;
+  const int rc = sqlite3_wal_checkpoint_v2(handle, nullptr, SQLITE_CHECKPOINT_TRUNCATE, &logFrames,
+                                           &checkpointed);
+  if (wait == Wait::kNo) sqlite3_busy_timeout(handle, options_.busyTimeoutMs);
+  if (rc == SQLITE_BUSY) return false;
+  if (rc != SQLITE_OK)
+    return makeError(error_code::kStorageError,
+                     std::string("storage checkpoint failed: ") + sqlite3_errstr(rc));
+  return true;
 }
 
 namespace {
