@@ -34,14 +34,17 @@ void Engine::start() {
   // Recovery runs before the workers so that a restart's backlog is queued
   // oldest first, ahead of anything new. Opening each webhook's file is most
   // of it with many webhooks, so one opener per core opens files ahead of
-  // the scan (at most kOpenAhead, well inside the pool's capacity; the scan
-  // thread mostly waits on them); the scans stay one at a time, as a scan
-  // holds all of a webhook's unfinished rows.
+  // the scan (at most kOpenAhead; the scan thread mostly waits on them); the
+  // scans stay one at a time, as a scan holds all of a webhook's unfinished
+  // rows. The pool lets go of each file once it is read: SQLite's open walks
+  // every file the process holds, and a pool kept full made each open of a
+  // 10,000-webhook recovery a third dearer. A webhook with work due now is
+  // opened again by the worker that takes it.
   auto webhooks = store_.listWebhooks();
   if (!webhooks) {
     spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
   } else {
-    constexpr size_t kOpenAhead = 256;
+    constexpr size_t kOpenAhead = 32;
     const size_t count = webhooks->size();
     std::atomic<size_t> scanned{0};
     std::atomic<size_t> nextToOpen{0};
@@ -51,6 +54,9 @@ void Engine::start() {
           scanned.wait(done);
         if (i < scanned.load()) continue;  // the scan got there first
         (void)eventsDbs_.get((*webhooks)[i].id);  // an error is the scan's to report
+        // The scan may have read and let go of it meanwhile: the scan marks a
+        // file scanned before it lets go, so one of the two lets go of it.
+        if (i < scanned.load()) eventsDbs_.letGo((*webhooks)[i].id);
       }
     };
     {
@@ -61,6 +67,7 @@ void Engine::start() {
         reconcileWebhook((*webhooks)[i].id, nullptr, true);
         scanned.store(i + 1);
         scanned.notify_all();
+        eventsDbs_.letGo((*webhooks)[i].id);
       }
     }
     spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());

@@ -99,6 +99,20 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   return db;
 }
 
+void EventsDbPool::letGo(const std::string& webhookId) {
+  std::vector<std::shared_ptr<EventsDb>> closing;
+  {
+    MutexLock lock(poolMutex_);
+    const auto it = index_.find(webhookId);
+    if (it == index_.end()) return;
+    ++closings_[webhookId];
+    closing.push_back(std::move(it->second->second));
+    lru_.erase(it->second);
+    index_.erase(it);
+  }
+  close(std::move(closing));
+}
+
 void EventsDbPool::waitForFileLocked(MutexLock& lock, const std::string& webhookId) {
   opened_.wait(lock, [&]() REQUIRES(poolMutex_) { return !opening_.count(webhookId); });
 }

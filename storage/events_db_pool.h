@@ -52,6 +52,12 @@ class EventsDbPool {
   // "not_found" for a webhook removed since the pool was made.
   Result<std::shared_ptr<EventsDb>> get(const std::string& webhookId);
 
+  // Closes the webhook's DB now, as an eviction would, if the pool holds it:
+  // for a caller that knows the DB will not be wanted soon (a restart's
+  // recovery reads every file once). SQLite's own open walks a list of every
+  // file open in the process, so each DB left open makes every open dearer.
+  void letGo(const std::string& webhookId) EXCLUDES(poolMutex_);
+
   // Closes the webhook's DB (once its users let go) and deletes its files.
   // From then on get() refuses the id, so a late delivery or pass cannot
   // bring back an empty file; a holder of the DB writes to the unlinked file

@@ -194,6 +194,35 @@ TEST_CASE("on start, pending deliveries go at once and a retrying one waits only
   CHECK(h.delivery(retrying).attempts == 2);
 }
 
+TEST_CASE("recovery closes each events DB once it has read it, and keeps its retries") {
+  // SQLite's open walks every file the process holds open: recovery leaves
+  // none of the files it only read in the pool.
+  FakeClock clock;
+  HarnessOptions options;
+  options.startEngine = false;
+  options.clock = &clock;
+  options.sweepInterval = 1h;  // no sweep opens them again
+  EngineHarness h(options);
+  Receiver r;
+  constexpr int kWebhooks = 40;
+  for (int i = 0; i < kWebhooks; ++i) {
+    const Hook hook = h.createWebhook();
+    const TargetRecord target =
+        h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 3600000, 0, 3600000));
+    const IngestOutcome stored =
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, "{}"), {target.id}, false);
+    recordFirstAttempt(h, {hook.webhookId, stored.deliveries.at(0).id}, 503, clock.now(),
+                       clock.now() + 1h);
+  }
+  REQUIRE(h.eventsDbs().openCount() == kWebhooks);  // the stores above left them open
+
+  h.startEngine();
+  CHECK(h.engine().heldCount() == kWebhooks);  // every retry waits in the timer
+  CHECK(h.eventsDbs().openCount() == 0);
+  std::this_thread::sleep_for(100ms);
+  CHECK(r.requestCount() == 0);
+}
+
 TEST_CASE("a receiver's Retry-After, longer than the backoff, still holds after a restart") {
   FakeClock clock;  // still: 2 s are left, exactly
   HarnessOptions options;

@@ -167,6 +167,40 @@ TEST_CASE("a DB the pool closes leaves an empty WAL, so the next open reads none
   CHECK(countEvents(reopened.pathFor(b)) == 1);
 }
 
+TEST_CASE("letGo closes a webhook's DB as an eviction would; the next get opens it again") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 4);
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  std::weak_ptr<EventsDb> weakA;
+  {
+    auto dbA = getOrFail(pool, a);
+    weakA = dbA;
+    ingestOne(*dbA, "kept through letGo");
+  }
+  auto dbB = getOrFail(pool, b);
+  CHECK(pool.openCount() == 2);
+
+  pool.letGo(a);
+  CHECK(pool.openCount() == 1);
+  CHECK(pool.peek(a).open == nullptr);
+  CHECK(pool.peek(a).closings == 1);
+  CHECK(closedWithinSeconds(weakA, 5));
+  CHECK(walSize(pool.pathFor(a)) == 0);  // checkpointed on the way out, as evicted DBs are
+
+  pool.letGo(a);  // not open: nothing to do
+  pool.letGo(webhooker::newUuid());
+  CHECK(pool.peek(a).closings == 1);
+  CHECK(pool.openCount() == 1);
+
+  auto reopened = getOrFail(pool, a);
+  CHECK(countEvents(pool.pathFor(a)) == 1);
+  ingestOne(*reopened, "after letGo");
+  CHECK(countEvents(pool.pathFor(a)) == 2);
+  CHECK(pool.openCount() == 2);
+}
+
 TEST_CASE("an evicted DB a caller still holds stays usable") {
   TempDir dir;
   FakeClock clock;
