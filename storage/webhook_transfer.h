@@ -61,7 +61,9 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
                                 DeliveryMerge deliveries, const DbOptions& options);
 
 // Makes a merged copy `incoming` the file `eventsDb`: its WAL written back
-// into it first (a copy's WAL would not follow a rename), then renamed.
+// into it first (a copy's WAL would not follow a rename), a WAL and WAL
+// index left under `eventsDb` deleted, then renamed. No connection to
+// `eventsDb` may be open (EventsDbPool::install sees to it).
 Result<void> adoptIncoming(const std::filesystem::path& incoming,
                            const std::filesystem::path& eventsDb, const DbOptions& options);
 

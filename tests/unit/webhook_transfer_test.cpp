@@ -2,12 +2,13 @@
 // on real files: a catch-up piece brings the source's later state of a
 // delivery into the copy, also when that state was written within the same
 // millisecond as the one the copy has; an earlier state never replaces a
-// later one.
+// later one; an adopted copy never reads a WAL left under its new name.
 #include <doctest/doctest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -93,4 +94,29 @@ TEST_CASE_FIXTURE(Transfer, "an earlier state of a delivery never replaces a lat
   REQUIRE(copiedState() == "delivered/1");
   merge(beforeDelivery);  // read first, merged last
   CHECK(copiedState() == "delivered/1");
+}
+
+TEST_CASE_FIXTURE(Transfer, "an adopted copy is not read through a WAL left under its new name") {
+  merge(readPiece());
+  // An earlier file under the name, removed without its WAL (a crash
+  // between a removal's deletes): three events only in that WAL.
+  const std::filesystem::path target = dir / "events-target.db";
+  {
+    auto earlier = EventsDb::open(target, DbOptions{}, clock).value();
+    webhooker::InboundEvent event;
+    event.entrypointId = "8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
+    event.method = "POST";
+    event.path = "/hooks/8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
+    event.body = "{\"earlier\":true}";
+    for (int i = 0; i < 3; ++i) REQUIRE(earlier->ingest(event, {"t1"}, std::chrono::hours(24)));
+  }
+  REQUIRE(std::filesystem::file_size(target.string() + "-wal") > 0);
+  std::filesystem::remove(target);
+
+  REQUIRE(webhooker::adoptIncoming(copy, target, DbOptions{}));
+  CHECK_FALSE(std::filesystem::exists(copy));
+  SQLite::Database db(target.string(), SQLite::OPEN_READONLY);
+  CHECK(db.execAndGet("PRAGMA integrity_check").getString() == "ok");
+  CHECK(db.execAndGet("SELECT COUNT(*) FROM events").getInt() == 1);
+  CHECK(db.execAndGet("SELECT id FROM deliveries").getString() == deliveryId);
 }
