@@ -40,6 +40,7 @@ void Engine::start() {
   // every file the process holds, and a pool kept full made each open of a
   // 10,000-webhook recovery a third dearer. A webhook with work due now is
   // opened again by the worker that takes it.
+  cacheLiveTargets();
   auto webhooks = store_.listWebhooks();
   if (!webhooks) {
     spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
@@ -469,6 +470,14 @@ void Engine::finishAttempt(const std::string& deliveryId) {
   if (inFlight_ == 0) idle_.notify_all();
 }
 
+Engine::TargetPtr Engine::cachedTarget(TargetRecord record) {
+  auto target = std::make_shared<CachedTarget>();
+  static_cast<TargetRecord&>(*target) = std::move(record);
+  target->routing = storedTargetRouting(target->routingJson);
+  target->config = readDeliveryConfig(target->type, target->configJson);
+  return target;
+}
+
 Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::string& targetId) {
   uint64_t changesBefore = 0;
   {
@@ -483,13 +492,29 @@ Engine::TargetPtr Engine::targetFor(const std::string& webhookId, const std::str
                    loaded.error().message);
     return nullptr;
   }
-  auto target = std::make_shared<CachedTarget>();
-  static_cast<TargetRecord&>(*target) = std::move(loaded.value());
-  target->routing = storedTargetRouting(target->routingJson);
-  target->config = readDeliveryConfig(target->type, target->configJson);
+  TargetPtr target = cachedTarget(std::move(loaded.value()));
   MutexLock lock(targetsMutex_);
   if (targetChanges_ == changesBefore) targetCache_[targetId] = target;
   return target;
+}
+
+void Engine::cacheLiveTargets() {
+  uint64_t changesBefore = 0;
+  {
+    MutexLock lock(targetsMutex_);
+    changesBefore = targetChanges_;
+  }
+  auto live = store_.listLiveTargets();
+  if (!live) {  // targetFor reads each one when it is first wanted
+    spdlog::warn("engine.target_lookup_failed error=\"{}\"", live.error().message);
+    return;
+  }
+  std::vector<TargetPtr> targets;
+  targets.reserve(live->size());
+  for (TargetRecord& record : live.value()) targets.push_back(cachedTarget(std::move(record)));
+  MutexLock lock(targetsMutex_);
+  if (targetChanges_ != changesBefore) return;  // some may be stale: read on demand
+  for (TargetPtr& target : targets) targetCache_.emplace(target->id, std::move(target));
 }
 
 void Engine::targetChanged(const std::string& webhookId, const std::string& targetId) {

@@ -231,6 +231,11 @@ class Engine final : public Dispatcher, public Scheduler {
   void queueRefillLocked(const std::string& webhookId, std::optional<std::string> targetId)
       REQUIRES(engineMutex_);
   TargetPtr targetFor(const std::string& webhookId, const std::string& targetId);
+  // The record with its routing and delivery config parsed once.
+  static TargetPtr cachedTarget(TargetRecord record);
+  // Puts every live target in the cache with one read of the main store, for
+  // a restart's recovery, which would otherwise read them one at a time.
+  void cacheLiveTargets() EXCLUDES(targetsMutex_);
 
   // recovery.cpp
   // Reads a webhook's waiting deliveries (only `onlyTarget`'s, if given) and

@@ -123,6 +123,18 @@ TargetRecord readTarget(SQLite::Statement& q) {
   return t;
 }
 
+// The targets `where` (what follows FROM targets) selects, with at most one
+// bound value.
+std::vector<TargetRecord> selectTargets(SQLite::Database& db, const char* where,
+                                        const std::string* bound = nullptr) {
+  SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns + kTargetWebhookMoving +
+                              " FROM targets " + where);
+  if (bound) q.bind(1, *bound);
+  std::vector<TargetRecord> out;
+  while (q.executeStep()) out.push_back(readTarget(q));
+  return out;
+}
+
 Error notFound(const char* what, const std::string& id) {
   return makeError(error_code::kNotFound, std::string(what) + " " + id + " does not exist");
 }
@@ -538,13 +550,14 @@ Result<TargetRecord> MainStore::getTarget(const std::string& webhookId, const st
 
 Result<std::vector<TargetRecord>> MainStore::listTargets(const std::string& webhookId) {
   return read("list targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
-    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns + kTargetWebhookMoving +
-                                  " FROM targets WHERE webhook_id = ? AND deleted_at IS NULL "
-                                  "ORDER BY created_at, id");
-    q.bind(1, webhookId);
-    std::vector<TargetRecord> out;
-    while (q.executeStep()) out.push_back(readTarget(q));
-    return out;
+    return selectTargets(db, "WHERE webhook_id = ? AND deleted_at IS NULL ORDER BY created_at, id",
+                         &webhookId);
+  });
+}
+
+Result<std::vector<TargetRecord>> MainStore::listLiveTargets() {
+  return read("list live targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
+    return selectTargets(db, "WHERE deleted_at IS NULL");
   });
 }
 
@@ -707,14 +720,12 @@ Result<std::unordered_set<std::string>> MainStore::heldTargetIds() {
 }
 
 Result<std::vector<TargetRecord>> MainStore::listDisabledTargets() {
-  return read("list disabled targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
-    SQLite::Statement q(db, std::string("SELECT ") + kTargetColumns + kTargetWebhookMoving +
-                                  " FROM targets WHERE disabled_reason IS NOT NULL "
-                                  "AND deleted_at IS NULL ORDER BY disabled_at, id");
-    std::vector<TargetRecord> out;
-    while (q.executeStep()) out.push_back(readTarget(q));
-    return out;
-  });
+  return read(
+      "list disabled targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
+        return selectTargets(
+            db,
+            "WHERE disabled_reason IS NOT NULL AND deleted_at IS NULL ORDER BY disabled_at, id");
+      });
 }
 
 Result<std::vector<StoredTargetHealth>> MainStore::listTargetHealth() {

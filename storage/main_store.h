@@ -97,6 +97,8 @@ class MainStore {
   Result<TargetRecord> getTarget(const std::string& webhookId, const std::string& id);
   // Targets not deleted, oldest first.
   Result<std::vector<TargetRecord>> listTargets(const std::string& webhookId);
+  // Targets not deleted, of every webhook, in no particular order.
+  Result<std::vector<TargetRecord>> listLiveTargets();
   // Writes every mutable field of `target` (name, active, max_concurrency,
   // config, retry) for a target that is not deleted.
   Result<TargetRecord> updateTarget(const TargetRecord& target);
