@@ -37,8 +37,8 @@ void Engine::start() {
   // the scan (at most kOpenAhead; the scan thread mostly waits on them); the
   // scans stay one at a time, as a scan holds all of a webhook's unfinished
   // rows. The pool lets go of each file once it is read: SQLite's open walks
-  // every file the process holds, and a pool kept full made each open of a
-  // 10,000-webhook recovery a third dearer. A webhook with work due now is
+  // every file the process holds, and with the pool kept full that walk was
+  // a tenth of a 10,000-webhook recovery. A webhook with work due now is
   // opened again by the worker that takes it.
   cacheLiveTargets();
   auto webhooks = store_.listWebhooks();
@@ -506,7 +506,7 @@ void Engine::cacheLiveTargets() {
   }
   auto live = store_.listLiveTargets();
   if (!live) {  // targetFor reads each one when it is first wanted
-    spdlog::warn("engine.target_lookup_failed error=\"{}\"", live.error().message);
+    spdlog::warn("engine.target_list_failed error=\"{}\"", live.error().message);
     return;
   }
   std::vector<TargetPtr> targets;
