@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include <fmt/format.h>
+#include "storage/sqlite_database.h"
 
 namespace webhooker {
 
@@ -100,17 +100,23 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
 }
 
 void EventsDbPool::letGo(const std::string& webhookId) {
-  std::vector<std::shared_ptr<EventsDb>> closing;
+  std::vector<std::shared_ptr<EventsDb>> closing(1);
   {
     MutexLock lock(poolMutex_);
-    const auto it = index_.find(webhookId);
-    if (it == index_.end()) return;
+    closing[0] = takeOutLocked(webhookId);
+    if (!closing[0]) return;
     ++closings_[webhookId];
-    closing.push_back(std::move(it->second->second));
-    lru_.erase(it->second);
-    index_.erase(it);
   }
   close(std::move(closing));
+}
+
+std::shared_ptr<EventsDb> EventsDbPool::takeOutLocked(const std::string& webhookId) {
+  const auto it = index_.find(webhookId);
+  if (it == index_.end()) return nullptr;
+  std::shared_ptr<EventsDb> db = std::move(it->second->second);
+  lru_.erase(it->second);
+  index_.erase(it);
+  return db;
 }
 
 void EventsDbPool::waitForFileLocked(MutexLock& lock, const std::string& webhookId) {
@@ -126,26 +132,13 @@ void EventsDbPool::closeForFile(const std::string& webhookId, FileChange change)
     waitForFileLocked(lock, webhookId);
     (change == FileChange::kRemove ? removed_ : opening_).insert(webhookId);
     ++closings_[webhookId];
-    if (auto it = index_.find(webhookId); it != index_.end()) {
-      closing = std::move(it->second->second);
-      lru_.erase(it->second);
-      index_.erase(it);
-    }
+    closing = takeOutLocked(webhookId);
   }
 }
 
 Result<void> EventsDbPool::remove(const std::string& webhookId) {
   closeForFile(webhookId, FileChange::kRemove);
-  std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    std::filesystem::path file = pathFor(webhookId);
-    file += suffix;
-    std::filesystem::remove(file, ec);
-    if (ec)
-      return makeError(error_code::kStorageError,
-                       fmt::format("could not delete {}: {}", file.string(), ec.message()));
-  }
-  return {};
+  return storage::deleteDatabaseFiles(pathFor(webhookId), {"", "-wal", "-shm"});
 }
 
 Result<void> EventsDbPool::install(const std::string& webhookId, const PlaceFile& place) {

@@ -97,6 +97,8 @@ class EventsDbPool {
     kRemove,   // the id is refused from now on
     kReplace,  // get() of the id waits until the caller erases it from opening_
   };
+  // Takes the webhook's DB out of the LRU, if it is there.
+  std::shared_ptr<EventsDb> takeOutLocked(const std::string& webhookId) REQUIRES(poolMutex_);
   // Hands `dbs` to closer_; the caller closes what does not fit in its
   // queue (kMaxWaitingToClose) itself, so a closer that falls behind slows
   // evictions rather than holding more files open.

@@ -115,6 +115,20 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
   }
 }
 
+Result<void> deleteDatabaseFiles(const std::filesystem::path& file,
+                                 std::initializer_list<std::string_view> suffixes) {
+  for (std::string_view suffix : suffixes) {
+    std::filesystem::path named = file;
+    named += suffix;
+    std::error_code ec;
+    std::filesystem::remove(named, ec);
+    if (ec)
+      return makeError(error_code::kStorageError,
+                       fmt::format("could not delete {}: {}", named.string(), ec.message()));
+  }
+  return {};
+}
+
 Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path& file,
                                                      const DbOptions& options) {
   configureLibraryOnce();

@@ -6,9 +6,11 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -33,6 +35,12 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
 // mode it reads while the other connection writes and flushes.
 Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path& file,
                                                      const DbOptions& options);
+
+// Deletes the files of the database `file` named by `suffixes` ("" is the
+// file itself, "-wal" and "-shm" its WAL and WAL index); one that is missing
+// is not an error. No connection to the file may be open.
+Result<void> deleteDatabaseFiles(const std::filesystem::path& file,
+                                 std::initializer_list<std::string_view> suffixes);
 
 // Applies pending migrations; returns how many were applied.
 Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations);

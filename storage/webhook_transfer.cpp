@@ -202,16 +202,11 @@ Result<void> adoptIncoming(const std::filesystem::path& incoming,
       return storage::storageError("write back a copied events database", e);
     }
   }
-  std::error_code ec;
   // SQLite would read a WAL left under the new name (a crash between a
   // removal's deletes) as this file's: its frames carry no file identity.
-  for (const char* suffix : {"-wal", "-shm"}) {
-    const std::filesystem::path stale = eventsDb.string() + suffix;
-    std::filesystem::remove(stale, ec);
-    if (ec)
-      return makeError(error_code::kStorageError,
-                       "cannot delete " + stale.string() + ": " + ec.message());
-  }
+  if (auto deleted = storage::deleteDatabaseFiles(eventsDb, {"-wal", "-shm"}); !deleted)
+    return deleted.error();
+  std::error_code ec;
   std::filesystem::rename(incoming, eventsDb, ec);
   if (ec)
     return makeError(error_code::kStorageError, "cannot rename " + incoming.string() + ": " +
