@@ -33,6 +33,11 @@ class Dispatcher {
   // reactivated target resumes; one whose webhook moves out lets go of the
   // retries it holds).
   virtual void targetChanged(const std::string& webhookId, const std::string& targetId) = 0;
+  // As targetChanged, for a target whose config (its receiver) changed:
+  // what was learnt of the old receiver goes too, so its circuit breaker
+  // starts closed. The cached config goes before the breaker does, so an
+  // attempt that reads the target after the reset sends to the new one.
+  virtual void receiverChanged(const std::string& webhookId, const std::string& targetId) = 0;
   // Attempts of the target running now (sent, not yet answered and queued
   // for recording): a webhook moving out waits for this to reach 0.
   virtual int attemptsInFlight(const std::string& targetId) const = 0;

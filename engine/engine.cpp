@@ -518,13 +518,23 @@ void Engine::cacheLiveTargets() {
 }
 
 void Engine::targetChanged(const std::string& webhookId, const std::string& targetId) {
+  changeTarget(webhookId, targetId, false);
+}
+
+void Engine::receiverChanged(const std::string& webhookId, const std::string& targetId) {
+  changeTarget(webhookId, targetId, true);
+}
+
+void Engine::changeTarget(const std::string& webhookId, const std::string& targetId,
+                          bool receiverChanged) {
   {
     MutexLock lock(targetsMutex_);
     targetCache_.erase(targetId);
     ++targetChanges_;
   }
+  if (receiverChanged && health_) health_->receiverChanged(webhookId, targetId);
   reconcileWebhook(webhookId, &targetId, true);
-  // What an open breaker put off goes now: a config change has reset the
+  // What an open breaker put off goes now: a receiver change has reset the
   // breaker (and if it has not, the breaker refuses again, at no attempt).
   // Every retry of a webhook moving out goes now too, to be let go at
   // once: held until its time, it could outlive the move and, were the

@@ -113,6 +113,7 @@ class Engine final : public Dispatcher, public Scheduler {
   Handoff openHandoff() override;
   void submit(std::vector<Task> tasks) override;
   void targetChanged(const std::string& webhookId, const std::string& targetId) override;
+  void receiverChanged(const std::string& webhookId, const std::string& targetId) override;
   int attemptsInFlight(const std::string& targetId) const override;
   void scheduleRetry(Task task, std::chrono::milliseconds delay) override;
 
@@ -171,6 +172,11 @@ class Engine final : public Dispatcher, public Scheduler {
   // lane itself on its way back.
   void wakeWorkerLocked() REQUIRES(engineMutex_);
   void runAttempt(Task& task, AttemptHold hold);
+  // targetChanged and receiverChanged: the cached target goes, then (for a
+  // receiver change) the health reporter forgets the old receiver, then the
+  // target's waiting deliveries are picked up again.
+  void changeTarget(const std::string& webhookId, const std::string& targetId,
+                    bool receiverChanged);
   // The hold of one attempt (see AttemptHold): counted in inFlight_ from
   // now; finishAttempt() runs when its last copy is gone.
   AttemptHold holdAttempt(const std::string& deliveryId);

@@ -24,6 +24,7 @@ TargetHealthMonitor::TargetHealthMonitor(MainStore& store, Engine& engine,
 TargetHealthMonitor::~TargetHealthMonitor() { stop(); }
 
 void TargetHealthMonitor::attach(CircuitBreakers& breakers) {
+  breakers_ = &breakers;
   auto rows = store_.listTargetHealth();
   if (!rows) {
     spdlog::error("health.restore_failed error=\"{}\"", rows.error().message);
@@ -178,6 +179,14 @@ void TargetHealthMonitor::deadLettered(const Task& task, const std::string& reas
   data["event_id"] = task.eventId;
   data["attempts"] = task.attempt;
   events_.deadLettered(std::move(data));
+}
+
+void TargetHealthMonitor::receiverChanged(const std::string& webhookId,
+                                          const std::string& targetId) {
+  if (!breakers_) return;
+  spdlog::info("breaker.reset webhook_id={} target_id={} reason=config_changed", webhookId,
+               targetId);
+  breakers_->reset(targetId);
 }
 
 void TargetHealthMonitor::breakerChanged(const CircuitBreakers::Transition& t) {

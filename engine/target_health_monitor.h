@@ -55,6 +55,7 @@ class TargetHealthMonitor final : public HealthReporter {
   bool attemptFailed(const TargetRecord& target, const Task& task) override;
   void receiverGone(const TargetRecord& target, const Task& task) override;
   void deadLettered(const Task& task, const std::string& reason) override;
+  void receiverChanged(const std::string& webhookId, const std::string& targetId) override;
 
  private:
   struct Streak {
@@ -70,6 +71,7 @@ class TargetHealthMonitor final : public HealthReporter {
   Engine& engine_;
   OperationalEvents& events_;
   const Clock& clock_;
+  CircuitBreakers* breakers_ = nullptr;  // set by attach()
 
   Mutex mutex_;
   std::unordered_map<std::string, Streak> streaks_ GUARDED_BY(mutex_);    // by target id

@@ -85,7 +85,7 @@ class AdminApi {
   EventsDbPool& eventsDbs_;
   Dispatcher& dispatcher_;  // told about target changes, handed redriven deliveries
   const SsrfGuard& guard_;  // refuses literal internal addresses in target URLs
-  CircuitBreakers& breakers_;  // shown by the API; reset when a target's config changes
+  CircuitBreakers& breakers_;  // shown by the API
   MoveFence& moveFence_;  // around every write to one webhook
   RoutingEvaluator* const routing_;  // null: programs cannot be saved
   OperationalEvents* operationalEvents_;  // told about operator enables and setting changes

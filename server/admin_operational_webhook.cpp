@@ -110,13 +110,13 @@ void AdminApi::putOperationalWebhook(const HttpRequest& req, HttpResponse& res) 
   }
 
   TargetRecord target;
-  if (existing) {
+  const bool replacing = existing.has_value();
+  if (replacing) {
     target = std::move(*existing);
     target.configJson = valid->dump();
     auto updated = store_.updateTarget(target);
     if (!updated) return sendError(res, updated.error());
     target = std::move(updated.value());
-    breakers_.reset(target.id);
   } else {
     auto webhook = store_.createWebhook(kWebhookName,
                                         "Operational events: what happens to the receivers", 30);
@@ -138,7 +138,10 @@ void AdminApi::putOperationalWebhook(const HttpRequest& req, HttpResponse& res) 
   if (auto r = store_.setSetting(OperationalWebhookSetting::kSettingKey, setting.toJson().dump()); !r)
     return sendError(res, r.error());
   operationalEvents_->reload();
-  dispatcher_.targetChanged(target.webhookId, target.id);
+  if (replacing)
+    dispatcher_.receiverChanged(target.webhookId, target.id);
+  else
+    dispatcher_.targetChanged(target.webhookId, target.id);
   spdlog::info("operational_webhook.set webhook_id={} target_id={}", target.webhookId, target.id);
   json view = settingView(setting, target);
   if (generated) view["generated_signing_secret"] = *generated;  // shown this once

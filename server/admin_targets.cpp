@@ -215,11 +215,10 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
   // A new URL or config deserves a fresh start: the old breaker's cooldown
   // would otherwise hold the first deliveries back with nothing saying why.
   if (body->contains("config") &&
-      json::parse(updated->configJson, nullptr, false) != json::parse(configBefore, nullptr, false)) {
-    spdlog::info("breaker.reset webhook_id={} target_id={} reason=config_changed", *id, *tid);
-    breakers_.reset(*tid);
-  }
-  dispatcher_.targetChanged(*id, *tid);
+      json::parse(updated->configJson, nullptr, false) != json::parse(configBefore, nullptr, false))
+    dispatcher_.receiverChanged(*id, *tid);
+  else
+    dispatcher_.targetChanged(*id, *tid);
   json view = targetJson(updated.value());
   if (generated) view["generated_signing_secret"] = *generated;  // shown this once
   sendJson(res, 200, view);

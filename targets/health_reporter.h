@@ -30,6 +30,10 @@ class HealthReporter {
   virtual void receiverGone(const TargetRecord& target, const Task& task) = 0;
   // The delivery ended `failed` with `reason` (committed).
   virtual void deadLettered(const Task& task, const std::string& reason) = 0;
+  // The target's config changed: what its breaker knew was about another
+  // receiver. Called by the engine once it has dropped the old config, and
+  // before the deliveries the breaker put off go again.
+  virtual void receiverChanged(const std::string& webhookId, const std::string& targetId) = 0;
 };
 
 }  // namespace webhooker

@@ -56,6 +56,9 @@ class RecordingDispatcher final : public Dispatcher {
     std::lock_guard lock(mutex_);
     targetChanges_.emplace_back(webhookId, targetId);
   }
+  void receiverChanged(const std::string& webhookId, const std::string& targetId) override {
+    targetChanged(webhookId, targetId);
+  }
   int attemptsInFlight(const std::string&) const override { return 0; }  // it runs none
 
   std::vector<std::vector<Task>> batches() const {
@@ -73,7 +76,7 @@ class RecordingDispatcher final : public Dispatcher {
     std::lock_guard lock(mutex_);
     return batches_.size();
   }
-  // (webhook id, target id) per targetChanged() call.
+  // (webhook id, target id) per targetChanged() or receiverChanged() call.
   std::vector<std::pair<std::string, std::string>> targetChanges() const {
     std::lock_guard lock(mutex_);
     return targetChanges_;
