@@ -1,9 +1,10 @@
 #include "storage/events_db.h"
 
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
+#include <nlohmann/json.hpp>
 
 #include "base/time_format.h"
 #include "base/uuid.h"
@@ -329,56 +330,42 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
 
 namespace {
 
-// Counts the waiting deliveries a chunk at a time, in the order of
-// deliveries_by_status (status, target_id, rowid): with a large backlog the
-// whole count takes hundreds of ms, and an open DB's count holds the write
-// connection, so ingest and result writes wait for one chunk at most. Over
-// several chunks the count is not one snapshot: a delivery that changes
-// state between two of them may be counted twice or missed. It is a gauge,
-// read again the next pass; a backlog within one chunk is counted exactly.
+// Counts the waiting deliveries a chunk at a time, then finds each
+// target's oldest due one. With a large backlog the whole count takes
+// hundreds of ms, and an open DB's count holds the write connection, so
+// ingest and result writes wait for one chunk at most. Over several chunks
+// the count is not one snapshot: a delivery that changes state between two
+// of them may be counted twice or missed. It is a gauge, read again the
+// next pass; a backlog within one chunk is counted exactly.
+//
+// The count reads deliveries_by_status alone (status, target_id, rowid):
+// no row of the table. Only the search for the oldest due delivery reads
+// rows (its next attempt time), in created_at order from the oldest, and
+// it stops at the first due one: usually the first it reads. A target
+// whose deliveries all wait for a later time (a receiver down) is read
+// whole, a chunk at a time.
 class BacklogScan {
  public:
-  // ?1: now, which decides what is due. Two seeks in one merge: the rest of
-  // the current target's rows, then the targets after it.
-  static constexpr const char* kChunk =
-      "SELECT target_id, rowid, next_attempt_at IS NULL OR next_attempt_at <= ?1, created_at "
-      "FROM deliveries WHERE status = ?2 AND target_id = ?3 AND rowid > ?4 "
+  // ?1 status; the rest of the current target's rows (?2, after rowid ?3),
+  // then the targets after it, in one merge.
+  static constexpr const char* kCountChunk =
+      "SELECT target_id, rowid FROM deliveries WHERE status = ?1 AND target_id = ?2 AND rowid > ?3 "
       "UNION ALL "
-      "SELECT target_id, rowid, next_attempt_at IS NULL OR next_attempt_at <= ?1, created_at "
-      "FROM deliveries WHERE status = ?2 AND target_id > ?3 "
-      "ORDER BY 1, 2 LIMIT ?5";
+      "SELECT target_id, rowid FROM deliveries WHERE status = ?1 AND target_id > ?2 "
+      "ORDER BY 1, 2 LIMIT ?4";
+  // ?1 target, ?2 now (which decides what is due), after (?3 created_at,
+  // ?4 rowid); deliveries_waiting_by_target gives the order.
+  static constexpr const char* kOldestDueChunk =
+      "SELECT created_at, rowid, status, next_attempt_at IS NULL OR next_attempt_at <= ?2 "
+      "FROM deliveries WHERE target_id = ?1 AND status IN ('pending', 'retrying') "
+      "AND (created_at, rowid) > (?3, ?4) ORDER BY created_at, rowid LIMIT ?5";
 
   explicit BacklogScan(TimePoint now) : now_(formatTime(now)) {}
 
-  // Reads the next chunk with `q` (kChunk); false once everything is read.
-  bool readChunk(SQLite::Statement& q) {
-    const DeliveryStatus status = kWaiting[statusIndex_];
-    q.bind(1, now_);
-    q.bind(2, std::string(statusWord(status)));
-    q.bind(3, afterTarget_);
-    q.bind(4, afterRowid_);
-    q.bind(5, kChunkRows);
-    int rows = 0;
-    while (q.executeStep()) {
-      ++rows;
-      const char* target = q.getColumn(0).getText();
-      if (groups_.empty() || groups_.back().status != status || groups_.back().targetId != target)
-        groups_.push_back({target, status, 0, {}});
-      Group& group = groups_.back();
-      ++group.count;
-      afterRowid_ = q.getColumn(1).getInt64();
-      // created_at is fixed-width ISO 8601: text order is time order.
-      if (q.getColumn(2).getInt() != 0) {
-        const char* created = q.getColumn(3).getText();
-        if (group.oldestDue.empty() || group.oldestDue > created) group.oldestDue = created;
-      }
-    }
-    q.reset();
-    if (rows > 0) afterTarget_ = groups_.back().targetId;
-    if (rows == kChunkRows) return true;
-    afterTarget_.clear();
-    afterRowid_ = 0;
-    return ++statusIndex_ < kWaiting.size();
+  // Reads the next chunk; false once everything is read.
+  bool readChunk(SQLite::Statement& countChunk, SQLite::Statement& oldestDueChunk) {
+    if (statusIndex_ < kWaiting.size()) return readCounts(countChunk) || !groups_.empty();
+    return readOldestDue(oldestDueChunk);
   }
 
   std::vector<EventsDb::BacklogCount> counts() const {
@@ -392,20 +379,81 @@ class BacklogScan {
   }
 
  private:
+  struct Group {
+    std::string targetId;
+    DeliveryStatus status;
+    int64_t count = 0;
+    std::string oldestDue;  // created_at of the target's oldest due one; empty: not this group
+  };
+
+  // False once both statuses are counted.
+  bool readCounts(SQLite::Statement& q) {
+    const DeliveryStatus status = kWaiting[statusIndex_];
+    q.bind(1, std::string(statusWord(status)));
+    q.bind(2, afterTarget_);
+    q.bind(3, afterRowid_);
+    q.bind(4, kChunkRows);
+    int rows = 0;
+    while (q.executeStep()) {
+      ++rows;
+      const char* target = q.getColumn(0).getText();
+      if (groups_.empty() || groups_.back().status != status || groups_.back().targetId != target)
+        groups_.push_back({target, status, 0, {}});
+      ++groups_.back().count;
+      afterRowid_ = q.getColumn(1).getInt64();
+    }
+    q.reset();
+    if (rows > 0) afterTarget_ = groups_.back().targetId;
+    if (rows == kChunkRows) return true;
+    afterTarget_.clear();
+    afterRowid_ = 0;
+    if (++statusIndex_ < kWaiting.size()) return true;
+    for (const Group& g : groups_) targets_.push_back(g.targetId);
+    std::sort(targets_.begin(), targets_.end());
+    targets_.erase(std::unique(targets_.begin(), targets_.end()), targets_.end());
+    return false;
+  }
+
+  // False once every target's oldest due delivery is found (or it has none).
+  bool readOldestDue(SQLite::Statement& q) {
+    if (targetIndex_ == targets_.size()) return false;
+    const std::string& target = targets_[targetIndex_];
+    q.bind(1, target);
+    q.bind(2, now_);
+    q.bind(3, afterCreated_);
+    q.bind(4, afterCreatedRowid_);
+    q.bind(5, kChunkRows);
+    int rows = 0;
+    bool found = false;
+    while (!found && q.executeStep()) {
+      ++rows;
+      afterCreated_ = q.getColumn(0).getString();
+      afterCreatedRowid_ = q.getColumn(1).getInt64();
+      if (q.getColumn(3).getInt() == 0) continue;
+      found = true;
+      const auto status = parseDeliveryStatus(q.getColumn(2).getText());
+      for (Group& g : groups_)
+        if (g.targetId == target && g.status == status) g.oldestDue = afterCreated_;
+    }
+    q.reset();
+    if (!found && rows == kChunkRows) return true;
+    afterCreated_.clear();
+    afterCreatedRowid_ = 0;
+    return ++targetIndex_ < targets_.size();
+  }
+
   static constexpr int kChunkRows = 1000;
   static constexpr std::array kWaiting = {DeliveryStatus::kPending, DeliveryStatus::kRetrying};
 
   const std::string now_;
   size_t statusIndex_ = 0;
-  std::string afterTarget_;  // where the next chunk starts (exclusive)
+  std::string afterTarget_;  // where the next count chunk starts (exclusive)
   int64_t afterRowid_ = 0;
-  struct Group {
-    std::string targetId;
-    DeliveryStatus status;
-    int64_t count = 0;
-    std::string oldestDue;  // created_at of the oldest due one; empty: none
-  };
   std::vector<Group> groups_;
+  std::vector<std::string> targets_;  // every target with a group, once
+  size_t targetIndex_ = 0;            // whose oldest due one is searched
+  std::string afterCreated_;          // where the next search chunk starts (exclusive)
+  int64_t afterCreatedRowid_ = 0;
 };
 
 }  // namespace
@@ -415,7 +463,8 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
   try {
     for (bool more = true; more;) {
       MutexLock lock(dbMutex_);
-      more = scan.readChunk(*statements_->get(BacklogScan::kChunk));
+      more = scan.readChunk(*statements_->get(BacklogScan::kCountChunk),
+                            *statements_->get(BacklogScan::kOldestDueChunk));
     }
     return scan.counts();
   } catch (const std::exception& e) {
@@ -430,9 +479,10 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
     return makeError(error_code::kNotFound, file.string() + " does not exist");
   try {
     SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
-    SQLite::Statement q(db, BacklogScan::kChunk);
+    SQLite::Statement countChunk(db, BacklogScan::kCountChunk);
+    SQLite::Statement oldestDueChunk(db, BacklogScan::kOldestDueChunk);
     BacklogScan scan(now);
-    for (bool more = true; more;) more = scan.readChunk(q);
+    for (bool more = true; more;) more = scan.readChunk(countChunk, oldestDueChunk);
     return scan.counts();
   } catch (const std::exception& e) {
     return storage::storageError("count backlog", e);

@@ -277,6 +277,52 @@ TEST_CASE_FIXTURE(Fixture, "the backlog is counted exactly across chunks, per ta
   check(EventsDb::backlogOfFile(file, clock.now()));
 }
 
+TEST_CASE_FIXTURE(Fixture,
+                  "a target's oldest due delivery is found behind a chunk waiting for later") {
+  // More deliveries wait for a later time than the search reads per chunk
+  // (1,000), all older than the one that is due: the search goes on past
+  // the chunk, and counts what it finds on the group of its status.
+  const std::string a = webhooker::newUuid();
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 251;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i)
+        if (!db->ingest(sampleEvent(), {a}, kWindow)) ++failures;
+    });
+  for (auto& th : threads) th.join();
+  REQUIRE(failures.load() == 0);
+  const std::string later = webhooker::formatTime(clock.now() + 1h);
+  {
+    SQLite::Database writer(file.string(), SQLite::OPEN_READWRITE);
+    writer.exec("UPDATE deliveries SET next_attempt_at = '" + later + "'");
+  }
+  clock.advance(1s);
+  const webhooker::TimePoint due = clock.now();
+  const IngestOutcome last = ingestOk(sampleEvent(), {a});
+  webhooker::AttemptRecord retry;  // a's other status: its only delivery is due
+  retry.deliveryId = last.deliveries.at(0).id;
+  retry.statusCode = 503;
+  retry.newStatus = webhooker::DeliveryStatus::kRetrying;
+  retry.nextAttemptAt = clock.now();
+  REQUIRE(db->recordAttempt(retry));
+
+  const auto check = [&](const webhooker::Result<std::vector<EventsDb::BacklogCount>>& counted) {
+    REQUIRE(counted);
+    REQUIRE(counted->size() == 2);
+    CHECK(counted->at(0).status == webhooker::DeliveryStatus::kPending);
+    CHECK(counted->at(0).count == kThreads * kPerThread);
+    CHECK_FALSE(counted->at(0).oldestDueCreatedAt);
+    CHECK(counted->at(1).status == webhooker::DeliveryStatus::kRetrying);
+    CHECK(counted->at(1).count == 1);
+    CHECK(counted->at(1).oldestDueCreatedAt == due);
+  };
+  check(db->backlogByTarget());
+  check(EventsDb::backlogOfFile(file, clock.now()));
+}
+
 TEST_CASE_FIXTURE(Fixture, "an event with no targets has no deliveries") {
   const IngestOutcome out = ingestOk(sampleEvent(), {});
   CHECK(out.deliveries.empty());
