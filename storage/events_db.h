@@ -98,8 +98,8 @@ class EventsDb {
     std::string targetId;
     DeliveryStatus status = DeliveryStatus::kPending;  // kPending or kRetrying
     int64_t count = 0;
-    // created_at of the oldest of them that is due (no next attempt time,
-    // or one that has passed), if any.
+    // created_at of the target's oldest due delivery (no next attempt
+    // time, or one that has passed), on the group of its status only.
     std::optional<TimePoint> oldestDueCreatedAt;
   };
   // How many deliveries wait, per target and status (for the sampler).
