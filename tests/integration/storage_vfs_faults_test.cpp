@@ -4,12 +4,14 @@
 // handle answer 503 with a JSON error and store nothing; other webhooks go
 // on; the first write after the fault clears succeeds; a delivery whose
 // result could not be written is attempted again; a commit stuck in its
-// flush holds up no admin view. storage_faults_test makes the full disk
+// flush holds up no admin view, and its sender has no answer until the
+// flush is done. storage_faults_test makes the full disk
 // and the read-only file system happen for real (as root).
 #include <doctest/doctest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -233,6 +235,25 @@ TEST_CASE("the admin views answer while a commit holds the events DB's writer") 
   CHECK(secondStatus == 200);
   CHECK(db->stats(1).value().events == 2);
   CHECK(db->getDelivery(deliveryId).value().status == DeliveryStatus::kDelivered);
+}
+
+TEST_CASE("an ingest is answered only once its commit is flushed to the disk") {
+  FaultVfs::install();
+  EngineHarness harness;
+  const Hook shop = harness.createWebhook("shop");
+  harness.post(shop.entrypointId, R"({"n": 1})");  // the events DB is open and written
+
+  std::atomic<int> status{-1};
+  std::jthread sender;  // declared before the fault: joined after it is cleared
+  InjectedFault injected(shop, Fault::kStall);
+  sender = std::jthread([&] { status = postTo(harness, shop, R"({"n": 2})").status; });
+  REQUIRE(FaultVfs::install().waitForStalledSync(std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(status.load() == -1);  // its commit waits for the flush, and so does the answer
+  injected.clear();
+  sender.join();
+  CHECK(status.load() == 200);
+  CHECK(rowsIn(harness, shop, "events") == 2);
 }
 
 }  // namespace webhooker::testing
