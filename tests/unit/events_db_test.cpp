@@ -68,6 +68,20 @@ struct Fixture : DbFile {
     return r.value();
   }
 
+  // `threads` × `each` events for `target`, ingested at once, so they
+  // commit in groups.
+  void ingestConcurrently(int threads, int each, const std::string& target) {
+    std::atomic<int> failures{0};
+    std::vector<std::thread> running;
+    for (int t = 0; t < threads; ++t)
+      running.emplace_back([&] {
+        for (int i = 0; i < each; ++i)
+          if (!db->ingest(sampleEvent(), {target}, kWindow)) ++failures;
+      });
+    for (auto& th : running) th.join();
+    REQUIRE(failures.load() == 0);
+  }
+
   IngestOutcome ingestOk(const InboundEvent& e, const std::vector<std::string>& targets) {
     auto r = db->ingest(e, targets, kWindow);
     if (!r) FAIL("ingest failed: " << r.error().code << ": " << r.error().message);
@@ -242,15 +256,7 @@ TEST_CASE_FIXTURE(Fixture, "the backlog is counted exactly across chunks, per ta
   clock.advance(1s);
   constexpr int kThreads = 4;
   constexpr int kPerThread = 600;
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&] {
-      for (int i = 0; i < kPerThread; ++i)
-        if (!db->ingest(sampleEvent(), {a}, kWindow)) ++failures;
-    });
-  for (auto& th : threads) th.join();
-  REQUIRE(failures.load() == 0);
+  ingestConcurrently(kThreads, kPerThread, a);
   // b's delivery waits for a retry that is not due yet.
   webhooker::AttemptRecord retry;
   retry.deliveryId = first.deliveries.at(1).id;
@@ -285,15 +291,7 @@ TEST_CASE_FIXTURE(Fixture,
   const std::string a = webhooker::newUuid();
   constexpr int kThreads = 4;
   constexpr int kPerThread = 251;
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&] {
-      for (int i = 0; i < kPerThread; ++i)
-        if (!db->ingest(sampleEvent(), {a}, kWindow)) ++failures;
-    });
-  for (auto& th : threads) th.join();
-  REQUIRE(failures.load() == 0);
+  ingestConcurrently(kThreads, kPerThread, a);
   const std::string later = webhooker::formatTime(clock.now() + 1h);
   {
     SQLite::Database writer(file.string(), SQLite::OPEN_READWRITE);
