@@ -90,7 +90,8 @@ fuzz: fuzz-build
 TSAN_DIR := build-tsan
 # The TSan build compiles only these tests: keep threaded_tests in
 # tests/meson.build the same list, so nothing is compiled that never runs.
-TSAN_TESTS := attempt_watchdog events_db_pool group_commit delivery recovery redrive fifo retry_timer
+TSAN_TESTS := attempt_watchdog events_db_pool group_commit delivery recovery redrive fifo retry_timer \
+    target_health events_db
 TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
     -Dcpp_args="['-g1', '-Wno-maybe-uninitialized', '-Wno-tsan']" -Db_sanitize=thread
 
