@@ -148,39 +148,50 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
   const auto failAll = [&](const char* operation, const std::exception& e) {
     for (Writer* w : group) w->result = storageError(operation, e);
   };
+  const bool buffered = std::none_of(group.begin(), group.end(), [](const Writer* w) {
+    return w->durability == Durability::kFlushed;
+  });
   MutexLock lock(dbMutex_);
   try {
-    chooseSyncFor(group);
-    // IMMEDIATE: the write lock comes first, so a read inside a work (an
-    // idempotency check) cannot be overtaken by another connection's write.
-    {
-      SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
-      const Pass pass = runGroup(group, false);
-      if (pass == Pass::kTransactionLost) return;
-      if (pass == Pass::kAllRan) return txn.commit();
-      // A lone write's failure is undone with the transaction.
-      if (group.size() == 1) return;
-    }
-    SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
-    if (runGroup(group, true) == Pass::kTransactionLost) return;
-    txn.commit();
+    useSync(buffered ? SyncMode::kNormal : openedSync_);
+    transact(group);
   } catch (const std::exception& e) {
     failAll("commit", e);
   } catch (...) {
     failAll("commit", std::runtime_error("unknown error"));
   }
+  // Between groups the connection is in its opened mode, so that a write
+  // made on it directly (a redrive, a retention pass) is as durable as its
+  // answer says. Setting the mode does no I/O; should it still fail, the
+  // next group sets it again.
+  try {
+    useSync(openedSync_);
+  } catch (...) {
+  }
 }
 
-void GroupCommit::chooseSyncFor(const std::vector<Writer*>& group) {
-  const bool flushed = std::any_of(group.begin(), group.end(), [](const Writer* w) {
-    return w->durability == Durability::kFlushed;
-  });
-  const SyncMode wanted = flushed ? openedSync_ : SyncMode::kNormal;
-  if (wanted == currentSync_) return;
-  statements_.get(wanted == SyncMode::kFull ? "PRAGMA synchronous = FULL"
-                                            : "PRAGMA synchronous = NORMAL")
+void GroupCommit::transact(const std::vector<Writer*>& group) {
+  // IMMEDIATE: the write lock comes first, so a read inside a work (an
+  // idempotency check) cannot be overtaken by another connection's write.
+  {
+    SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
+    const Pass pass = runGroup(group, false);
+    if (pass == Pass::kTransactionLost) return;
+    if (pass == Pass::kAllRan) return txn.commit();
+    // A lone write's failure is undone with the transaction.
+    if (group.size() == 1) return;
+  }
+  SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  if (runGroup(group, true) == Pass::kTransactionLost) return;
+  txn.commit();
+}
+
+void GroupCommit::useSync(SyncMode mode) {
+  if (mode == currentSync_) return;
+  statements_
+      .get(mode == SyncMode::kFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
       ->exec();
-  currentSync_ = wanted;
+  currentSync_ = mode;
 }
 
 GroupCommit::Pass GroupCommit::runGroup(const std::vector<Writer*>& group, bool savepoints) {

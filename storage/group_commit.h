@@ -39,6 +39,8 @@
 // (SyncMode) unless every write in it is kBuffered; such a group commits
 // under synchronous=NORMAL, without a disk flush. WAL frames are appended in
 // order, so the next flushed commit makes the buffered ones durable too.
+// The connection goes back to its opened mode after every group: others
+// commit on it directly (EventsDb's redrive and retention).
 //
 // Lingering: a commit costs about the same for one write as for ten (the
 // transaction's locks, the WAL frames of the pages it touched). When only
@@ -139,8 +141,11 @@ class GroupCommit {
   // The flusher thread: leads while a submitted write heads the queue, and
   // runs the Done of every committed submitted write.
   void flush();
-  // The leader's part: one transaction for `group`; sets every result.
+  // The leader's part: one transaction for `group` in the synchronous mode
+  // it needs; sets every result.
   void commit(const std::vector<Writer*>& group) EXCLUDES(queueMutex_);
+  // commit()'s transaction; throws when SQLite cannot begin or commit it.
+  void transact(const std::vector<Writer*>& group) REQUIRES(dbMutex_);
   // How a run of a group's works ended.
   enum class Pass {
     kAllRan,           // each result set (with savepoints, failed ones undone)
@@ -152,9 +157,8 @@ class GroupCommit {
   Pass runGroup(const std::vector<Writer*>& group, bool savepoints);
   // One writer's work; its result set, whatever it throws.
   void runWork(Writer& writer);
-  // Sets the connection's synchronous mode for the next commit: the opened
-  // mode if any write of `group` is kFlushed, NORMAL otherwise.
-  void chooseSyncFor(const std::vector<Writer*>& group) REQUIRES(dbMutex_);
+  // Sets the connection's synchronous mode, unless it is in it already.
+  void useSync(SyncMode mode) REQUIRES(dbMutex_);
 
   SQLite::Database& db_;
   Mutex& dbMutex_;

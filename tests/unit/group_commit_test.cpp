@@ -334,24 +334,41 @@ TEST_CASE_FIXTURE(Fixture, "a submitted write that fails is reported failed; the
 }
 
 TEST_CASE_FIXTURE(Fixture, "a group of buffered writes commits without a disk flush; one flushed write makes its group flush") {
+  // The mode each write's transaction runs (and so commits) under.
+  std::mutex seenMutex;
+  std::map<int, SyncMode> seen;
+  const auto noting = [&](int x) -> GroupCommit::Work {
+    return [&, x](StatementCache& sql) -> Result<void> {
+      auto mode = sql.get("PRAGMA synchronous");
+      const bool full = mode->executeStep() && mode->getColumn(0).getInt() == 2;
+      std::lock_guard lock(seenMutex);
+      seen[x] = full ? SyncMode::kFull : SyncMode::kNormal;
+      return insert(x)(sql);
+    };
+  };
   Submitted submitted;
-  group->submit("buffered", insert(1), submitted.doneFor(1), 0, Durability::kBuffered);
+  group->submit("buffered", noting(1), submitted.doneFor(1), 0, Durability::kBuffered);
   submitted.waitFor(1);
-  CHECK(synchronous() == SyncMode::kNormal);
-  REQUIRE(group->run("flushed", insert(2)).ok());
+  // Back in its opened mode: a write made on the connection directly flushes.
   CHECK(synchronous() == SyncMode::kFull);
+  REQUIRE(group->run("flushed", noting(2)).ok());
 
   Blocker blocker(*group);
   waitUntilQueued(1);
-  group->submit("buffered", insert(3), submitted.doneFor(3), 0, Durability::kBuffered);
-  auto flushed = startInserts(*group, 4, 4);
+  group->submit("buffered", noting(3), submitted.doneFor(3), 0, Durability::kBuffered);
+  auto flushed = std::async(std::launch::async, [&] { return group->run("flushed", noting(4)); });
   waitUntilQueued(3);
   blocker.release.set_value();
   CHECK(blocker.done.get().ok());
-  CHECK(flushed[0].get().ok());
+  CHECK(flushed.get().ok());
   submitted.waitFor(2);
-  CHECK(synchronous() == SyncMode::kFull);  // the last group held both
+  CHECK(synchronous() == SyncMode::kFull);
   CHECK(rows() == std::set<int>{0, 1, 2, 3, 4});
+  std::lock_guard lock(seenMutex);
+  CHECK(seen == std::map<int, SyncMode>{{1, SyncMode::kNormal},
+                                        {2, SyncMode::kFull},
+                                        {3, SyncMode::kFull},  // its group held write 4
+                                        {4, SyncMode::kFull}});
 }
 
 namespace {
