@@ -593,8 +593,9 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   // A retry reads the body again: one waiting for its time holds none.
   task.payload.reset();
   if (!applyTransform(*target, task, *db.value(), payload, hold)) return;
-  DeliveryContext context{*db.value(), *target,        target->config, payload,
-                          *this,       observer_,      std::move(hold), health_};
+  DeliveryContext context{*db.value(),     *target, target->config,
+                          payload,         *this,   observer_,
+                          std::move(hold), health_, !target->routing.transformJq.empty()};
   impl->deliver(context, std::move(task));
 }
 

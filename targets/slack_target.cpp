@@ -1,11 +1,11 @@
 #include "targets/slack_target.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "base/json_text.h"
 #include "base/utf8.h"
-#include "targets/routing_rules.h"
 
 namespace webhooker {
 
@@ -96,7 +96,7 @@ Result<OutboundRequest> SlackTarget::buildRequest(const DeliveryContext& ctx, co
   request.headers = {{"Content-Type", "application/json"}};
   // With a transform, its output is the Slack message itself ({"text"} or
   // {"blocks"}), not an event to describe.
-  if (!storedTargetRouting(ctx.target.routingJson).transformJq.empty()) {
+  if (ctx.transformed) {
     request.body = ctx.payload.body;
     return request;
   }

@@ -69,6 +69,8 @@ struct DeliveryContext {
   // Told about the receiver's health (targets/health_reporter.h); nullptr:
   // nobody listens. Lives as long as the scheduler.
   HealthReporter* health = nullptr;
+  // payload.body is the target's transform output, not the body received.
+  bool transformed = false;
 };
 
 class Target {

@@ -145,6 +145,28 @@ TEST_CASE("GitHub events by header: a push-only target gets {ref} signed, an ope
         std::string::npos);
 }
 
+TEST_CASE("a slack target with a transform posts the program's output as the message itself") {
+  EngineHarness h(withJq());
+  Receiver transformed, described;
+  const Hook hook = h.createWebhook();
+  createTarget(h, hook,
+               {{"type", "slack"},
+                {"config", {{"webhook_url", transformed.url("/services/T000/B000/XXXX")}}},
+                {"transform", {{"jq", R"jq({text: "push to \(.body.repository.full_name)"})jq"}}}});
+  createTarget(h, hook,
+               {{"type", "slack"},
+                {"config", {{"webhook_url", described.url("/services/T000/B000/YYYY")}}}});
+
+  ingest(h, hook, kPush);
+  REQUIRE(transformed.waitForRequests(1, 10s));
+  REQUIRE(described.waitForRequests(1, 10s));
+  CHECK(transformed.requests()[0].body == R"({"text":"push to acme/api"})");
+  // Without a transform the message describes the event as received.
+  const json posted = json::parse(described.requests()[0].body, nullptr, false);
+  REQUIRE(posted.is_object());
+  CHECK(posted["text"].get<std::string>().find("\"full_name\": \"acme/api\"") != std::string::npos);
+}
+
 TEST_CASE("the default rule types by X-GitHub-Event, then the JSON body's type; a prefix matches") {
   EngineHarness h(withJq());
   Receiver invoices;
