@@ -76,7 +76,7 @@ void Engine::start() {
   refiller_ = std::jthread([this](std::stop_token st) { refillLoop(st); });
   {
     MutexLock lock(engineMutex_);
-    for (int i = 0; i < std::max(1, options_.workers); ++i)
+    for (size_t i = 0; i < startedWorkers(); ++i)
       workers_.emplace_back([this](std::stop_token st) { work(st); });
   }
   sweeper_ = std::jthread([this](std::stop_token st) { sweepLoop(st); });
@@ -103,6 +103,8 @@ bool Engine::stop(std::chrono::milliseconds grace) {
     {
       MutexLock lock(engineMutex_);
       workers = std::move(workers_);  // none is added while stopping_
+      for (std::jthread& w : retired_) workers.push_back(std::move(w));
+      retired_.clear();
     }
     for (auto& w : workers) w.request_stop();
     workAvailable_.notify_all();
@@ -315,9 +317,27 @@ bool Engine::markReadyLocked(const std::string& targetId, Lane& lane, Taker take
   return true;
 }
 
+size_t Engine::startedWorkers() const { return static_cast<size_t>(std::max(1, options_.workers)); }
+
+size_t Engine::workerCount() const {
+  MutexLock lock(engineMutex_);
+  return workers_.size();
+}
+
+void Engine::retireWorkerLocked() {
+  const auto self = std::find_if(workers_.begin(), workers_.end(), [](const std::jthread& w) {
+    return w.get_id() == std::this_thread::get_id();
+  });
+  for (std::jthread& earlier : retired_) earlier.join();
+  retired_.clear();
+  retired_.push_back(std::move(*self));
+  workers_.erase(self);
+  spdlog::debug("delivery.worker_retired workers={}", workers_.size());
+}
+
 void Engine::wakeWorkerLocked() {
   // Before start() (recovery queues first) the pool is not there to grow.
-  const size_t started = static_cast<size_t>(std::max(1, options_.workers));
+  const size_t started = startedWorkers();
   const size_t most = std::max(started, static_cast<size_t>(options_.maxWorkers));
   if (idleWorkers_ > 0 || busyWorkers_ < workers_.size() || stopping_ ||
       workers_.size() < started || workers_.size() >= most) {
@@ -388,10 +408,15 @@ void Engine::work(std::stop_token stop) {
   while (true) {
     const std::optional<TimePoint> nextToken = releaseThrottledLocked();
     ++idleWorkers_;
+    bool idledOut = false;
     if (!nextToken) {
-      workAvailable_.wait(lock, stop, [&]() REQUIRES(engineMutex_) {
+      const auto woken = [&]() REQUIRES(engineMutex_) {
         return stopping_ || !ready_.empty() || !throttled_.empty();
-      });
+      };
+      if (workers_.size() > startedWorkers())
+        idledOut = !workAvailable_.wait_for(lock, stop, options_.workerIdleTimeout, woken);
+      else
+        workAvailable_.wait(lock, stop, woken);
     } else if (ready_.empty()) {
       // Until the next token, or sooner if a lane is throttled until earlier.
       const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*nextToken - clock_.now());
@@ -403,6 +428,7 @@ void Engine::work(std::stop_token stop) {
     }
     --idleWorkers_;
     if (stopping_ || stop.stop_requested()) return;
+    if (idledOut && workers_.size() > startedWorkers()) return retireWorkerLocked();
     if (ready_.empty()) continue;
     const std::string targetId = std::move(ready_.front());
     ready_.pop_front();

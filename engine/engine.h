@@ -76,6 +76,9 @@ struct EngineOptions {
   // target must not wait for slow ones to answer.
   int workers = 8;
   int maxWorkers = 64;
+  // A worker started beyond `workers` ends once it has waited this long
+  // for work: a burst of slow receivers does not keep its threads.
+  std::chrono::milliseconds workerIdleTimeout = std::chrono::seconds(60);
   size_t maxQueuedPerTarget = 10'000;
   size_t maxQueued = 20'000;  // over all targets; ~640 bytes each
   // Retries waiting for their time in memory, the earliest due; the others
@@ -129,6 +132,9 @@ class Engine final : public Dispatcher, public Scheduler {
   // One pass of the sweep (the periodic thread calls it; tests may too).
   void sweep();
   size_t heldCount() const;
+  // Worker threads running (EngineOptions::workers, more while slow
+  // receivers hold them).
+  size_t workerCount() const;
 
  private:
   struct Lane {
@@ -171,6 +177,11 @@ class Engine final : public Dispatcher, public Scheduler {
   // EngineOptions::maxWorkers). A worker between two attempts takes the
   // lane itself on its way back.
   void wakeWorkerLocked() REQUIRES(engineMutex_);
+  // The workers the engine starts with.
+  size_t startedWorkers() const;
+  // Takes the calling worker, one beyond startedWorkers() that waited
+  // workerIdleTimeout for work, out of workers_; it returns right after.
+  void retireWorkerLocked() REQUIRES(engineMutex_);
   void runAttempt(Task& task, AttemptHold hold);
   // targetChanged and receiverChanged: the cached target goes, then (for a
   // receiver change) the health reporter forgets the old receiver, then the
@@ -325,6 +336,9 @@ class Engine final : public Dispatcher, public Scheduler {
   std::unordered_map<std::string, FifoHead> fifoHeadOf_ GUARDED_BY(engineMutex_);
   bool stopping_ GUARDED_BY(engineMutex_) = false;
   std::vector<std::jthread> workers_ GUARDED_BY(engineMutex_);
+  // Workers that retired (retireWorkerLocked), to be joined: by the next
+  // one to retire, or by stop(). They never take engineMutex_ again.
+  std::vector<std::jthread> retired_ GUARDED_BY(engineMutex_);
   int idleWorkers_ GUARDED_BY(engineMutex_) = 0;  // waiting for a ready lane
   size_t busyWorkers_ GUARDED_BY(engineMutex_) = 0;  // inside runAttempt()
 

@@ -491,6 +491,34 @@ TEST_CASE("slow targets that hold every worker cannot hold up another: more work
   CHECK(s.slow.inFlight() == 12);  // every slow lane full, on workers started for them
 }
 
+TEST_CASE("workers started for slow receivers end once they have waited long enough for work") {
+  HarnessOptions options = SlowNeighbours::withMaxWorkers(14);
+  options.workerIdleTimeout = 300ms;
+  EngineHarness h(options);
+  Receiver slow;
+  slow.setDefault(respondAfter(500ms));
+  const Hook hook = h.createWebhook();
+  std::vector<TargetRecord> targets;
+  for (int i = 0; i < 3; ++i)
+    targets.push_back(h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
+                                         /*maxConcurrency=*/4, /*timeoutMs=*/10000));
+  for (int i = 0; i < 8; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+
+  REQUIRE(slow.waitForRequests(12, 5s));
+  CHECK(h.engine().workerCount() >= 12);  // started for the slow lanes
+  for (const TargetRecord& t : targets)
+    REQUIRE(h.waitForCount(hook.webhookId, t.id, "delivered", 8, 10s));
+  for (int i = 0; i < 300 && h.engine().workerCount() > 2; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(h.engine().workerCount() == 2);  // back to the workers it started with
+
+  // The pool grows again for the next burst.
+  for (int i = 8; i < 16; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+  REQUIRE(slow.waitForRequests(24 + 12, 5s));
+  CHECK(h.engine().workerCount() >= 12);
+  for (const TargetRecord& t : targets)
+    REQUIRE(h.waitForCount(hook.webhookId, t.id, "delivered", 16, 10s));
+}
+
 TEST_CASE("the worker pool grows no further than max workers") {
   SlowNeighbours s(/*maxWorkers=*/5);
 

@@ -114,6 +114,7 @@ EngineHarness::EngineHarness(HarnessOptions options)
   EngineOptions engineOptions;
   engineOptions.workers = options_.workers;
   engineOptions.maxWorkers = options_.maxWorkers;
+  engineOptions.workerIdleTimeout = options_.workerIdleTimeout;
   engineOptions.sweepInterval = options_.sweepInterval;
   engineOptions.maxQueuedPerTarget = options_.maxQueuedPerTarget;
   engineOptions.maxQueued = options_.maxQueued;
