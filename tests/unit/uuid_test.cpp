@@ -84,6 +84,25 @@ TEST_CASE("newUuid gives 1000 different ids") {
   CHECK(seen.size() == 1000);
 }
 
+TEST_CASE("ids made on four threads at once are all different, past each thread's buffer") {
+  // Each thread draws its random bytes from a buffer of its own, 256 ids long.
+  std::vector<std::vector<std::string>> made(4);
+  std::vector<std::thread> threads;
+  for (auto& ids : made)
+    threads.emplace_back([&ids] {
+      for (int i = 0; i < 1000; ++i) ids.push_back(i % 2 ? newUuid() : newTimeOrderedUuid());
+    });
+  for (auto& t : threads) t.join();
+  std::set<std::string> seen;
+  for (const auto& ids : made) seen.insert(ids.begin(), ids.end());
+  CHECK(seen.size() == 4000);
+  // Random parts too: a v7 id's first 48 bits are its millisecond.
+  std::set<std::string> tails;
+  for (const auto& ids : made)
+    for (const std::string& id : ids) tails.insert(id.substr(14));
+  CHECK(tails.size() == 4000);
+}
+
 TEST_CASE("newUuid uses every variant value over many draws") {
   // The variant nibble carries two random bits: 8, 9, a and b must all show up.
   std::set<char> variants;
