@@ -1,7 +1,6 @@
 #include "targets/slack_target.h"
 
 #include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 
 #include "base/json_text.h"

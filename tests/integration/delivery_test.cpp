@@ -456,23 +456,27 @@ TEST_CASE("a slow target cannot hold up another: lanes and max_concurrency") {
 // Slow receivers can hold every worker the engine started with: it starts
 // more, up to max workers, rather than make a fast target wait for them.
 // An engine with 2 workers and three slow targets that could hold 12
-// attempts at once.
+// attempts at once; each answers after `answerAfter`.
 struct SlowNeighbours {
   EngineHarness h;
   Receiver slow;
   Hook hook;
+  std::vector<TargetRecord> targets;
 
-  static HarnessOptions withMaxWorkers(int maxWorkers) {
+  static HarnessOptions withWorkers(int maxWorkers, std::chrono::milliseconds idleTimeout) {
     HarnessOptions options;
     options.workers = 2;
     options.maxWorkers = maxWorkers;
+    options.workerIdleTimeout = idleTimeout;
     return options;
   }
-  explicit SlowNeighbours(int maxWorkers) : h(withMaxWorkers(maxWorkers)), hook(h.createWebhook()) {
-    slow.setDefault(respondAfter(5000ms));
+  explicit SlowNeighbours(int maxWorkers, std::chrono::milliseconds answerAfter = 5000ms,
+                          std::chrono::milliseconds idleTimeout = EngineOptions{}.workerIdleTimeout)
+      : h(withWorkers(maxWorkers, idleTimeout)), hook(h.createWebhook()) {
+    slow.setDefault(respondAfter(answerAfter));
     for (int i = 0; i < 3; ++i)
-      h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
-                         /*maxConcurrency=*/4, /*timeoutMs=*/10000);
+      targets.push_back(h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
+                                           /*maxConcurrency=*/4, /*timeoutMs=*/10000));
   }
   void postEvents(int n) {
     for (int i = 0; i < n; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
@@ -492,31 +496,22 @@ TEST_CASE("slow targets that hold every worker cannot hold up another: more work
 }
 
 TEST_CASE("workers started for slow receivers end once they have waited long enough for work") {
-  HarnessOptions options = SlowNeighbours::withMaxWorkers(14);
-  options.workerIdleTimeout = 300ms;
-  EngineHarness h(options);
-  Receiver slow;
-  slow.setDefault(respondAfter(500ms));
-  const Hook hook = h.createWebhook();
-  std::vector<TargetRecord> targets;
-  for (int i = 0; i < 3; ++i)
-    targets.push_back(h.createHttpTarget(hook.webhookId, slow.url("/slow"), retryPolicy(5, 2000),
-                                         /*maxConcurrency=*/4, /*timeoutMs=*/10000));
-  for (int i = 0; i < 8; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+  SlowNeighbours s(/*maxWorkers=*/14, /*answerAfter=*/500ms, /*idleTimeout=*/300ms);
+  s.postEvents(8);
 
-  REQUIRE(slow.waitForRequests(12, 5s));
-  CHECK(h.engine().workerCount() >= 12);  // started for the slow lanes
-  for (const TargetRecord& t : targets)
-    REQUIRE(h.waitForCount(hook.webhookId, t.id, "delivered", 8, 10s));
-  for (int i = 0; i < 300 && h.engine().workerCount() > 2; ++i) std::this_thread::sleep_for(10ms);
-  CHECK(h.engine().workerCount() == 2);  // back to the workers it started with
+  REQUIRE(s.slow.waitForRequests(12, 5s));
+  CHECK(s.h.engine().workerCount() >= 12);  // started for the slow lanes
+  for (const TargetRecord& t : s.targets)
+    REQUIRE(s.h.waitForCount(s.hook.webhookId, t.id, "delivered", 8, 10s));
+  for (int i = 0; i < 300 && s.h.engine().workerCount() > 2; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(s.h.engine().workerCount() == 2);  // back to the workers it started with
 
   // The pool grows again for the next burst.
-  for (int i = 8; i < 16; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
-  REQUIRE(slow.waitForRequests(24 + 12, 5s));
-  CHECK(h.engine().workerCount() >= 12);
-  for (const TargetRecord& t : targets)
-    REQUIRE(h.waitForCount(hook.webhookId, t.id, "delivered", 16, 10s));
+  s.postEvents(8);
+  REQUIRE(s.slow.waitForRequests(24 + 12, 5s));
+  CHECK(s.h.engine().workerCount() >= 12);
+  for (const TargetRecord& t : s.targets)
+    REQUIRE(s.h.waitForCount(s.hook.webhookId, t.id, "delivered", 16, 10s));
 }
 
 TEST_CASE("the worker pool grows no further than max workers") {
