@@ -14,7 +14,8 @@
 //  - a 200 stored exactly the request (body byte for byte, every header in
 //    order, query, key) and handed one task per active target over, unless
 //    its idempotency key was seen before: then the first event's id, and
-//    nothing new.
+//    nothing new. On a GitHub entrypoint X-GitHub-Delivery is the key, on a
+//    Stripe one the signed event's "id"; else Idempotency-Key or webhook-id.
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
@@ -23,12 +24,13 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <chrono>
-#include <map>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/json_depth.h"
 #include "base/uuid.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/genuine_signature.h"
@@ -43,10 +45,13 @@ using nlohmann::json;
 using webhooker::fuzz::HeaderPairs;
 
 constexpr size_t kBodyLimit = 2048;
-constexpr const char* kHeaderNames[] = {"Idempotency-Key", "idempotency-key", "webhook-id",
-                                        "Content-Type", "webhook-timestamp", "webhook-signature",
-                                        "X-Hub-Signature-256", "Stripe-Signature", "REMOTE_ADDR",
-                                        "Host", "Authorization", "cookie"};
+constexpr const char* kHeaderNames[] = {"Idempotency-Key",     "idempotency-key",
+                                        "webhook-id",          "Content-Type",
+                                        "webhook-timestamp",   "webhook-signature",
+                                        "X-Hub-Signature-256", "Stripe-Signature",
+                                        "REMOTE_ADDR",         "Host",
+                                        "Authorization",       "cookie",
+                                        "X-GitHub-Delivery"};
 
 struct Entrypoint {
   std::string id;
@@ -118,6 +123,21 @@ std::optional<std::string> firstHeader(const HeaderPairs& headers, const char* n
   return std::nullopt;
 }
 
+// The sender's own id on an entrypoint that verifies its scheme, prefixed
+// with the scheme. A Stripe body nested deeper than the JSON limit is not
+// parsed for it (the limit has its own unit test).
+std::optional<std::string> providerKey(const std::string& scheme, const std::string& body,
+                                       const HeaderPairs& headers) {
+  if (scheme == "github") {
+    const auto delivery = firstHeader(headers, "X-GitHub-Delivery");
+    return delivery ? std::optional<std::string>("github:" + *delivery) : std::nullopt;
+  }
+  if (scheme != "stripe" || !webhooker::jsonDepthWithin(body)) return std::nullopt;
+  const json event = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!event.is_object() || !event.contains("id") || !event["id"].is_string()) return std::nullopt;
+  return "stripe:" + event["id"].get<std::string>();
+}
+
 struct Expected {
   int status = 200;
   std::optional<std::string> key;
@@ -132,7 +152,8 @@ Expected expectedAnswer(bool wellFormedId, const Entrypoint* ep, const std::stri
   if (!ep) return {404, {}};
   if (!ep->active) return {410, {}};
   if (ep->scheme != "none" && !verifies) return {401, {}};
-  e.key = firstHeader(headers, "Idempotency-Key");
+  e.key = providerKey(ep->scheme, body, headers);
+  if (!e.key) e.key = firstHeader(headers, "Idempotency-Key");
   if (!e.key) e.key = firstHeader(headers, "webhook-id");
   if (e.key && (e.key->empty() || e.key->size() > 255)) return {400, e.key};
   return e;
