@@ -605,19 +605,22 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
     spdlog::error("delivery.unknown_target_type target_id={} type={}", task.targetId, target->type);
     return;
   }
-  if (!task.payload) {
-    auto payload = db.value()->loadPayload(task.eventId);
-    if (!payload) {
+  // The attempt's own copy: the event's other deliveries may share the
+  // task's. A retry reads the body again: one waiting for its time holds none.
+  EventPayload payload;
+  if (task.payload) {
+    payload = *task.payload;
+    task.payload.reset();
+  } else {
+    auto loaded = db.value()->loadPayload(task.eventId);
+    if (!loaded) {
       spdlog::error("delivery.payload_unavailable delivery_id={} error=\"{}\"", task.deliveryId,
-                    payload.error().message);
+                    loaded.error().message);
       return;
     }
-    task.payload = std::move(payload.value());
+    payload = std::move(loaded.value());
   }
   task.targetType = target->type;
-  EventPayload payload = std::move(*task.payload);
-  // A retry reads the body again: one waiting for its time holds none.
-  task.payload.reset();
   if (!applyTransform(*target, task, *db.value(), payload, hold)) return;
   DeliveryContext context{*db.value(),     *target, target->config,
                           payload,         *this,   observer_,

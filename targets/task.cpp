@@ -7,7 +7,11 @@ std::vector<Task> firstAttempts(const std::string& webhookId, InboundEvent event
                                 const std::function<std::string(const std::string& targetId)>& targetType) {
   std::vector<Task> tasks;
   tasks.reserve(stored.deliveries.size());
-  const bool inlined = event.body.size() <= Task::kInlineBodyLimit;
+  std::shared_ptr<const EventPayload> payload;
+  if (event.body.size() <= Task::kInlineBodyLimit)
+    payload = std::make_shared<const EventPayload>(EventPayload{
+        std::move(event.method), std::move(event.headers), std::move(event.contentType),
+        std::move(event.body), stored.receivedAt, std::move(event.eventType)});
   for (const StoredDelivery& d : stored.deliveries) {
     Task task;
     task.deliveryId = d.id;
@@ -15,13 +19,7 @@ std::vector<Task> firstAttempts(const std::string& webhookId, InboundEvent event
     task.webhookId = webhookId;
     task.targetId = d.targetId;
     task.targetType = targetType(d.targetId);
-    if (inlined && &d == &stored.deliveries.back())
-      task.payload = EventPayload{std::move(event.method), std::move(event.headers),
-                                  std::move(event.contentType), std::move(event.body),
-                                  stored.receivedAt, std::move(event.eventType)};
-    else if (inlined)
-      task.payload = EventPayload{event.method, event.headers, event.contentType, event.body,
-                                  stored.receivedAt, event.eventType};
+    task.payload = payload;
     tasks.push_back(std::move(task));
   }
   return tasks;

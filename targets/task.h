@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,7 +27,9 @@ struct Task {
   // Attempts made before the current series: a redrive starts a new series
   // with a full retry budget, and the results of the old one stay.
   int seriesStart = 0;
-  std::optional<EventPayload> payload;  // set when the body is at most kInlineBodyLimit
+  // Set when the body is at most kInlineBodyLimit; one for all of the
+  // event's first attempts (read-only: an attempt takes its own copy).
+  std::shared_ptr<const EventPayload> payload;
   // An auto-resume probe: attempted although its target is disabled, past
   // the breaker. Its retries are ordinary tasks again.
   bool probe = false;
@@ -39,9 +42,10 @@ struct Task {
 };
 
 // The first attempt of each delivery an ingest stored, from the event as it
-// came in (consumed: the last task takes its body and headers, so the common
-// single target copies nothing). A body over kInlineBodyLimit is left to be
-// read when the attempt runs. `targetType` names each stored target's type.
+// came in (consumed into one payload all its tasks share, so an event with
+// many targets is not copied per target on the committing thread). A body
+// over kInlineBodyLimit is left to be read when the attempt runs.
+// `targetType` names each stored target's type.
 std::vector<Task> firstAttempts(const std::string& webhookId, InboundEvent event,
                                 const IngestOutcome& stored,
                                 const std::function<std::string(const std::string& targetId)>& targetType);

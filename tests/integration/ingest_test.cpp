@@ -228,7 +228,8 @@ std::string checkAccepted(Hook& hook, const httplib::Result& res, const std::str
     CHECK(t.webhookId == hook.webhookId);
     CHECK(t.attempt == 1);
     if (bodyInline) {
-      REQUIRE(t.payload.has_value());
+      REQUIRE(t.payload);
+      CHECK(t.payload == batch.front().payload);  // one for all targets, not a copy each
       CHECK(t.payload->method == "POST");
       CHECK(t.payload->contentType == contentType);
       CHECK(t.payload->body == sentBody);
@@ -237,7 +238,7 @@ std::string checkAccepted(Hook& hook, const httplib::Result& res, const std::str
       for (const auto& [name, value] : t.payload->headers) headers.push_back({name, value});
       CHECK(headers == e.headers);  // what is forwarded is what was stored
     } else {
-      CHECK_FALSE(t.payload.has_value());
+      CHECK_FALSE(t.payload);
     }
   }
   CHECK(taskDeliveries.size() == batch.size());

@@ -500,7 +500,7 @@ TEST_CASE("a rejected status write moves no outcome counter") {
     task.webhookId = hook->id;
     task.targetId = target.id;
     task.targetType = target.type;
-    task.payload = payload;
+    task.payload = std::make_shared<const EventPayload>(payload);
     Target* impl = targets.find(target.type);
     REQUIRE(impl);
     const DeliveryConfig config = readDeliveryConfig(target.type, target.configJson);
