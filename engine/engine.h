@@ -268,6 +268,12 @@ class Engine final : public Dispatcher, public Scheduler {
   bool reconcilePages(const std::string& webhookId, EventsDb& db, const std::string& targetId,
                       uint64_t started, std::unordered_set<std::string>& fifoDecided,
                       const std::function<std::optional<int>(bool firstPage)>& pageSize);
+  // Takes out of a reconcile read the rows an attempt, a lane or the timer
+  // holds, under one lock: admit() would skip each of them anyway, and
+  // beside slow neighbours a sweep or a refill meets thousands (two engine
+  // locks and a target lookup a row). A row let go of after this is one
+  // released since the read began, which reconcileDelivery() skips too.
+  void dropHeld(std::vector<UnfinishedDelivery>& rows) EXCLUDES(engineMutex_);
   // One row of a reconcile read: admitted, put in the timer, ended
   // (target_deleted) or skipped. `fifoDecided`: the FIFO targets whose head
   // this reconcile has settled.

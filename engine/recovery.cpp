@@ -112,12 +112,25 @@ bool Engine::reconcilePages(const std::string& webhookId, EventsDb& db,
       return false;
     }
     waitForOpenHandoffs();  // as for a whole read, below
+    const bool lastPage = page->size() < static_cast<size_t>(*limit);
+    // A FIFO target's held head must stay (it settles the rest of the page),
+    // and a deleted target's rows all end, held or not.
+    if (const TargetPtr target = targetFor(webhookId, targetId);
+        target && !target->deletedAt && !target->fifo())
+      dropHeld(page.value());
     for (const UnfinishedDelivery& d : page.value()) {
       reconcileDelivery(webhookId, db, d, false, started, fifoDecided);
       if (fifoDecided.count(targetId)) return true;  // the rest wait behind the head
     }
-    if (page->size() < static_cast<size_t>(*limit)) return true;
+    if (lastPage) return true;
   }
+}
+
+void Engine::dropHeld(std::vector<UnfinishedDelivery>& rows) {
+  MutexLock lock(engineMutex_);
+  std::erase_if(rows, [this](const UnfinishedDelivery& d) REQUIRES(engineMutex_) {
+    return held_.count(d.id) > 0;
+  });
 }
 
 void Engine::reconcileDelivery(const std::string& webhookId, EventsDb& db,
