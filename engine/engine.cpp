@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 
 #include "base/ascii_case.h"
 #include "storage/events_db.h"
@@ -32,47 +31,8 @@ Engine::~Engine() {
 
 void Engine::start() {
   // Recovery runs before the workers so that a restart's backlog is queued
-  // oldest first, ahead of anything new. Opening each webhook's file is most
-  // of it with many webhooks, so one opener per core opens files ahead of
-  // the scan (at most kOpenAhead; the scan thread mostly waits on them); the
-  // scans stay one at a time, as a scan holds all of a webhook's unfinished
-  // rows. The pool lets go of each file once it is read: SQLite's open walks
-  // every file the process holds, and with the pool kept full that walk was
-  // a tenth of a 10,000-webhook recovery. A webhook with work due now is
-  // opened again by the worker that takes it.
-  cacheLiveTargets();
-  auto webhooks = store_.listWebhooks();
-  if (!webhooks) {
-    spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
-  } else {
-    constexpr size_t kOpenAhead = 32;
-    const size_t count = webhooks->size();
-    std::atomic<size_t> scanned{0};
-    std::atomic<size_t> nextToOpen{0};
-    const auto openAhead = [&] {
-      for (size_t i; (i = nextToOpen.fetch_add(1)) < count;) {
-        for (size_t done = scanned.load(); i >= done + kOpenAhead; done = scanned.load())
-          scanned.wait(done);
-        if (i < scanned.load()) continue;  // the scan got there first
-        (void)eventsDbs_.get((*webhooks)[i].id);  // an error is the scan's to report
-        // The scan may have read and let go of it meanwhile: the scan marks a
-        // file scanned before it lets go, so one of the two lets go of it.
-        if (i < scanned.load()) eventsDbs_.letGo((*webhooks)[i].id);
-      }
-    };
-    {
-      std::vector<std::jthread> openers;
-      const size_t cores = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-      for (size_t t = 0; t < cores && count > 1; ++t) openers.emplace_back(openAhead);
-      for (size_t i = 0; i < count; ++i) {
-        reconcileWebhook((*webhooks)[i].id, nullptr, true);
-        scanned.store(i + 1);
-        scanned.notify_all();
-        eventsDbs_.letGo((*webhooks)[i].id);
-      }
-    }
-    spdlog::info("recovery.done webhooks={} held={}", webhooks->size(), heldCount());
-  }
+  // oldest first, ahead of anything new.
+  recover();
   refiller_ = std::jthread([this](std::stop_token st) { refillLoop(st); });
   {
     MutexLock lock(engineMutex_);

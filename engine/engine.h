@@ -255,12 +255,37 @@ class Engine final : public Dispatcher, public Scheduler {
   void cacheLiveTargets() EXCLUDES(targetsMutex_);
 
   // recovery.cpp
+  // A restart's recovery: every webhook's waiting deliveries are admitted,
+  // or put in the timer if not due yet; logs recovery.done.
+  void recover();
   // Reads a webhook's waiting deliveries (only `onlyTarget`'s, if given) and
   // admits those nothing holds; with `scheduleFuture`, also puts those not
   // due yet in the timer (start-up, a changed target, retries back from disk).
   // Without either, it is the sweep.
   void reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
                         bool scheduleFuture);
+  // Open while a reconcile reads and acts on what it read: a row of a
+  // delivery released meanwhile is stale and skipped (releasedSinceLocked
+  // with started()). Opened before the read.
+  class ReconcileWindow {
+   public:
+    explicit ReconcileWindow(Engine& engine) EXCLUDES(engine.engineMutex_);
+    ~ReconcileWindow() EXCLUDES(engine_.engineMutex_);
+    ReconcileWindow(const ReconcileWindow&) = delete;
+    ReconcileWindow& operator=(const ReconcileWindow&) = delete;
+    uint64_t started() const { return started_; }
+
+   private:
+    Engine& engine_;
+    uint64_t started_ = 0;
+  };
+  // Reconciles the rows of one read of a webhook (all its waiting
+  // deliveries, or one target's), first waiting for the ingest handoffs
+  // open now unless the read was of a FIFO target (ingest never admits
+  // those itself).
+  enum class Handoffs { kWait, kNone };
+  void reconcileRows(const std::string& webhookId, const std::vector<UnfinishedDelivery>& rows,
+                     bool scheduleFuture, uint64_t started, Handoffs handoffs);
   // Reads `targetId`'s waiting deliveries page by page, oldest first, each
   // page one read of the events DB, `pageSize(firstPage)` rows each (none:
   // stop), and reconciles them without scheduling; stops at a FIFO
@@ -277,7 +302,7 @@ class Engine final : public Dispatcher, public Scheduler {
   // One row of a reconcile read: admitted, put in the timer, ended
   // (target_deleted) or skipped. `fifoDecided`: the FIFO targets whose head
   // this reconcile has settled.
-  void reconcileDelivery(const std::string& webhookId, EventsDb& db, const UnfinishedDelivery& d,
+  void reconcileDelivery(const std::string& webhookId, const UnfinishedDelivery& d,
                          bool scheduleFuture, uint64_t started,
                          std::unordered_set<std::string>& fifoDecided);
   // How many rows the next page of a target's refill reads: the room its

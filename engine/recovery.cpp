@@ -2,6 +2,12 @@
 // the events DBs (the source of truth) and admit what nothing in memory holds.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
+#include <vector>
+
 #include "engine/engine.h"
 
 namespace webhooker {
@@ -12,30 +18,95 @@ constexpr int kSweepPage = 1000;  // rows per read of the events DB
 
 }  // namespace
 
+Engine::ReconcileWindow::ReconcileWindow(Engine& engine) : engine_(engine) {
+  MutexLock lock(engine_.engineMutex_);
+  started_ = engine_.releases_;
+  engine_.reconcileStarts_.insert(started_);
+}
+
+Engine::ReconcileWindow::~ReconcileWindow() {
+  MutexLock lock(engine_.engineMutex_);
+  auto& starts = engine_.reconcileStarts_;
+  starts.erase(starts.find(started_));
+  // Releases before the oldest running reconcile matter to none. (Read
+  // here, not in the predicate, which the lock check cannot see holds it.)
+  const bool none = starts.empty();
+  const uint64_t oldest = none ? 0 : *starts.begin();
+  std::erase_if(engine_.released_,
+                [&](const auto& entry) { return none || entry.second <= oldest; });
+}
+
+void Engine::reconcileRows(const std::string& webhookId,
+                           const std::vector<UnfinishedDelivery>& rows, bool scheduleFuture,
+                           uint64_t started, Handoffs handoffs) {
+  // A pending row read here may be one ingest has committed and not yet
+  // handed over: its handoff was opened before the commit, so before this
+  // read. Once those handoffs are closed, every such delivery is held (or
+  // released after this reconcile began) and is skipped below.
+  if (handoffs == Handoffs::kWait) waitForOpenHandoffs();
+  std::unordered_set<std::string> fifoDecided;
+  for (const UnfinishedDelivery& d : rows)
+    reconcileDelivery(webhookId, d, scheduleFuture, started, fifoDecided);
+}
+
+void Engine::recover() {
+  cacheLiveTargets();
+  auto webhooks = store_.listWebhooks();
+  if (!webhooks) {
+    spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
+    return;
+  }
+  // With many webhooks, opening each file was most of a recovery, and most
+  // of an open is setting up the file's shared WAL index: each file is read
+  // alone instead (EventsDbPool::unfinishedIfClosed), without one, and left
+  // closed; a webhook with work due now is opened by the worker that takes
+  // it. Those reads run on every core, at most kReadAhead webhooks ahead of
+  // this thread, which reconciles them one at a time in order (each read
+  // holds all of a webhook's waiting rows). Nothing is released before the
+  // workers start, but one window covers every read all the same.
+  constexpr size_t kReadAhead = 16;
+  const size_t count = webhooks->size();
+  std::vector<std::optional<std::vector<UnfinishedDelivery>>> reads(count);
+  std::vector<std::atomic<bool>> readDone(count);
+  std::atomic<size_t> reconciled{0};
+  std::atomic<size_t> nextToRead{0};
+  const ReconcileWindow window(*this);
+  const auto readAhead = [&] {
+    for (size_t i; (i = nextToRead.fetch_add(1)) < count;) {
+      for (size_t done = reconciled.load(); i >= done + kReadAhead; done = reconciled.load())
+        reconciled.wait(done);
+      reads[i] = eventsDbs_.unfinishedIfClosed((*webhooks)[i].id);
+      readDone[i].store(true);
+      readDone[i].notify_one();
+    }
+  };
+  {
+    std::vector<std::jthread> readers;
+    const size_t cores = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+    for (size_t t = 0; t < cores; ++t) readers.emplace_back(readAhead);
+    for (size_t i = 0; i < count; ++i) {
+      readDone[i].wait(false);
+      const std::string& id = (*webhooks)[i].id;
+      if (reads[i]) {
+        reconcileRows(id, *reads[i], true, window.started(), Handoffs::kWait);
+      } else {
+        reconcileWebhook(id, nullptr, true);  // through the pool: its file was busy
+      }
+      reads[i].reset();
+      reconciled.store(i + 1);
+      reconciled.notify_all();
+      // If the pool opened it after all, let go of it: SQLite's open walks
+      // every file the process holds.
+      eventsDbs_.letGo(id);
+    }
+  }
+  spdlog::info("recovery.done webhooks={} held={}", count, heldCount());
+}
+
 void Engine::reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
                               bool scheduleFuture) {
-  uint64_t started;
-  {
-    MutexLock lock(engineMutex_);
-    started = releases_;
-    reconcileStarts_.insert(started);
-  }
-  struct EndReconcile {
-    Engine& engine;
-    const uint64_t started;
-    ~EndReconcile() {
-      MutexLock lock(engine.engineMutex_);
-      auto& starts = engine.reconcileStarts_;
-      starts.erase(starts.find(started));
-      // Releases before the oldest running reconcile matter to none. (Read
-      // here, not in the predicate, which the lock check cannot see holds it.)
-      const bool none = starts.empty();
-      const uint64_t oldest = none ? 0 : *starts.begin();
-      std::erase_if(engine.released_,
-                    [&](const auto& entry) { return none || entry.second <= oldest; });
-    }
-  } endReconcile{*this, started};
-
+  const ReconcileWindow window(*this);
+  const uint64_t started = window.started();
   auto db = eventsDbs_.get(webhookId);
   if (!db) {
     spdlog::error("recovery.events_db_unavailable webhook_id={} error=\"{}\"", webhookId,
@@ -86,15 +157,10 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                   unfinished.error().message);
     return;
   }
-  // A pending row read here may be one ingest has committed and not yet
-  // handed over: its handoff was opened before the commit, so before this
-  // read. Once those handoffs are closed, every such delivery is held (or
-  // released after this reconcile began) and is skipped below.
   // Ingest never admits a FIFO target's delivery itself, so a read of that
-  // target alone need not wait.
-  if (!fifoOnly) waitForOpenHandoffs();
-  for (const UnfinishedDelivery& d : unfinished.value())
-    reconcileDelivery(webhookId, *db.value(), d, scheduleFuture, started, fifoDecided);
+  // target alone need not wait for its handoffs.
+  reconcileRows(webhookId, unfinished.value(), scheduleFuture, started,
+                fifoOnly ? Handoffs::kNone : Handoffs::kWait);
 }
 
 bool Engine::reconcilePages(const std::string& webhookId, EventsDb& db,
@@ -119,7 +185,7 @@ bool Engine::reconcilePages(const std::string& webhookId, EventsDb& db,
         target && !target->deletedAt && !target->fifo())
       dropHeld(page.value());
     for (const UnfinishedDelivery& d : page.value()) {
-      reconcileDelivery(webhookId, db, d, false, started, fifoDecided);
+      reconcileDelivery(webhookId, d, false, started, fifoDecided);
       if (fifoDecided.count(targetId)) return true;  // the rest wait behind the head
     }
     if (lastPage) return true;
@@ -133,14 +199,20 @@ void Engine::dropHeld(std::vector<UnfinishedDelivery>& rows) {
   });
 }
 
-void Engine::reconcileDelivery(const std::string& webhookId, EventsDb& db,
-                               const UnfinishedDelivery& d, bool scheduleFuture, uint64_t started,
+void Engine::reconcileDelivery(const std::string& webhookId, const UnfinishedDelivery& d,
+                               bool scheduleFuture, uint64_t started,
                                std::unordered_set<std::string>& fifoDecided) {
   TargetPtr target = targetFor(webhookId, d.targetId);
   if (!target || target->deletedAt) {
     // The target is gone: end the delivery without touching target data.
     const std::string type = target ? target->type : "unknown";
-    if (auto r = db.failWithoutAttempt(d.id, "target_deleted"); r) {
+    auto db = eventsDbs_.get(webhookId);
+    if (!db) {
+      spdlog::error("recovery.events_db_unavailable webhook_id={} error=\"{}\"", webhookId,
+                    db.error().message);
+      return;
+    }
+    if (auto r = db.value()->failWithoutAttempt(d.id, "target_deleted"); r) {
       observer_.outcome(type, DeliveryStatus::kFailed, "target_deleted");
       spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} "
                    "reason=target_deleted",

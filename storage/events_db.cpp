@@ -503,42 +503,53 @@ Result<std::optional<std::string>> EventsDb::nextWaitingTarget(const std::string
   }
 }
 
+namespace {
+
+// unfinishedDeliveries() on `db`. Throws SQLite::Exception.
+std::vector<UnfinishedDelivery> readUnfinished(SQLite::Database& db, const std::string* targetId,
+                                               std::optional<int> limit, DeliveryPosition* cursor) {
+  SQLite::Statement q(
+      db, std::string("SELECT id, event_id, target_id, status, attempts, next_attempt_at, "
+                      "series_start, CASE status WHEN 'retrying' THEN "
+                      "(SELECT created_at FROM delivery_results r WHERE r.delivery_id = d.id "
+                      "ORDER BY attempt DESC, r.id DESC LIMIT 1) END, created_at, d.rowid "
+                      "FROM deliveries d WHERE status IN ('pending', 'retrying') ") +
+              (targetId ? "AND target_id = ?1 " : "") +
+              (cursor ? "AND (created_at, d.rowid) > (?3, ?4) " : "") +
+              "ORDER BY created_at, d.rowid" + (limit ? " LIMIT ?2" : ""));
+  if (targetId) q.bind(1, *targetId);
+  if (limit) q.bind(2, *limit);
+  if (cursor) {
+    q.bind(3, cursor->createdAt);
+    q.bind(4, cursor->rowid);
+  }
+  std::vector<UnfinishedDelivery> out;
+  while (q.executeStep()) {
+    UnfinishedDelivery d;
+    d.id = q.getColumn(0).getString();
+    d.eventId = q.getColumn(1).getString();
+    d.targetId = q.getColumn(2).getString();
+    d.status = storage::statusColumn(q.getColumn(3));
+    d.attempts = q.getColumn(4).getInt();
+    d.nextAttemptAt = timeColumn(q.getColumn(5));
+    d.seriesStart = q.getColumn(6).getInt();
+    d.lastAttemptAt = timeColumn(q.getColumn(7));
+    out.push_back(std::move(d));
+    if (cursor) {
+      cursor->createdAt.assign(q.getColumn(8).getText());
+      cursor->rowid = q.getColumn(9).getInt64();
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
     const std::string* targetId, std::optional<int> limit, DeliveryPosition* cursor) {
   MutexLock lock(dbMutex_);
   try {
-    SQLite::Statement q(
-        *db_, std::string("SELECT id, event_id, target_id, status, attempts, next_attempt_at, "
-                          "series_start, CASE status WHEN 'retrying' THEN "
-                          "(SELECT created_at FROM delivery_results r WHERE r.delivery_id = d.id "
-                          "ORDER BY attempt DESC, r.id DESC LIMIT 1) END, created_at, d.rowid "
-                          "FROM deliveries d WHERE status IN ('pending', 'retrying') ") +
-                  (targetId ? "AND target_id = ?1 " : "") +
-                  (cursor ? "AND (created_at, d.rowid) > (?3, ?4) " : "") +
-                  "ORDER BY created_at, d.rowid" + (limit ? " LIMIT ?2" : ""));
-    if (targetId) q.bind(1, *targetId);
-    if (limit) q.bind(2, *limit);
-    if (cursor) {
-      q.bind(3, cursor->createdAt);
-      q.bind(4, cursor->rowid);
-    }
-    std::vector<UnfinishedDelivery> out;
-    while (q.executeStep()) {
-      UnfinishedDelivery d;
-      d.id = q.getColumn(0).getString();
-      d.eventId = q.getColumn(1).getString();
-      d.targetId = q.getColumn(2).getString();
-      d.status = storage::statusColumn(q.getColumn(3));
-      d.attempts = q.getColumn(4).getInt();
-      d.nextAttemptAt = timeColumn(q.getColumn(5));
-      d.seriesStart = q.getColumn(6).getInt();
-      d.lastAttemptAt = timeColumn(q.getColumn(7));
-      out.push_back(std::move(d));
-      if (cursor) {
-        cursor->createdAt.assign(q.getColumn(8).getText());
-        cursor->rowid = q.getColumn(9).getInt64();
-      }
-    }
+    auto out = readUnfinished(*db_, targetId, limit, cursor);
     // A whole scan's pages are not what the writes need next, and with
     // every webhook's DB open at once (see EventsDbPool) they add up: a
     // recovery of 100,000 retrying over 1,000 webhooks peaked at about
@@ -547,6 +558,22 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
     return out;
   } catch (const std::exception& e) {
     return storage::storageError("unfinished deliveries", e);
+  }
+}
+
+std::optional<std::vector<UnfinishedDelivery>> EventsDb::unfinishedOfFileAlone(
+    const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return std::nullopt;
+  auto db = storage::openAlone(file);
+  if (!db) return std::nullopt;
+  try {
+    // An older file is migrated by open() first; a newer one refused there.
+    if (storage::schemaVersion(*db.value()) != eventsMigrations().back().version)
+      return std::nullopt;
+    return readUnfinished(*db.value(), nullptr, std::nullopt, nullptr);
+  } catch (const std::exception&) {
+    return std::nullopt;  // open() reads it again, and reports what is wrong
   }
 }
 

@@ -119,6 +119,14 @@ class EventsDb {
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(
       const std::string* targetId = nullptr, std::optional<int> limit = std::nullopt,
       DeliveryPosition* cursor = nullptr);
+  // All of them, read from a file nobody holds open, on a connection that
+  // holds it alone for the read (storage::openAlone): without setting up the
+  // shared WAL index, most of what open() costs. Writes, creates and
+  // migrates nothing. nullopt where that cannot be done (the file is
+  // missing, open elsewhere, of another schema version, or cannot be read):
+  // open() it and read it so, which also reports what is wrong.
+  static std::optional<std::vector<UnfinishedDelivery>> unfinishedOfFileAlone(
+      const std::filesystem::path& file);
   // The first target id after `after` (in byte order) with a pending or
   // retrying delivery; none when there is no such target. An index seek:
   // the sweep walks a webhook's targets with it, a target at a time.

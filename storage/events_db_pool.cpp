@@ -110,6 +110,21 @@ void EventsDbPool::letGo(const std::string& webhookId) {
   close(std::move(closing));
 }
 
+std::optional<std::vector<UnfinishedDelivery>> EventsDbPool::unfinishedIfClosed(
+    const std::string& webhookId) {
+  MutexLock lock(poolMutex_);
+  waitForFileLocked(lock, webhookId);
+  if (index_.count(webhookId) || removed_.count(webhookId)) return std::nullopt;
+  // As an open would: get(), install() and remove() of the id wait.
+  opening_.insert(webhookId);
+  lock.unlock();
+  auto rows = EventsDb::unfinishedOfFileAlone(pathFor(webhookId));
+  lock.lock();
+  opening_.erase(webhookId);
+  opened_.notify_all();
+  return rows;
+}
+
 std::shared_ptr<EventsDb> EventsDbPool::takeOutLocked(const std::string& webhookId) {
   const auto it = index_.find(webhookId);
   if (it == index_.end()) return nullptr;

@@ -19,15 +19,18 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/result.h"
 #include "storage/db_options.h"
+#include "storage/delivery_records.h"
 #include "storage/events_db.h"
 
 namespace webhooker {
@@ -57,6 +60,14 @@ class EventsDbPool {
   // recovery reads every file once). SQLite's own open walks a list of every
   // file open in the process, so each DB left open makes every open dearer.
   void letGo(const std::string& webhookId) EXCLUDES(poolMutex_);
+
+  // A restart's recovery reads each webhook's waiting deliveries once: if
+  // the pool does not hold the webhook's DB, they are read on a connection
+  // that holds the file alone (EventsDb::unfinishedOfFileAlone), far cheaper
+  // than opening it here, and a get() of the webhook waits meanwhile.
+  // nullopt when the pool holds it or it cannot be read so: get() it then.
+  std::optional<std::vector<UnfinishedDelivery>> unfinishedIfClosed(const std::string& webhookId)
+      EXCLUDES(poolMutex_);
 
   // Closes the webhook's DB (once its users let go) and deletes its files.
   // From then on get() refuses the id, so a late delivery or pass cannot

@@ -140,6 +140,22 @@ Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path
   }
 }
 
+Result<std::unique_ptr<SQLite::Database>> openAlone(const std::filesystem::path& file) {
+  configureLibraryOnce();
+  try {
+    // Read-write: a read-only connection cannot keep the WAL index in its
+    // own memory. No busy timeout: a holder means the file is not ours alone.
+    auto db = std::make_unique<SQLite::Database>(file.string(), SQLite::OPEN_READWRITE);
+    sqlite3_db_config(db->getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    // Before the first read, or the shared index is set up all the same.
+    db->exec("PRAGMA locking_mode = EXCLUSIVE");
+    db->exec("SELECT 1 FROM sqlite_master LIMIT 1");  // takes the lock, or fails
+    return db;
+  } catch (const std::exception& e) {
+    return storageError("open alone", e);
+  }
+}
+
 DeliveryStatus statusColumn(const SQLite::Column& column) {
   const std::string text = column.getString();
   if (auto status = parseDeliveryStatus(text)) return *status;

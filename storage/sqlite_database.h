@@ -36,6 +36,15 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
 Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path& file,
                                                      const DbOptions& options);
 
+// A connection that holds `file` alone for as long as it is open (SQLite's
+// exclusive locking mode), for reads only: it keeps the WAL index in its own
+// memory instead of setting up the shared one (-shm), which is most of what
+// opening a file costs, and leaves the WAL as it found it when it closes.
+// Neither creates nor migrates the file. Fails at once ("storage_busy") if
+// another connection, of this process or not, has the file open; while it
+// is open, the others wait for it.
+Result<std::unique_ptr<SQLite::Database>> openAlone(const std::filesystem::path& file);
+
 // Deletes the files of the database `file` named by `suffixes` ("" is the
 // file itself, "-wal" and "-shm" its WAL and WAL index); one that is missing
 // is not an error. No connection to the file may be open.

@@ -22,6 +22,7 @@
 #include "tests/support/contains.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/engine_harness.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/receiver.h"
 #include "tests/support/temp_dir.h"
@@ -219,6 +220,50 @@ TEST_CASE("recovery closes each events DB once it has read it, and keeps its ret
   h.startEngine();
   CHECK(h.engine().heldCount() == kWebhooks);  // every retry waits in the timer
   CHECK(h.eventsDbs().openCount() == 0);
+  std::this_thread::sleep_for(100ms);
+  CHECK(r.requestCount() == 0);
+}
+
+TEST_CASE("recovery reads a file the pool does not hold alone, and a busy one through the pool") {
+  // Setting up a file's shared WAL index is most of an open: recovery reads
+  // each file the pool does not hold on a connection of its own instead, and
+  // goes through the pool only for a file that another connection holds.
+  FakeClock clock;
+  HarnessOptions options;
+  options.startEngine = false;
+  options.clock = &clock;
+  options.sweepInterval = 1h;  // no sweep opens them
+  EngineHarness h(options);
+  Receiver r;
+  constexpr int kWebhooks = 20;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kWebhooks; ++i) {
+    const Hook hook = h.createWebhook();
+    const TargetRecord target =
+        h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 3600000, 0, 3600000));
+    const IngestOutcome stored =
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, "{}"), {target.id}, false);
+    recordFirstAttempt(h, {hook.webhookId, stored.deliveries.at(0).id}, 503, clock.now(),
+                       clock.now() + 1h);
+    ids.push_back(hook.webhookId);
+    h.eventsDbs().letGo(hook.webhookId);
+  }
+  // Once the pool's closer has closed them, no connection holds the files.
+  for (const std::string& id : ids)
+    REQUIRE(eventually(
+        [&] { return EventsDb::unfinishedOfFileAlone(h.eventsDbPath(id)).has_value(); }));
+  SQLite::Database outside(h.eventsDbPath(ids[0]).string(), SQLite::OPEN_READONLY);
+  outside.exec("BEGIN");
+  REQUIRE(outside.execAndGet("SELECT COUNT(*) FROM deliveries").getInt() == 1);
+  std::vector<uint64_t> closings;
+  for (const std::string& id : ids) closings.push_back(h.eventsDbs().peek(id).closings);
+
+  h.startEngine();
+  CHECK(h.engine().heldCount() == kWebhooks);  // every retry waits in the timer
+  CHECK(h.eventsDbs().openCount() == 0);
+  CHECK(h.eventsDbs().peek(ids[0]).closings == closings[0] + 1);  // opened there, let go again
+  for (size_t i = 1; i < ids.size(); ++i) CHECK(h.eventsDbs().peek(ids[i]).closings == closings[i]);
+  outside.exec("COMMIT");
   std::this_thread::sleep_for(100ms);
   CHECK(r.requestCount() == 0);
 }

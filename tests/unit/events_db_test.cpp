@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -244,6 +245,55 @@ TEST_CASE_FIXTURE(Fixture, "unfinished deliveries of a target read page by page,
   }
   CHECK(pages == 3);
   CHECK(paged == expected);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a file nobody holds open is read alone, its WAL included, and left as it was") {
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  for (int i = 0; i < 5; ++i) ingestOk(sampleEvent(), {a, b});
+  webhooker::AttemptRecord retry;
+  retry.deliveryId = ingestOk(sampleEvent(), {a}).deliveries.at(0).id;
+  retry.statusCode = 503;
+  retry.newStatus = webhooker::DeliveryStatus::kRetrying;
+  retry.nextAttemptAt = clock.now() + 1h;
+  REQUIRE(db->recordAttempt(retry));
+  const auto expected = db->unfinishedDeliveries();
+  REQUIRE(expected);
+  REQUIRE(expected->size() == 11);
+  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(file));  // held open by `db`
+
+  db.reset();  // closed without a checkpoint, as a kill -9 leaves it: the rows are in the WAL
+  const std::filesystem::path wal = file.string() + "-wal";
+  const std::filesystem::path shm = file.string() + "-shm";
+  const auto walSize = std::filesystem::file_size(wal);
+  REQUIRE(walSize > 0);
+  const auto shmWritten = std::filesystem::last_write_time(shm);
+  const auto alone = EventsDb::unfinishedOfFileAlone(file);
+  REQUIRE(alone);
+  REQUIRE(alone->size() == expected->size());
+  for (size_t i = 0; i < alone->size(); ++i) {
+    const webhooker::UnfinishedDelivery& got = alone->at(i);
+    const webhooker::UnfinishedDelivery& want = expected->at(i);
+    CHECK(got.id == want.id);
+    CHECK(got.eventId == want.eventId);
+    CHECK(got.targetId == want.targetId);
+    CHECK(got.status == want.status);
+    CHECK(got.attempts == want.attempts);
+    CHECK(got.nextAttemptAt == want.nextAttemptAt);
+    CHECK(got.lastAttemptAt == want.lastAttemptAt);
+  }
+  CHECK(alone->back().status == webhooker::DeliveryStatus::kRetrying);
+  CHECK(alone->back().lastAttemptAt);
+  // No checkpoint, and the shared WAL index (-shm) untouched: an open that
+  // set it up would have truncated it.
+  CHECK(std::filesystem::file_size(wal) == walSize);
+  CHECK(std::filesystem::last_write_time(shm) == shmWritten);
+  CHECK(count("SELECT COUNT(*) FROM deliveries WHERE status IN ('pending', 'retrying')") == 11);
+
+  // A missing file is neither read nor created.
+  const std::filesystem::path missing = dir / "events-0d9d1c3e-8c6a-4f5e-9a55-1c2d3e4f5a6b.db";
+  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(missing));
+  CHECK_FALSE(std::filesystem::exists(missing));
 }
 
 TEST_CASE_FIXTURE(Fixture, "the backlog is counted exactly across chunks, per target and status") {
