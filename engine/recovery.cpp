@@ -61,10 +61,14 @@ void Engine::recover() {
   // alone instead (EventsDbPool::unfinishedIfClosed), without one, and left
   // closed; a webhook with work due now is opened by the worker that takes
   // it. Those reads run on every core, at most kReadAhead webhooks ahead of
-  // this thread, which reconciles them one at a time in order (each read
-  // holds all of a webhook's waiting rows). Nothing is released before the
-  // workers start, but one window covers every read all the same.
-  constexpr size_t kReadAhead = 16;
+  // this thread, which reconciles them one at a time, in order. A read
+  // ahead gives up on a webhook with more than kMostRowsAhead waiting, which
+  // this thread then reads itself: rows read ahead wait in memory, and a few
+  // big webhooks read at once would hold most of their backlog there.
+  // Nothing is released before the workers start, but one window covers
+  // every read all the same.
+  constexpr size_t kReadAhead = 8;
+  constexpr int kMostRowsAhead = 2000;
   const size_t count = webhooks->size();
   std::vector<std::optional<std::vector<UnfinishedDelivery>>> reads(count);
   std::vector<std::atomic<bool>> readDone(count);
@@ -75,7 +79,7 @@ void Engine::recover() {
     for (size_t i; (i = nextToRead.fetch_add(1)) < count;) {
       for (size_t done = reconciled.load(); i >= done + kReadAhead; done = reconciled.load())
         reconciled.wait(done);
-      reads[i] = eventsDbs_.unfinishedIfClosed((*webhooks)[i].id);
+      reads[i] = eventsDbs_.unfinishedIfClosed((*webhooks)[i].id, kMostRowsAhead);
       readDone[i].store(true);
       readDone[i].notify_one();
     }
@@ -87,6 +91,7 @@ void Engine::recover() {
     for (size_t i = 0; i < count; ++i) {
       readDone[i].wait(false);
       const std::string& id = (*webhooks)[i].id;
+      if (!reads[i]) reads[i] = eventsDbs_.unfinishedIfClosed(id);
       if (reads[i]) {
         reconcileRows(id, *reads[i], true, window.started(), Handoffs::kWait);
       } else {

@@ -562,7 +562,7 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
 }
 
 std::optional<std::vector<UnfinishedDelivery>> EventsDb::unfinishedOfFileAlone(
-    const std::filesystem::path& file) {
+    const std::filesystem::path& file, std::optional<int> mostRows) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return std::nullopt;
   auto db = storage::openAlone(file);
@@ -571,7 +571,10 @@ std::optional<std::vector<UnfinishedDelivery>> EventsDb::unfinishedOfFileAlone(
     // An older file is migrated by open() first; a newer one refused there.
     if (storage::schemaVersion(*db.value()) != eventsMigrations().back().version)
       return std::nullopt;
-    return readUnfinished(*db.value(), nullptr, std::nullopt, nullptr);
+    auto rows = readUnfinished(*db.value(), nullptr,
+                               mostRows ? std::optional(*mostRows + 1) : std::nullopt, nullptr);
+    if (mostRows && rows.size() > static_cast<size_t>(*mostRows)) return std::nullopt;
+    return rows;
   } catch (const std::exception&) {
     return std::nullopt;  // open() reads it again, and reports what is wrong
   }

@@ -124,9 +124,10 @@ class EventsDb {
   // shared WAL index, most of what open() costs. Writes, creates and
   // migrates nothing. nullopt where that cannot be done (the file is
   // missing, open elsewhere, of another schema version, or cannot be read):
-  // open() it and read it so, which also reports what is wrong.
+  // open() it and read it so, which also reports what is wrong. Also
+  // nullopt if more than `mostRows` wait.
   static std::optional<std::vector<UnfinishedDelivery>> unfinishedOfFileAlone(
-      const std::filesystem::path& file);
+      const std::filesystem::path& file, std::optional<int> mostRows = std::nullopt);
   // The first target id after `after` (in byte order) with a pending or
   // retrying delivery; none when there is no such target. An index seek:
   // the sweep walks a webhook's targets with it, a target at a time.

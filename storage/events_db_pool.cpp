@@ -111,14 +111,14 @@ void EventsDbPool::letGo(const std::string& webhookId) {
 }
 
 std::optional<std::vector<UnfinishedDelivery>> EventsDbPool::unfinishedIfClosed(
-    const std::string& webhookId) {
+    const std::string& webhookId, std::optional<int> mostRows) {
   MutexLock lock(poolMutex_);
   waitForFileLocked(lock, webhookId);
   if (index_.count(webhookId) || removed_.count(webhookId)) return std::nullopt;
   // As an open would: get(), install() and remove() of the id wait.
   opening_.insert(webhookId);
   lock.unlock();
-  auto rows = EventsDb::unfinishedOfFileAlone(pathFor(webhookId));
+  auto rows = EventsDb::unfinishedOfFileAlone(pathFor(webhookId), mostRows);
   lock.lock();
   opening_.erase(webhookId);
   opened_.notify_all();

@@ -66,7 +66,9 @@ class EventsDbPool {
   // that holds the file alone (EventsDb::unfinishedOfFileAlone), far cheaper
   // than opening it here, and a get() of the webhook waits meanwhile.
   // nullopt when the pool holds it or it cannot be read so: get() it then.
-  std::optional<std::vector<UnfinishedDelivery>> unfinishedIfClosed(const std::string& webhookId)
+  // Also nullopt if more than `mostRows` wait.
+  std::optional<std::vector<UnfinishedDelivery>> unfinishedIfClosed(
+      const std::string& webhookId, std::optional<int> mostRows = std::nullopt)
       EXCLUDES(poolMutex_);
 
   // Closes the webhook's DB (once its users let go) and deletes its files.

@@ -284,6 +284,8 @@ TEST_CASE_FIXTURE(Fixture, "a file nobody holds open is read alone, its WAL incl
   }
   CHECK(alone->back().status == webhooker::DeliveryStatus::kRetrying);
   CHECK(alone->back().lastAttemptAt);
+  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(file, 10));  // more wait than that
+  CHECK(EventsDb::unfinishedOfFileAlone(file, 11)->size() == 11);
   // No checkpoint, and the shared WAL index (-shm) untouched: an open that
   // set it up would have truncated it.
   CHECK(std::filesystem::file_size(wal) == walSize);
