@@ -95,7 +95,7 @@ void Engine::recover() {
       if (reads[i]) {
         reconcileRows(id, *reads[i], true, window.started(), Handoffs::kWait);
       } else {
-        reconcileWebhook(id, nullptr, true);  // through the pool: its file was busy
+        reconcileWebhook(id, nullptr, true);  // through the pool: not readable alone
       }
       reads[i].reset();
       reconciled.store(i + 1);
