@@ -142,6 +142,24 @@ std::map<std::string, int> arrivalsPerBody(const Receiver& r) {
   return out;
 }
 
+// `count` webhooks, each with one http target to `r` whose delivery failed
+// once and retries in an hour (by `clock`); their ids.
+std::vector<std::string> webhooksRetryingInAnHour(EngineHarness& h, const Receiver& r,
+                                                  const FakeClock& clock, int count) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < count; ++i) {
+    const Hook hook = h.createWebhook();
+    const TargetRecord target =
+        h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 3600000, 0, 3600000));
+    const IngestOutcome stored =
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, "{}"), {target.id}, false);
+    recordFirstAttempt(h, {hook.webhookId, stored.deliveries.at(0).id}, 503, clock.now(),
+                       clock.now() + 1h);
+    ids.push_back(hook.webhookId);
+  }
+  return ids;
+}
+
 }  // namespace
 
 TEST_CASE("on start, pending deliveries go at once and a retrying one waits only what is left") {
@@ -206,15 +224,7 @@ TEST_CASE("recovery closes each events DB once it has read it, and keeps its ret
   EngineHarness h(options);
   Receiver r;
   constexpr int kWebhooks = 40;
-  for (int i = 0; i < kWebhooks; ++i) {
-    const Hook hook = h.createWebhook();
-    const TargetRecord target =
-        h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 3600000, 0, 3600000));
-    const IngestOutcome stored =
-        h.ingestDirect(hook.webhookId, eventWithBody(hook, "{}"), {target.id}, false);
-    recordFirstAttempt(h, {hook.webhookId, stored.deliveries.at(0).id}, 503, clock.now(),
-                       clock.now() + 1h);
-  }
+  webhooksRetryingInAnHour(h, r, clock, kWebhooks);
   REQUIRE(h.eventsDbs().openCount() == kWebhooks);  // the stores above left them open
 
   h.startEngine();
@@ -236,18 +246,8 @@ TEST_CASE("recovery reads a file the pool does not hold alone, and a busy one th
   EngineHarness h(options);
   Receiver r;
   constexpr int kWebhooks = 20;
-  std::vector<std::string> ids;
-  for (int i = 0; i < kWebhooks; ++i) {
-    const Hook hook = h.createWebhook();
-    const TargetRecord target =
-        h.createHttpTarget(hook.webhookId, r.url("/"), retryPolicy(5, 3600000, 0, 3600000));
-    const IngestOutcome stored =
-        h.ingestDirect(hook.webhookId, eventWithBody(hook, "{}"), {target.id}, false);
-    recordFirstAttempt(h, {hook.webhookId, stored.deliveries.at(0).id}, 503, clock.now(),
-                       clock.now() + 1h);
-    ids.push_back(hook.webhookId);
-    h.eventsDbs().letGo(hook.webhookId);
-  }
+  const std::vector<std::string> ids = webhooksRetryingInAnHour(h, r, clock, kWebhooks);
+  for (const std::string& id : ids) h.eventsDbs().letGo(id);
   // Once the pool's closer has closed them, no connection holds the files.
   for (const std::string& id : ids)
     REQUIRE(eventually(
