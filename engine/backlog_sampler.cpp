@@ -4,6 +4,9 @@
 
 #include <condition_variable>
 #include <map>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "base/mutex.h"
 
@@ -30,64 +33,95 @@ void BacklogSampler::start() {
 
 void BacklogSampler::stop() { samplerThread_ = std::jthread(); }
 
+// What one pass adds up, per target type label.
+class BacklogSampler::Tally {
+ public:
+  Tally(const std::unordered_map<std::string, std::string>& types,
+        const std::unordered_set<std::string>& held, TimePoint now)
+      : types_(types), held_(held), now_(now) {
+    // Every label gets a value, 0 included, so a drained backlog reads 0.
+    for (std::string_view t : DeliveryMetrics::kTypeLabels) {
+      counts_[t] = {0, 0};
+      oldestDueAge_[t] = 0;
+    }
+  }
+
+  void add(const std::vector<EventsDb::BacklogCount>& backlog) {
+    for (const auto& row : backlog) {
+      auto type = types_.find(row.targetId);
+      const std::string_view label =
+          DeliveryMetrics::typeLabel(type == types_.end() ? "" : type->second);
+      auto& [pending, retrying] = counts_[label];
+      (row.status == DeliveryStatus::kPending ? pending : retrying) +=
+          static_cast<double>(row.count);
+      if (row.oldestDueCreatedAt && !held_.count(row.targetId)) {
+        const double age = std::chrono::duration<double>(now_ - *row.oldestDueCreatedAt).count();
+        oldestDueAge_[label] = std::max(oldestDueAge_[label], age);
+      }
+    }
+  }
+
+  void publish(DeliveryMetrics& metrics) const {
+    for (const auto& [type, c] : counts_) metrics.setBacklog(type, c.first, c.second);
+    for (const auto& [type, age] : oldestDueAge_) metrics.setOldestPendingAge(type, age);
+  }
+
+ private:
+  const std::unordered_map<std::string, std::string>& types_;
+  const std::unordered_set<std::string>& held_;
+  const TimePoint now_;
+  std::map<std::string_view, std::pair<double, double>> counts_;  // pending, retrying
+  std::map<std::string_view, double> oldestDueAge_;               // seconds
+};
+
 Result<void> BacklogSampler::sampleOnce() {
   const auto started = std::chrono::steady_clock::now();
-  auto webhooks = store_.listWebhooks();
-  if (!webhooks) return webhooks.error();
+  auto webhookIds = store_.listWebhookIds();
+  if (!webhookIds) return webhookIds.error();
   auto types = store_.liveTargetTypes();
   if (!types) return types.error();
   auto held = store_.heldTargetIds();
   if (!held) return held.error();
-  const TimePoint now = clock_.now();
 
-  // Every label gets a value, 0 included, so a drained backlog reads 0.
-  std::map<std::string, std::pair<double, double>> counts;
-  std::map<std::string, double> oldestDueAge;  // seconds
-  for (std::string_view t : DeliveryMetrics::kTypeLabels) {
-    counts[std::string(t)] = {0, 0};
-    oldestDueAge[std::string(t)] = 0;
+  Tally tally(types.value(), held.value(), clock_.now());
+  ClosedCounts nextClosedCounts;  // only webhooks that still exist
+  nextClosedCounts.reserve(closedCounts_.size());
+  for (const std::string& id : webhookIds.value()) {
+    auto counted = countBacklogOf(id, tally, nextClosedCounts);
+    if (!counted && counted.error().isNotFound()) continue;  // deleted since the listing
+    if (!counted) return counted.error();
   }
-  std::map<std::string, ClosedCount> nextClosedCounts;  // only webhooks that still exist
-  for (const Webhook& w : webhooks.value()) {
-    auto backlog = backlogOf(w.id, nextClosedCounts);
-    if (!backlog && backlog.error().isNotFound()) continue;  // deleted since the listing
-    if (!backlog) return backlog.error();
-    for (const auto& row : backlog.value()) {
-      auto type = types->find(row.targetId);
-      const std::string label(
-          DeliveryMetrics::typeLabel(type == types->end() ? "" : type->second));
-      auto& [pending, retrying] = counts[label];
-      (row.status == DeliveryStatus::kPending ? pending : retrying) +=
-          static_cast<double>(row.count);
-      if (row.oldestDueCreatedAt && !held->count(row.targetId)) {
-        const double age = std::chrono::duration<double>(now - *row.oldestDueCreatedAt).count();
-        oldestDueAge[label] = std::max(oldestDueAge[label], age);
-      }
-    }
-  }
-  for (const auto& [type, c] : counts) metrics_.setBacklog(type, c.first, c.second);
-  for (const auto& [type, age] : oldestDueAge) metrics_.setOldestPendingAge(type, age);
+  tally.publish(metrics_);
   closedCounts_ = std::move(nextClosedCounts);
-  spdlog::debug("sampler.pass webhooks={} duration_ms={}", webhooks->size(),
+  spdlog::debug("sampler.pass webhooks={} duration_ms={}", webhookIds->size(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - started)
                     .count());
   return {};
 }
 
-Result<std::vector<EventsDb::BacklogCount>> BacklogSampler::backlogOf(
-    const std::string& webhookId, std::map<std::string, ClosedCount>& next) {
+Result<void> BacklogSampler::countBacklogOf(const std::string& webhookId, Tally& tally,
+                                            ClosedCounts& next) {
   const EventsDbPool::Peek peek = eventsDbs_.peek(webhookId);
-  if (peek.open) return peek.open->backlogByTarget();
+  if (peek.open) {
+    auto backlog = peek.open->backlogByTarget();
+    if (!backlog) return backlog.error();
+    tally.add(backlog.value());
+    return {};
+  }
   if (auto it = closedCounts_.find(webhookId);
       it != closedCounts_.end() && it->second.closings == peek.closings) {
-    next.insert(*it);
-    return it->second.backlog;
+    // Moved, not copied: this pass's map replaces the last one.
+    tally.add(next.insert(closedCounts_.extract(it)).position->second.backlog);
+    return {};
   }
   auto backlog = EventsDb::backlogOfFile(eventsDbs_.pathFor(webhookId), clock_.now());
+  if (!backlog) return backlog.error();
+  tally.add(backlog.value());
   // Opened since we peeked: the count may already be old; count again next pass.
-  if (backlog && !eventsDbs_.peek(webhookId).open) next[webhookId] = {peek.closings, backlog.value()};
-  return backlog;
+  if (!eventsDbs_.peek(webhookId).open)
+    next[webhookId] = {peek.closings, std::move(backlog.value())};
+  return {};
 }
 
 }  // namespace webhooker

@@ -20,10 +20,10 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <string>
-#include <vector>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/result.h"
@@ -52,15 +52,18 @@ class BacklogSampler {
     uint64_t closings = 0;  // EventsDbPool::Peek::closings when counted
     std::vector<EventsDb::BacklogCount> backlog;
   };
-  Result<std::vector<EventsDb::BacklogCount>> backlogOf(const std::string& webhookId,
-                                                        std::map<std::string, ClosedCount>& next);
+  using ClosedCounts = std::unordered_map<std::string, ClosedCount>;  // by webhook id
+  class Tally;  // one pass's sums per target type
+  // Adds the webhook's backlog to `tally`; a count read from its closed
+  // file, or reused, goes into `next`.
+  Result<void> countBacklogOf(const std::string& webhookId, Tally& tally, ClosedCounts& next);
 
   MainStore& store_;
   EventsDbPool& eventsDbs_;
   DeliveryMetrics& metrics_;
   const Clock& clock_;
   const std::chrono::milliseconds interval_;
-  std::map<std::string, ClosedCount> closedCounts_;  // webhook id → its last count from file
+  ClosedCounts closedCounts_;  // each closed DB's last count from its file
   std::jthread samplerThread_;
 };
 

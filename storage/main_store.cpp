@@ -375,6 +375,15 @@ Result<std::vector<Webhook>> MainStore::listWebhooks() {
   });
 }
 
+Result<std::vector<std::string>> MainStore::listWebhookIds() {
+  return read("list webhook ids", [&](SQLite::Database& db) -> Result<std::vector<std::string>> {
+    SQLite::Statement q(db, "SELECT id FROM webhooks");
+    std::vector<std::string> out;
+    while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+    return out;
+  });
+}
+
 Result<Webhook> MainStore::updateWebhook(const std::string& id, const WebhookPatch& patch) {
   auto written = write("update webhook", [&](SQLite::Database& db) -> Result<void> {
     SQLite::Statement q(db,

@@ -59,6 +59,10 @@ class MainStore {
                                 const std::vector<std::string>& maskPointers = {});
   Result<Webhook> getWebhook(const std::string& id);
   Result<std::vector<Webhook>> listWebhooks();
+  // Every webhook's id, in no particular order: for passes over all of them
+  // that need nothing else of a webhook (a pass over 10,000 webhooks
+  // reading whole rows spent half its time building them).
+  Result<std::vector<std::string>> listWebhookIds();
   Result<Webhook> updateWebhook(const std::string& id, const WebhookPatch& patch);
   // Removes the webhook with its entrypoints and targets.
   Result<void> deleteWebhook(const std::string& id);

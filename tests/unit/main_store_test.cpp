@@ -5,6 +5,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -153,6 +154,20 @@ TEST_CASE_FIXTURE(Fixture, "listWebhooks lists every webhook, oldest first") {
   CHECK(all->at(1).id == b.id);
   CHECK(all->at(2).id == c.id);
   CHECK(all->at(2).createdAt == "2026-11-18T11:06:42.000Z");
+}
+
+TEST_CASE_FIXTURE(Fixture, "listWebhookIds lists every webhook's id and no deleted one") {
+  REQUIRE(store->listWebhookIds()->empty());
+  const Webhook a = webhook("a");
+  const Webhook b = webhook("b");
+  const Webhook c = webhook("c");
+  REQUIRE(store->deleteWebhook(b.id).ok());
+  auto ids = store->listWebhookIds();
+  REQUIRE(ids.ok());
+  std::sort(ids->begin(), ids->end());
+  std::vector<std::string> expected = {a.id, c.id};
+  std::sort(expected.begin(), expected.end());
+  CHECK(ids.value() == expected);
 }
 
 TEST_CASE_FIXTURE(Fixture, "updateWebhook changes only the fields in the patch") {
