@@ -221,6 +221,11 @@ int runServe(const Config& config) {
                dataDir.string());
 
   operationalEvents.start();
+  // The sampler's first pass then reads only the files recovery did not.
+  engine.setRecoveredBacklog([&sampler](const std::string& webhookId, uint64_t closings,
+                                        std::vector<EventsDb::BacklogCount> backlog) {
+    sampler.seed(webhookId, closings, std::move(backlog));
+  });
   engine.start();
   // Auto-resume probes are due every probe_interval (1 s at the least).
   health.start(std::chrono::seconds(1));

@@ -85,6 +85,21 @@ bool BenchDaemon::waitForLog(const std::string& text, std::chrono::milliseconds 
   return true;
 }
 
+std::optional<double> BenchDaemon::logValue(const std::string& event,
+                                            const std::string& key) const {
+  const std::string log = process_.stderrText();
+  const size_t line = log.find(event);
+  if (line == std::string::npos) return std::nullopt;
+  const size_t end = log.find('\n', line);
+  const size_t at = log.find(" " + key + "=", line);
+  if (at == std::string::npos || at > end) return std::nullopt;
+  try {
+    return std::stod(log.substr(at + key.size() + 2));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 double idleDaemonPeakRssMb() {
   testing::TempDir empty;
   BenchDaemon idle(empty.path());

@@ -53,6 +53,9 @@ class BenchDaemon {
   double peakRssMb() const;
   // Waits until the log holds `text`; false at the timeout.
   bool waitForLog(const std::string& text, std::chrono::milliseconds timeout) const;
+  // The number after `key=` in the first log line holding `event`; nullopt
+  // if there is none.
+  std::optional<double> logValue(const std::string& event, const std::string& key) const;
   // SIGTERM and wait: the clean stop every scenario ends with.
   int stop() { return process_.stop(std::chrono::seconds(30)); }
 

@@ -33,6 +33,11 @@ void BacklogSampler::start() {
 
 void BacklogSampler::stop() { samplerThread_ = std::jthread(); }
 
+void BacklogSampler::seed(const std::string& webhookId, uint64_t closings,
+                          std::vector<EventsDb::BacklogCount> backlog) {
+  closedCounts_[webhookId] = {closings, std::move(backlog)};
+}
+
 // What one pass adds up, per target type label.
 class BacklogSampler::Tally {
  public:
@@ -93,10 +98,14 @@ Result<void> BacklogSampler::sampleOnce() {
   }
   tally.publish(metrics_);
   closedCounts_ = std::move(nextClosedCounts);
-  spdlog::debug("sampler.pass webhooks={} duration_ms={}", webhookIds->size(),
-                std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::steady_clock::now() - started)
-                    .count());
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started)
+                      .count();
+  // The first pass after a start is the one that may read every file.
+  spdlog::log(firstPassDone_ ? spdlog::level::debug : spdlog::level::info,
+              "sampler.pass webhooks={} duration_ms={} first={}", webhookIds->size(), ms,
+              !firstPassDone_);
+  firstPassDone_ = true;
   return {};
 }
 

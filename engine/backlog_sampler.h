@@ -46,6 +46,12 @@ class BacklogSampler {
   void stop();
   // One pass over every events DB; publishes the counts.
   Result<void> sampleOnce();
+  // The backlog of a closed events DB read by someone else (a restart's
+  // recovery), as if a pass had read it while the pool's Peek::closings was
+  // `closings`: the next pass reads that file only if the pool has closed
+  // it since. Not concurrently with a pass: before start().
+  void seed(const std::string& webhookId, uint64_t closings,
+            std::vector<EventsDb::BacklogCount> backlog);
 
  private:
   struct ClosedCount {
@@ -64,6 +70,7 @@ class BacklogSampler {
   const Clock& clock_;
   const std::chrono::milliseconds interval_;
   ClosedCounts closedCounts_;  // each closed DB's last count from its file
+  bool firstPassDone_ = false;
   std::jthread samplerThread_;
 };
 

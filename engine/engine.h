@@ -122,6 +122,13 @@ class Engine final : public Dispatcher, public Scheduler {
 
   // Where attempts report the receivers' health; set once, before start().
   void setHealthReporter(HealthReporter& health) { health_ = &health; }
+  // Told, during start(), of each events DB a restart's recovery read from
+  // its closed file: its backlog, and the pool's Peek::closings while it
+  // was read (the backlog sampler's cache takes it instead of reading the
+  // file again). Set once, before start().
+  using RecoveredBacklog = std::function<void(const std::string& webhookId, uint64_t closings,
+                                              std::vector<EventsDb::BacklogCount> backlog)>;
+  void setRecoveredBacklog(RecoveredBacklog recovered) { recoveredBacklog_ = std::move(recovered); }
   // An auto-resume probe: one attempt of the target's oldest waiting
   // delivery although the target is disabled. False if it has none, or
   // that delivery is in memory already.
@@ -327,6 +334,7 @@ class Engine final : public Dispatcher, public Scheduler {
   AttemptObserver& observer_;
   const EngineRouting routing_;
   HealthReporter* health_ = nullptr;
+  RecoveredBacklog recoveredBacklog_;
 
   mutable Mutex engineMutex_;
   std::condition_variable_any workAvailable_;

@@ -70,7 +70,8 @@ void Engine::recover() {
   constexpr size_t kReadAhead = 8;
   constexpr int kMostRowsAhead = 2000;
   const size_t count = webhooks->size();
-  std::vector<std::optional<std::vector<UnfinishedDelivery>>> reads(count);
+  const TimePoint now = clock_.now();
+  std::vector<std::optional<EventsDbPool::ClosedFileRead>> reads(count);
   std::vector<std::atomic<bool>> readDone(count);
   std::atomic<size_t> reconciled{0};
   std::atomic<size_t> nextToRead{0};
@@ -79,7 +80,7 @@ void Engine::recover() {
     for (size_t i; (i = nextToRead.fetch_add(1)) < count;) {
       for (size_t done = reconciled.load(); i >= done + kReadAhead; done = reconciled.load())
         reconciled.wait(done);
-      reads[i] = eventsDbs_.unfinishedIfClosed((*webhooks)[i].id, kMostRowsAhead);
+      reads[i] = eventsDbs_.unfinishedIfClosed((*webhooks)[i].id, now, kMostRowsAhead);
       readDone[i].store(true);
       readDone[i].notify_one();
     }
@@ -91,9 +92,11 @@ void Engine::recover() {
     for (size_t i = 0; i < count; ++i) {
       readDone[i].wait(false);
       const std::string& id = (*webhooks)[i].id;
-      if (!reads[i]) reads[i] = eventsDbs_.unfinishedIfClosed(id);
+      if (!reads[i]) reads[i] = eventsDbs_.unfinishedIfClosed(id, now);
       if (reads[i]) {
-        reconcileRows(id, *reads[i], true, window.started(), Handoffs::kWait);
+        reconcileRows(id, reads[i]->file.rows, true, window.started(), Handoffs::kWait);
+        if (recoveredBacklog_)
+          recoveredBacklog_(id, reads[i]->closings, std::move(reads[i]->file.backlog));
       } else {
         reconcileWebhook(id, nullptr, true);  // through the pool: not readable alone
       }

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <unordered_set>
+#include <utility>
 
 #include "base/time_format.h"
 #include "base/uuid.h"
@@ -506,8 +509,41 @@ Result<std::optional<std::string>> EventsDb::nextWaitingTarget(const std::string
 namespace {
 
 // unfinishedDeliveries() on `db`. Throws SQLite::Exception.
+// Counts deliveries as readUnfinished reads them, oldest first, the way
+// BacklogScan counts them: per target and status, with each target's
+// oldest due delivery (of either status) on the group of its status.
+class BacklogOfRows {
+ public:
+  explicit BacklogOfRows(TimePoint now) : now_(now) {}
+
+  void add(const UnfinishedDelivery& d, const char* createdAt) {
+    EventsDb::BacklogCount& group = groups_[{d.targetId, d.status}];
+    ++group.count;
+    const bool due = !d.nextAttemptAt || *d.nextAttemptAt <= now_;
+    if (due && targetsWithDue_.insert(d.targetId).second)
+      group.oldestDueCreatedAt = parseTime(createdAt);
+  }
+
+  std::vector<EventsDb::BacklogCount> counts() const {
+    std::vector<EventsDb::BacklogCount> out;
+    out.reserve(groups_.size());
+    for (const auto& [key, group] : groups_) {
+      out.push_back(group);
+      out.back().targetId = key.first;
+      out.back().status = key.second;
+    }
+    return out;
+  }
+
+ private:
+  const TimePoint now_;
+  std::map<std::pair<std::string, DeliveryStatus>, EventsDb::BacklogCount> groups_;
+  std::unordered_set<std::string> targetsWithDue_;
+};
+
 std::vector<UnfinishedDelivery> readUnfinished(SQLite::Database& db, const std::string* targetId,
-                                               std::optional<int> limit, DeliveryPosition* cursor) {
+                                               std::optional<int> limit, DeliveryPosition* cursor,
+                                               BacklogOfRows* backlog = nullptr) {
   SQLite::Statement q(
       db, std::string("SELECT id, event_id, target_id, status, attempts, next_attempt_at, "
                       "series_start, CASE status WHEN 'retrying' THEN "
@@ -534,6 +570,7 @@ std::vector<UnfinishedDelivery> readUnfinished(SQLite::Database& db, const std::
     d.nextAttemptAt = timeColumn(q.getColumn(5));
     d.seriesStart = q.getColumn(6).getInt();
     d.lastAttemptAt = timeColumn(q.getColumn(7));
+    if (backlog) backlog->add(d, q.getColumn(8).getText());
     out.push_back(std::move(d));
     if (cursor) {
       cursor->createdAt.assign(q.getColumn(8).getText());
@@ -561,18 +598,20 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
   }
 }
 
-std::optional<std::vector<UnfinishedDelivery>> EventsDb::unfinishedOfFileAlone(
-    const std::filesystem::path& file, std::optional<int> mostRows) {
+std::optional<EventsDb::UnfinishedOfFile> EventsDb::unfinishedOfFileAlone(
+    const std::filesystem::path& file, TimePoint now, std::optional<int> mostRows) {
   auto db = storage::openAlone(file);  // fails on a missing file: it never creates one
   if (!db) return std::nullopt;
   try {
     // An older file is migrated by open() first; a newer one refused there.
     if (storage::schemaVersion(*db.value()) != eventsMigrations().back().version)
       return std::nullopt;
-    auto rows = readUnfinished(*db.value(), nullptr,
-                               mostRows ? std::optional(*mostRows + 1) : std::nullopt, nullptr);
+    BacklogOfRows backlog(now);
+    auto rows =
+        readUnfinished(*db.value(), nullptr, mostRows ? std::optional(*mostRows + 1) : std::nullopt,
+                       nullptr, &backlog);
     if (mostRows && rows.size() > static_cast<size_t>(*mostRows)) return std::nullopt;
-    return rows;
+    return UnfinishedOfFile{std::move(rows), backlog.counts()};
   } catch (const std::exception&) {
     return std::nullopt;  // open() reads it again, and reports what is wrong
   }

@@ -126,8 +126,15 @@ class EventsDb {
   // missing, open elsewhere, of another schema version, or cannot be read):
   // open() it and read it so, which also reports what is wrong. Also
   // nullopt if more than `mostRows` wait.
-  static std::optional<std::vector<UnfinishedDelivery>> unfinishedOfFileAlone(
-      const std::filesystem::path& file, std::optional<int> mostRows = std::nullopt);
+  // With the rows, how many wait per target and status, counted as
+  // backlogByTarget() counts them (`now` decides which are due): a caller
+  // that read the file anyway can spare the backlog sampler a read of it.
+  struct UnfinishedOfFile {
+    std::vector<UnfinishedDelivery> rows;  // oldest first
+    std::vector<BacklogCount> backlog;
+  };
+  static std::optional<UnfinishedOfFile> unfinishedOfFileAlone(
+      const std::filesystem::path& file, TimePoint now, std::optional<int> mostRows = std::nullopt);
   // The first target id after `after` (in byte order) with a pending or
   // retrying delivery; none when there is no such target. An index seek:
   // the sweep walks a webhook's targets with it, a target at a time.

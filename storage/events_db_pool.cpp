@@ -110,19 +110,22 @@ void EventsDbPool::letGo(const std::string& webhookId) {
   close(std::move(closing));
 }
 
-std::optional<std::vector<UnfinishedDelivery>> EventsDbPool::unfinishedIfClosed(
-    const std::string& webhookId, std::optional<int> mostRows) {
+std::optional<EventsDbPool::ClosedFileRead> EventsDbPool::unfinishedIfClosed(
+    const std::string& webhookId, TimePoint now, std::optional<int> mostRows) {
   MutexLock lock(poolMutex_);
   waitForFileLocked(lock, webhookId);
   if (index_.count(webhookId) || removed_.count(webhookId)) return std::nullopt;
+  const auto closings = closings_.find(webhookId);
+  const uint64_t closingsNow = closings == closings_.end() ? 0 : closings->second;
   // As an open would: get(), install() and remove() of the id wait.
   opening_.insert(webhookId);
   lock.unlock();
-  auto rows = EventsDb::unfinishedOfFileAlone(pathFor(webhookId), mostRows);
+  auto file = EventsDb::unfinishedOfFileAlone(pathFor(webhookId), now, mostRows);
   lock.lock();
   opening_.erase(webhookId);
   opened_.notify_all();
-  return rows;
+  if (!file) return std::nullopt;
+  return ClosedFileRead{std::move(*file), closingsNow};
 }
 
 std::shared_ptr<EventsDb> EventsDbPool::takeOutLocked(const std::string& webhookId) {

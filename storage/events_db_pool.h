@@ -66,9 +66,14 @@ class EventsDbPool {
   // that holds the file alone (EventsDb::unfinishedOfFileAlone), far cheaper
   // than opening it here, and a get() of the webhook waits meanwhile.
   // nullopt when the pool holds it or it cannot be read so: get() it then.
-  // Also nullopt if more than `mostRows` wait.
-  std::optional<std::vector<UnfinishedDelivery>> unfinishedIfClosed(
-      const std::string& webhookId, std::optional<int> mostRows = std::nullopt)
+  // Also nullopt if more than `mostRows` wait. `closings` is Peek::closings
+  // while the file was read: its backlog holds while that does not move.
+  struct ClosedFileRead {
+    EventsDb::UnfinishedOfFile file;
+    uint64_t closings = 0;
+  };
+  std::optional<ClosedFileRead> unfinishedIfClosed(const std::string& webhookId, TimePoint now,
+                                                   std::optional<int> mostRows = std::nullopt)
       EXCLUDES(poolMutex_);
 
   // Closes the webhook's DB (once its users let go) and deletes its files.

@@ -9,6 +9,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,12 +20,15 @@
 #include <thread>
 #include <vector>
 
+#include "engine/backlog_sampler.h"
+#include "engine/delivery_metrics.h"
 #include "storage/events_db.h"
 #include "tests/support/contains.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/prometheus_text.h"
 #include "tests/support/receiver.h"
 #include "tests/support/temp_dir.h"
 
@@ -234,7 +239,9 @@ TEST_CASE("recovery closes each events DB once it has read it, and keeps its ret
   CHECK(r.requestCount() == 0);
 }
 
-TEST_CASE("recovery reads a file the pool does not hold alone, and a busy one through the pool") {
+TEST_CASE(
+    "recovery reads a file the pool does not hold alone, a busy one through the pool, and hands "
+    "the backlog sampler what it read") {
   // Setting up a file's shared WAL index is most of an open: recovery reads
   // each file the pool does not hold on a connection of its own instead, and
   // goes through the pool only for a file that another connection holds.
@@ -250,13 +257,24 @@ TEST_CASE("recovery reads a file the pool does not hold alone, and a busy one th
   for (const std::string& id : ids) h.eventsDbs().letGo(id);
   // Once the pool's closer has closed them, no connection holds the files.
   for (const std::string& id : ids)
-    REQUIRE(eventually(
-        [&] { return EventsDb::unfinishedOfFileAlone(h.eventsDbPath(id)).has_value(); }));
+    REQUIRE(eventually([&] {
+      return EventsDb::unfinishedOfFileAlone(h.eventsDbPath(id), clock.now()).has_value();
+    }));
   SQLite::Database outside(h.eventsDbPath(ids[0]).string(), SQLite::OPEN_READONLY);
   outside.exec("BEGIN");
   REQUIRE(outside.execAndGet("SELECT COUNT(*) FROM deliveries").getInt() == 1);
   std::vector<uint64_t> closings;
   for (const std::string& id : ids) closings.push_back(h.eventsDbs().peek(id).closings);
+  // What recovery read alone, the backlog sampler takes (as serve wires it).
+  prometheus::Registry registry;
+  DeliveryMetrics metrics(registry);
+  BacklogSampler sampler(h.store(), h.eventsDbs(), metrics, clock);
+  std::map<std::string, uint64_t> seeded;  // webhook id → closings
+  h.engine().setRecoveredBacklog(
+      [&](const std::string& id, uint64_t at, std::vector<EventsDb::BacklogCount> backlog) {
+        seeded[id] = at;
+        sampler.seed(id, at, std::move(backlog));
+      });
 
   h.startEngine();
   CHECK(h.engine().heldCount() == kWebhooks);  // every retry waits in the timer
@@ -266,6 +284,19 @@ TEST_CASE("recovery reads a file the pool does not hold alone, and a busy one th
   outside.exec("COMMIT");
   std::this_thread::sleep_for(100ms);
   CHECK(r.requestCount() == 0);
+
+  CHECK(seeded.size() == ids.size() - 1);
+  CHECK_FALSE(seeded.count(ids[0]));
+  for (size_t i = 1; i < ids.size(); ++i) CHECK(seeded[ids[i]] == closings[i]);
+  // The sampler's first pass reads only the file recovery did not read
+  // alone: the others are not even there.
+  for (size_t i = 1; i < ids.size(); ++i)
+    std::filesystem::rename(h.eventsDbPath(ids[i]), h.eventsDbPath(ids[i]).string() + ".away");
+  REQUIRE(sampler.sampleOnce());
+  const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
+  CHECK(valueIn(text, "webhooker_deliveries_retrying", typeIs("http")) == kWebhooks);
+  for (size_t i = 1; i < ids.size(); ++i)
+    std::filesystem::rename(h.eventsDbPath(ids[i]).string() + ".away", h.eventsDbPath(ids[i]));
 }
 
 TEST_CASE("a receiver's Retry-After, longer than the backoff, still holds after a restart") {

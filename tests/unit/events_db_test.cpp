@@ -6,6 +6,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -257,10 +259,18 @@ TEST_CASE_FIXTURE(Fixture, "a file nobody holds open is read alone, its WAL incl
   retry.newStatus = webhooker::DeliveryStatus::kRetrying;
   retry.nextAttemptAt = clock.now() + 1h;
   REQUIRE(db->recordAttempt(retry));
+  // c's only delivery retries too: once its time has come, it is c's oldest due.
+  const std::string c = webhooker::newUuid();
+  retry.deliveryId = ingestOk(sampleEvent(), {c}).deliveries.at(0).id;
+  REQUIRE(db->recordAttempt(retry));
+  clock.advance(2h);
   const auto expected = db->unfinishedDeliveries();
   REQUIRE(expected);
-  REQUIRE(expected->size() == 11);
-  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(file));  // held open by `db`
+  REQUIRE(expected->size() == 12);
+  const auto expectedBacklog = db->backlogByTarget();
+  REQUIRE(expectedBacklog);
+  REQUIRE(expectedBacklog->size() == 4);  // a and b pending, a and c retrying
+  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(file, clock.now()));  // held open by `db`
 
   db.reset();  // closed without a checkpoint, as a kill -9 leaves it: the rows are in the WAL
   const std::filesystem::path wal = file.string() + "-wal";
@@ -268,11 +278,12 @@ TEST_CASE_FIXTURE(Fixture, "a file nobody holds open is read alone, its WAL incl
   const auto walSize = std::filesystem::file_size(wal);
   REQUIRE(walSize > 0);
   const auto shmWritten = std::filesystem::last_write_time(shm);
-  const auto alone = EventsDb::unfinishedOfFileAlone(file);
-  REQUIRE(alone);
-  REQUIRE(alone->size() == expected->size());
-  for (size_t i = 0; i < alone->size(); ++i) {
-    const webhooker::UnfinishedDelivery& got = alone->at(i);
+  const auto read = EventsDb::unfinishedOfFileAlone(file, clock.now());
+  REQUIRE(read);
+  const auto& alone = read->rows;
+  REQUIRE(alone.size() == expected->size());
+  for (size_t i = 0; i < alone.size(); ++i) {
+    const webhooker::UnfinishedDelivery& got = alone.at(i);
     const webhooker::UnfinishedDelivery& want = expected->at(i);
     CHECK(got.id == want.id);
     CHECK(got.eventId == want.eventId);
@@ -282,19 +293,30 @@ TEST_CASE_FIXTURE(Fixture, "a file nobody holds open is read alone, its WAL incl
     CHECK(got.nextAttemptAt == want.nextAttemptAt);
     CHECK(got.lastAttemptAt == want.lastAttemptAt);
   }
-  CHECK(alone->back().status == webhooker::DeliveryStatus::kRetrying);
-  CHECK(alone->back().lastAttemptAt);
-  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(file, 10));  // more wait than that
-  CHECK(EventsDb::unfinishedOfFileAlone(file, 11)->size() == 11);
+  CHECK(alone.back().status == webhooker::DeliveryStatus::kRetrying);
+  CHECK(alone.back().lastAttemptAt);
+  // Counted as the open DB counts them.
+  const auto byGroup = [](std::vector<EventsDb::BacklogCount> counts) {
+    std::vector<std::tuple<std::string, webhooker::DeliveryStatus, int64_t,
+                           std::optional<webhooker::TimePoint>>>
+        out;
+    for (const auto& group : counts)
+      out.emplace_back(group.targetId, group.status, group.count, group.oldestDueCreatedAt);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  CHECK(byGroup(read->backlog) == byGroup(expectedBacklog.value()));
+  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(file, clock.now(), 11));  // more wait than that
+  CHECK(EventsDb::unfinishedOfFileAlone(file, clock.now(), 12)->rows.size() == 12);
   // No checkpoint, and the shared WAL index (-shm) untouched: an open that
   // set it up would have truncated it.
   CHECK(std::filesystem::file_size(wal) == walSize);
   CHECK(std::filesystem::last_write_time(shm) == shmWritten);
-  CHECK(count("SELECT COUNT(*) FROM deliveries WHERE status IN ('pending', 'retrying')") == 11);
+  CHECK(count("SELECT COUNT(*) FROM deliveries WHERE status IN ('pending', 'retrying')") == 12);
 
   // A missing file is neither read nor created.
   const std::filesystem::path missing = dir / "events-0d9d1c3e-8c6a-4f5e-9a55-1c2d3e4f5a6b.db";
-  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(missing));
+  CHECK_FALSE(EventsDb::unfinishedOfFileAlone(missing, clock.now()));
   CHECK_FALSE(std::filesystem::exists(missing));
 }
 
