@@ -6,6 +6,7 @@
 //
 // The daemon binary comes from WEBHOOKER_BIN.
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +41,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"full", "normal"}));
   app.add_option("--out", out, "where to write the JSON results");
   CLI11_PARSE(app, argc, argv);
+  // Parts of the daemon run in this process too (the scale scenario's
+  // sampler): their info lines are not the bench's output.
+  spdlog::set_level(spdlog::level::warn);
 
   BenchConfig config = smoke ? BenchConfig::smokeSized() : large ? BenchConfig::large() : BenchConfig::normal();
   config.syncMode = syncMode;

@@ -134,7 +134,7 @@ void runScaleShape(const BenchConfig& config, const BenchConfig::ScaleShape& sha
   report.add({"scale", "first sampler pass over " + std::to_string(n) + " events DBs", firstPassMs,
               "ms", openOneRowMs, "open each DB, read one row", std::nullopt});
   if (!daemonFirstPassMs) report.addCheck("scale", {"the daemon logged no sampler pass"});
-  report.add({"scale", "the daemon's first sampler pass after recovery",
+  report.add({"scale", "the daemon's first sampler pass after recovering " + what,
               daemonFirstPassMs.value_or(-1), "ms", openOneRowMs, "open each DB, read one row",
               Goal{Goal::Kind::kValueAtMost, 100}});
   report.add({"scale", "peak RSS after recovering " + what, rss, "MB", idleRss,
