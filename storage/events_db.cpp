@@ -508,7 +508,6 @@ Result<std::optional<std::string>> EventsDb::nextWaitingTarget(const std::string
 
 namespace {
 
-// unfinishedDeliveries() on `db`. Throws SQLite::Exception.
 // Counts deliveries as readUnfinished reads them, oldest first, the way
 // BacklogScan counts them: per target and status, with each target's
 // oldest due delivery (of either status) on the group of its status.
@@ -541,6 +540,8 @@ class BacklogOfRows {
   std::unordered_set<std::string> targetsWithDue_;
 };
 
+// unfinishedDeliveries() on `db`; counted into `backlog` too if given.
+// Throws SQLite::Exception.
 std::vector<UnfinishedDelivery> readUnfinished(SQLite::Database& db, const std::string* targetId,
                                                std::optional<int> limit, DeliveryPosition* cursor,
                                                BacklogOfRows* backlog = nullptr) {
