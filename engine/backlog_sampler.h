@@ -11,7 +11,9 @@
 // through it; one it holds closed is counted once from its file, read-only,
 // and that count is reused until the pool opens the DB again (nothing here
 // writes a closed DB). So a pass over 1,000 webhooks with 256 open reopens
-// no file that has not been written since the last pass.
+// no file that has not been written since the last pass. After a restart,
+// the counts recovery took while it read each file (seed()) stand in for
+// the first pass's reads.
 //
 // Threading: one thread of its own (samplerThread_); sampleOnce() may also
 // be called directly (tests, benchmarks) but not concurrently with itself.
