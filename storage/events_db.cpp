@@ -6,8 +6,6 @@
 #include <array>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <unordered_set>
-#include <utility>
 
 #include "base/time_format.h"
 #include "base/uuid.h"
@@ -516,28 +514,39 @@ class BacklogOfRows {
   explicit BacklogOfRows(TimePoint now) : now_(now) {}
 
   void add(const UnfinishedDelivery& d, const char* createdAt) {
-    EventsDb::BacklogCount& group = groups_[{d.targetId, d.status}];
+    auto target = targets_.find(d.targetId);  // a key is copied once per target, not per row
+    if (target == targets_.end()) target = targets_.emplace(d.targetId, Target{}).first;
+    EventsDb::BacklogCount& group =
+        d.status == DeliveryStatus::kPending ? target->second.pending : target->second.retrying;
     ++group.count;
     const bool due = !d.nextAttemptAt || *d.nextAttemptAt <= now_;
-    if (due && targetsWithDue_.insert(d.targetId).second)
+    if (due && !target->second.dueFound) {
+      target->second.dueFound = true;
       group.oldestDueCreatedAt = parseTime(createdAt);
+    }
   }
 
   std::vector<EventsDb::BacklogCount> counts() const {
     std::vector<EventsDb::BacklogCount> out;
-    out.reserve(groups_.size());
-    for (const auto& [key, group] : groups_) {
-      out.push_back(group);
-      out.back().targetId = key.first;
-      out.back().status = key.second;
+    for (const auto& [id, target] : targets_) {
+      for (EventsDb::BacklogCount group : {target.pending, target.retrying}) {
+        if (group.count == 0) continue;
+        group.targetId = id;
+        out.push_back(std::move(group));
+      }
     }
     return out;
   }
 
  private:
+  struct Target {
+    EventsDb::BacklogCount pending{{}, DeliveryStatus::kPending, 0, std::nullopt};
+    EventsDb::BacklogCount retrying{{}, DeliveryStatus::kRetrying, 0, std::nullopt};
+    bool dueFound = false;  // its oldest due delivery is set on one of the two
+  };
+
   const TimePoint now_;
-  std::map<std::pair<std::string, DeliveryStatus>, EventsDb::BacklogCount> groups_;
-  std::unordered_set<std::string> targetsWithDue_;
+  std::map<std::string, Target> targets_;
 };
 
 // unfinishedDeliveries() on `db`; counted into `backlog` too if given.

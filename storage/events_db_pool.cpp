@@ -115,8 +115,7 @@ std::optional<EventsDbPool::ClosedFileRead> EventsDbPool::unfinishedIfClosed(
   MutexLock lock(poolMutex_);
   waitForFileLocked(lock, webhookId);
   if (index_.count(webhookId) || removed_.count(webhookId)) return std::nullopt;
-  const auto closings = closings_.find(webhookId);
-  const uint64_t closingsNow = closings == closings_.end() ? 0 : closings->second;
+  const uint64_t closings = closingsLocked(webhookId);
   // As an open would: get(), install() and remove() of the id wait.
   opening_.insert(webhookId);
   lock.unlock();
@@ -125,7 +124,7 @@ std::optional<EventsDbPool::ClosedFileRead> EventsDbPool::unfinishedIfClosed(
   opening_.erase(webhookId);
   opened_.notify_all();
   if (!file) return std::nullopt;
-  return ClosedFileRead{std::move(*file), closingsNow};
+  return ClosedFileRead{std::move(*file), closings};
 }
 
 std::shared_ptr<EventsDb> EventsDbPool::takeOutLocked(const std::string& webhookId) {
@@ -173,8 +172,13 @@ EventsDbPool::Peek EventsDbPool::peek(const std::string& webhookId) const {
   MutexLock lock(poolMutex_);
   Peek out;
   if (auto it = index_.find(webhookId); it != index_.end()) out.open = it->second->second;
-  if (auto it = closings_.find(webhookId); it != closings_.end()) out.closings = it->second;
+  out.closings = closingsLocked(webhookId);
   return out;
+}
+
+uint64_t EventsDbPool::closingsLocked(const std::string& webhookId) const {
+  const auto it = closings_.find(webhookId);
+  return it == closings_.end() ? 0 : it->second;
 }
 
 size_t EventsDbPool::openCount() const {

@@ -111,6 +111,8 @@ class EventsDbPool {
 
   // Waits until no get() or install() of `webhookId` works on its file.
   void waitForFileLocked(MutexLock& lock, const std::string& webhookId) REQUIRES(poolMutex_);
+  // Peek::closings of `webhookId`.
+  uint64_t closingsLocked(const std::string& webhookId) const REQUIRES(poolMutex_);
   enum class FileChange {
     kRemove,   // the id is refused from now on
     kReplace,  // get() of the id waits until the caller erases it from opening_
