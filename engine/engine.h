@@ -137,6 +137,9 @@ class Engine final : public Dispatcher, public Scheduler {
   std::optional<std::string> fifoHead(const std::string& targetId) const;
 
   // One pass of the sweep (the periodic thread calls it; tests may too).
+  // A webhook whose events DB the pool does not hold is asked first, on its
+  // own (EventsDbPool::waitingTargetsIfClosed), and opened only if the
+  // sweep could act on something in it.
   void sweep();
   size_t heldCount() const;
   // Worker threads running (EngineOptions::workers, more while slow
@@ -323,6 +326,10 @@ class Engine final : public Dispatcher, public Scheduler {
   // to be refilled once its lane drains; asks for that refill if the lane
   // is already low enough.
   bool leaveToRefill(const std::string& targetId) EXCLUDES(engineMutex_);
+  // For the sweep: false when `webhookId`'s DB is closed and holds nothing
+  // reconcileDelivery() would act on now (no delivery due, none of a FIFO,
+  // deleted or unknown target), so it need not be opened.
+  bool maySweep(const std::string& webhookId);
   void sweepLoop(std::stop_token stop);
   void refillLoop(std::stop_token stop);
 

@@ -306,7 +306,20 @@ void Engine::sweep() {
     spdlog::error("sweep.failed error=\"{}\"", webhooks.error().message);
     return;
   }
-  for (const Webhook& w : webhooks.value()) reconcileWebhook(w.id, nullptr, false);
+  for (const Webhook& w : webhooks.value())
+    if (maySweep(w.id)) reconcileWebhook(w.id, nullptr, false);
+}
+
+bool Engine::maySweep(const std::string& webhookId) {
+  // Opening every webhook's DB each minute kept each open (about 150 KB
+  // apiece) and pushed the busy ones out of the pool.
+  const auto waiting = eventsDbs_.waitingTargetsIfClosed(webhookId);
+  if (!waiting) return true;
+  return std::ranges::any_of(*waiting, [&](const EventsDb::WaitingTarget& t) {
+    if (t.anyDue) return true;
+    const TargetPtr target = targetFor(webhookId, t.targetId);
+    return !target || target->deletedAt || target->fifo();
+  });
 }
 
 void Engine::sweepLoop(std::stop_token stop) {

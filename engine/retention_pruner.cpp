@@ -38,6 +38,14 @@ Result<RetentionPruner::PassStats> RetentionPruner::runOnce(std::stop_token stop
   for (const Webhook& w : webhooks.value()) {
     if (stop.stop_requested()) break;
     bool changed = unreclaimed_.erase(w.id) > 0;
+    // A file the pool does not hold is looked at alone first. Opening every
+    // webhook's DB here would keep each open (about 150 KB apiece), push the
+    // busy ones out of the pool and send the sampler back to every file.
+    if (!changed && w.maskPointers.empty() &&
+        eventsDbs_.mayNeedPruningIfClosed(w.id, w.retentionDays, w.maxEvents) == false) {
+      ++stats.webhooks;
+      continue;
+    }
     auto db = eventsDbs_.get(w.id);
     if (!db && db.error().isNotFound()) continue;  // deleted since the listing
     // A failed step may have committed some batches: reclaim all the same.

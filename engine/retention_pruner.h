@@ -7,6 +7,9 @@
 // has mask_pointers); then, if anything changed, give the freed pages back
 // (incremental_vacuum) and empty the WAL into the file
 // (wal_checkpoint(TRUNCATE)), so deleted and masked bytes leave the disk.
+// A DB the pool does not hold is first read on its own
+// (EventsDbPool::mayNeedPruningIfClosed) and opened only if an event may go
+// or bodies are to be masked: a pass leaves the pool as it found it.
 // Time comes from the events DBs' clock (the pool's).
 //
 // Threading: one thread of its own (prunerThread_); runOnce() may also be

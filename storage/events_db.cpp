@@ -608,20 +608,47 @@ Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
   }
 }
 
-std::optional<EventsDb::UnfinishedOfFile> EventsDb::unfinishedOfFileAlone(
-    const std::filesystem::path& file, TimePoint now, std::optional<int> mostRows) {
+std::unique_ptr<SQLite::Database> EventsDb::openCurrentAlone(const std::filesystem::path& file) {
   auto db = storage::openAlone(file);  // fails on a missing file: it never creates one
-  if (!db) return std::nullopt;
+  if (!db) return nullptr;
   try {
     // An older file is migrated by open() first; a newer one refused there.
-    if (storage::schemaVersion(*db.value()) != eventsMigrations().back().version)
-      return std::nullopt;
+    if (storage::schemaVersion(*db.value()) != eventsMigrations().back().version) return nullptr;
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  return std::move(db.value());
+}
+
+std::optional<EventsDb::UnfinishedOfFile> EventsDb::unfinishedOfFileAlone(
+    const std::filesystem::path& file, TimePoint now, std::optional<int> mostRows) {
+  const auto db = openCurrentAlone(file);
+  if (!db) return std::nullopt;
+  try {
     BacklogOfRows backlog(now);
-    auto rows =
-        readUnfinished(*db.value(), nullptr, mostRows ? std::optional(*mostRows + 1) : std::nullopt,
-                       nullptr, &backlog);
+    auto rows = readUnfinished(*db, nullptr, mostRows ? std::optional(*mostRows + 1) : std::nullopt,
+                               nullptr, &backlog);
     if (mostRows && rows.size() > static_cast<size_t>(*mostRows)) return std::nullopt;
     return UnfinishedOfFile{std::move(rows), backlog.counts()};
+  } catch (const std::exception&) {
+    return std::nullopt;  // open() reads it again, and reports what is wrong
+  }
+}
+
+std::optional<std::vector<EventsDb::WaitingTarget>> EventsDb::waitingTargetsOfFileAlone(
+    const std::filesystem::path& file, TimePoint now) {
+  const auto db = openCurrentAlone(file);
+  if (!db) return std::nullopt;
+  try {
+    SQLite::Statement q(*db,
+                        "SELECT target_id, MAX(next_attempt_at IS NULL OR next_attempt_at <= ?1) "
+                        "FROM deliveries WHERE status IN ('pending', 'retrying') "
+                        "GROUP BY target_id");
+    q.bind(1, formatTime(now));
+    std::vector<WaitingTarget> targets;
+    while (q.executeStep())
+      targets.push_back({q.getColumn(0).getString(), q.getColumn(1).getInt() != 0});
+    return targets;
   } catch (const std::exception&) {
     return std::nullopt;  // open() reads it again, and reports what is wrong
   }

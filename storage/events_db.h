@@ -135,6 +135,16 @@ class EventsDb {
   };
   static std::optional<UnfinishedOfFile> unfinishedOfFileAlone(
       const std::filesystem::path& file, TimePoint now, std::optional<int> mostRows = std::nullopt);
+  // Each target with a pending or retrying delivery in `file`, and whether
+  // any of them is due at `now` (no next attempt time, or one not later),
+  // read as unfinishedOfFileAlone() reads: the sweep's question to a file
+  // nobody holds open. nullopt where that read cannot be done.
+  struct WaitingTarget {
+    std::string targetId;
+    bool anyDue = false;
+  };
+  static std::optional<std::vector<WaitingTarget>> waitingTargetsOfFileAlone(
+      const std::filesystem::path& file, TimePoint now);
   // The first target id after `after` (in byte order) with a pending or
   // retrying delivery; none when there is no such target. An index seek:
   // the sweep walks a webhook's targets with it, a target at a time.
@@ -189,6 +199,13 @@ class EventsDb {
   // then the oldest events beyond `maxEvents`, each with its deliveries and
   // results. Never an event with a pending or retrying delivery, however old.
   Result<PruneCount> pruneEvents(int retentionDays, int64_t maxEvents);
+  // Whether pruneEvents() may find anything to delete in `file` (an event
+  // older than the window, or more events than the cap), read on a
+  // connection that holds the file alone. nullopt when it cannot be read so
+  // (missing, held by another connection, another schema version): open()
+  // it then. A yes may still delete nothing (old events still waiting).
+  static std::optional<bool> mayNeedPruningAlone(const std::filesystem::path& file, TimePoint now,
+                                                 int retentionDays, int64_t maxEvents);
 
   struct MaskCount {
     int64_t masked = 0;     // body rewritten with "[masked]" values
@@ -211,6 +228,11 @@ class EventsDb {
  private:
   EventsDb(std::unique_ptr<SQLite::Database> db, const std::filesystem::path& file,
            const DbOptions& options, const Clock& clock);
+
+  // `file` held alone (storage::openAlone) if it exists, nobody else holds
+  // it and it has the current schema; else null (open() it then: that also
+  // migrates an older file and reports what is wrong).
+  static std::unique_ptr<SQLite::Database> openCurrentAlone(const std::filesystem::path& file);
 
   // A new read-only connection with a read transaction begun: every
   // statement on it sees the file as of its first one. An admin view reads

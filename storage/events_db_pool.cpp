@@ -110,21 +110,49 @@ void EventsDbPool::letGo(const std::string& webhookId) {
   close(std::move(closing));
 }
 
-std::optional<EventsDbPool::ClosedFileRead> EventsDbPool::unfinishedIfClosed(
-    const std::string& webhookId, TimePoint now, std::optional<int> mostRows) {
+bool EventsDbPool::readIfClosed(const std::string& webhookId,
+                                const std::function<void(uint64_t)>& read) {
   MutexLock lock(poolMutex_);
   waitForFileLocked(lock, webhookId);
-  if (index_.count(webhookId) || removed_.count(webhookId)) return std::nullopt;
+  if (index_.count(webhookId) || removed_.count(webhookId)) return false;
   const uint64_t closings = closingsLocked(webhookId);
   // As an open would: get(), install() and remove() of the id wait.
   opening_.insert(webhookId);
   lock.unlock();
-  auto file = EventsDb::unfinishedOfFileAlone(pathFor(webhookId), now, mostRows);
+  read(closings);
   lock.lock();
   opening_.erase(webhookId);
   opened_.notify_all();
-  if (!file) return std::nullopt;
-  return ClosedFileRead{std::move(*file), closings};
+  return true;
+}
+
+std::optional<EventsDbPool::ClosedFileRead> EventsDbPool::unfinishedIfClosed(
+    const std::string& webhookId, TimePoint now, std::optional<int> mostRows) {
+  std::optional<ClosedFileRead> read;
+  readIfClosed(webhookId, [&](uint64_t closings) {
+    auto file = EventsDb::unfinishedOfFileAlone(pathFor(webhookId), now, mostRows);
+    if (file) read = ClosedFileRead{std::move(*file), closings};
+  });
+  return read;
+}
+
+std::optional<bool> EventsDbPool::mayNeedPruningIfClosed(const std::string& webhookId,
+                                                         int retentionDays, int64_t maxEvents) {
+  std::optional<bool> mayNeed;
+  readIfClosed(webhookId, [&](uint64_t) {
+    mayNeed =
+        EventsDb::mayNeedPruningAlone(pathFor(webhookId), clock_.now(), retentionDays, maxEvents);
+  });
+  return mayNeed;
+}
+
+std::optional<std::vector<EventsDb::WaitingTarget>> EventsDbPool::waitingTargetsIfClosed(
+    const std::string& webhookId) {
+  std::optional<std::vector<EventsDb::WaitingTarget>> waiting;
+  readIfClosed(webhookId, [&](uint64_t) {
+    waiting = EventsDb::waitingTargetsOfFileAlone(pathFor(webhookId), clock_.now());
+  });
+  return waiting;
 }
 
 std::shared_ptr<EventsDb> EventsDbPool::takeOutLocked(const std::string& webhookId) {

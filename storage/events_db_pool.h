@@ -76,6 +76,19 @@ class EventsDbPool {
                                                    std::optional<int> mostRows = std::nullopt)
       EXCLUDES(poolMutex_);
 
+  // For the retention pass: whether the webhook's file may hold anything to
+  // prune (EventsDb::mayNeedPruningAlone, with the pool's clock), read as
+  // unfinishedIfClosed() reads, so a pass over every webhook does not open
+  // them all here. nullopt when the pool holds it or it cannot be read so.
+  std::optional<bool> mayNeedPruningIfClosed(const std::string& webhookId, int retentionDays,
+                                             int64_t maxEvents) EXCLUDES(poolMutex_);
+
+  // For the sweep: EventsDb::waitingTargetsOfFileAlone (with the pool's
+  // clock), read as unfinishedIfClosed() reads. nullopt when the pool holds
+  // the DB or the file cannot be read so.
+  std::optional<std::vector<EventsDb::WaitingTarget>> waitingTargetsIfClosed(
+      const std::string& webhookId) EXCLUDES(poolMutex_);
+
   // Closes the webhook's DB (once its users let go) and deletes its files.
   // From then on get() refuses the id, so a late delivery or pass cannot
   // bring back an empty file; a holder of the DB writes to the unlinked file
@@ -109,6 +122,11 @@ class EventsDbPool {
  private:
   using Lru = std::list<std::pair<std::string, std::shared_ptr<EventsDb>>>;
 
+  // Runs `read` with Peek::closings while the pool holds the webhook's file
+  // as an open would (get(), install() and remove() of it wait), unless the
+  // pool holds the DB or refuses the id. Returns whether `read` ran.
+  bool readIfClosed(const std::string& webhookId, const std::function<void(uint64_t)>& read)
+      EXCLUDES(poolMutex_);
   // Waits until no get() or install() of `webhookId` works on its file.
   void waitForFileLocked(MutexLock& lock, const std::string& webhookId) REQUIRES(poolMutex_);
   // Peek::closings of `webhookId`.

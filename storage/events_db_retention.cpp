@@ -1,6 +1,7 @@
 // EventsDb: the retention pass's side — pruning, masking, giving space back.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <limits>
 #include <optional>
 #include <string>
@@ -25,6 +26,11 @@ constexpr size_t kMaskBatchBytes = 8 * 1024 * 1024;
 constexpr const char* kHasUnfinishedDelivery =
     "EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id "
     "AND d.status IN ('pending', 'retrying'))";
+
+// Events received before this are past a `retentionDays` window.
+std::string retentionCutoff(TimePoint now, int retentionDays) {
+  return formatTime(now - std::chrono::days(retentionDays));
+}
 
 // Where a scan through events, oldest first, has got to.
 struct ScanPosition {
@@ -88,7 +94,7 @@ BatchResult deleteFinishedBatch(SQLite::Database& db, const std::optional<std::s
 }  // namespace
 
 Result<EventsDb::PruneCount> EventsDb::pruneEvents(int retentionDays, int64_t maxEvents) {
-  const std::string cutoff = formatTime(clock_.now() - std::chrono::days(retentionDays));
+  const std::string cutoff = retentionCutoff(clock_.now(), retentionDays);
   PruneCount count;
   try {
     // The lock is taken per batch so ingest and deliveries get in between.
@@ -117,6 +123,23 @@ Result<EventsDb::PruneCount> EventsDb::pruneEvents(int retentionDays, int64_t ma
     return count;
   } catch (const std::exception& e) {
     return storage::storageError("prune events", e);
+  }
+}
+
+std::optional<bool> EventsDb::mayNeedPruningAlone(const std::filesystem::path& file, TimePoint now,
+                                                  int retentionDays, int64_t maxEvents) {
+  const auto db = openCurrentAlone(file);
+  if (!db) return std::nullopt;
+  try {
+    SQLite::Statement q(*db,
+                        "SELECT EXISTS (SELECT 1 FROM events WHERE received_at < ?1) "
+                        "OR (SELECT COUNT(*) FROM events) > ?2");
+    q.bind(1, retentionCutoff(now, retentionDays));
+    q.bind(2, maxEvents);
+    q.executeStep();
+    return q.getColumn(0).getInt() != 0;
+  } catch (const std::exception&) {
+    return std::nullopt;  // open() reads it again, and reports what is wrong
   }
 }
 

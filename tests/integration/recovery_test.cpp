@@ -23,6 +23,7 @@
 #include "engine/backlog_sampler.h"
 #include "engine/delivery_metrics.h"
 #include "storage/events_db.h"
+#include "storage/sqlite_database.h"
 #include "tests/support/contains.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/engine_harness.h"
@@ -597,6 +598,48 @@ TEST_CASE("the sweep reads target by target and page by page, and admits each de
   REQUIRE(r.requestCount() == 0);
   h.engine().sweep();
   checkDeliveredOnce(h, r, backlog, kEvents, 30s);
+}
+
+TEST_CASE("the sweep opens a closed events DB only when something in it is due") {
+  HarnessOptions options;
+  options.sweepInterval = 1h;  // the test runs the sweep itself
+  EngineHarness h(options);
+  Receiver r;
+  // Each webhook's one delivery: due in an hour, due now, and due in an hour
+  // to a target deleted since (which the sweep ends at once).
+  const Hook later = h.createWebhook();
+  const TargetRecord laterTarget = h.createHttpTarget(later.webhookId, r.url("/later"));
+  const Hook due = h.createWebhook();
+  const TargetRecord dueTarget = h.createHttpTarget(due.webhookId, r.url("/due"));
+  const Hook gone = h.createWebhook();
+  const TargetRecord goneTarget = h.createHttpTarget(gone.webhookId, r.url("/gone"));
+  const auto deferredDelivery = [&](const Hook& hook, const TargetRecord& target) {
+    const IngestOutcome stored =
+        h.ingestDirect(hook.webhookId, eventWithBody(hook, "{}"), {target.id}, false);
+    const std::string id = stored.deliveries.at(0).id;
+    auto db = h.eventsDbs().get(hook.webhookId);
+    REQUIRE(db.ok());
+    REQUIRE(db.value()->deferDelivery(id, h.clock().now() + 1h).ok());
+    return DeliveryRef{hook.webhookId, id};
+  };
+  deferredDelivery(later, laterTarget);
+  const DeliveryRef goneDelivery = deferredDelivery(gone, goneTarget);
+  h.ingestDirect(due.webhookId, eventWithBody(due, "{}"), {dueTarget.id}, false);
+  REQUIRE(h.store().deleteTarget(gone.webhookId, goneTarget.id));
+  for (const Hook* hook : {&later, &due, &gone}) {
+    h.eventsDbs().letGo(hook->webhookId);
+    const auto file = h.eventsDbs().pathFor(hook->webhookId);
+    REQUIRE(eventually([&] { return storage::openAlone(file).ok(); }));  // the closer let go
+  }
+  const uint64_t laterClosings = h.eventsDbs().peek(later.webhookId).closings;
+
+  h.engine().sweep();
+  CHECK(h.waitForCount(due.webhookId, dueTarget.id, "delivered", 1, 10s));
+  CHECK(h.eventsDbs().peek(later.webhookId).open == nullptr);
+  CHECK(h.eventsDbs().peek(later.webhookId).closings == laterClosings);
+  CHECK(h.countWithStatus(later.webhookId, laterTarget.id, "pending") == 1);
+  CHECK(h.waitForStatus(goneDelivery, "failed", 5s));
+  CHECK(r.requestCount() == 1);
 }
 
 TEST_CASE("the sweep never takes a delivery ingest committed and has not handed over yet") {

@@ -17,6 +17,8 @@
 #include "storage/events_db.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
+#include "storage/sqlite_database.h"
+#include "tests/support/eventually.h"
 #include "tests/support/ingested_event.h"
 #include "tests/support/retention_folder.h"
 
@@ -27,6 +29,7 @@ using webhooker::AttemptRecord;
 using webhooker::EventsDb;
 using webhooker::RetentionPruner;
 using webhooker::Webhook;
+using webhooker::testing::eventually;
 using webhooker::testing::IngestedEvent;
 using webhooker::testing::ingestEvent;
 using webhooker::testing::RetentionFolder;
@@ -260,6 +263,42 @@ TEST_CASE("a pass leaves an idle webhook untouched and skips one whose events DB
   CHECK(stats.expired == 0);
   CHECK_FALSE(std::filesystem::exists(f.pool.pathFor(removed)));
   CHECK(count(f.pool.pathFor(idle), "SELECT COUNT(*) FROM events") == 1);
+}
+
+TEST_CASE("a pass reads a closed events DB alone, and opens it only when something is to go") {
+  Fixture f;
+  const std::string expiring = f.createWebhook(30);
+  const std::string overCap = f.createWebhook(30, 1);
+  const std::string idle = f.createWebhook(30);
+  for (const std::string& id : {expiring, overCap, idle}) {
+    auto db = f.db(id);
+    attempt(*db, ingestEvent(*db, "{}", 1).deliveryIds[0], Status::kDelivered);
+    if (id == overCap) attempt(*db, ingestEvent(*db, "{}", 1).deliveryIds[0], Status::kDelivered);
+    db.reset();
+    f.pool.letGo(id);
+    // The pool's closer lets go of the file shortly after.
+    REQUIRE(eventually([&] { return webhooker::storage::openAlone(f.pool.pathFor(id)).ok(); }));
+  }
+  const uint64_t idleClosings = f.pool.peek(idle).closings;
+  f.clock.advance(29 * kDay);
+
+  auto stats = f.pass();
+  CHECK(stats.webhooks == 3);
+  CHECK(stats.expired == 0);
+  CHECK(stats.overCap == 1);
+  // Only the DB with an event to remove was opened through the pool.
+  CHECK(f.pool.peek(overCap).open != nullptr);
+  CHECK(f.pool.peek(expiring).open == nullptr);
+  CHECK(f.pool.peek(idle).open == nullptr);
+  CHECK(f.pool.peek(idle).closings == idleClosings);
+  CHECK(count(f.pool.pathFor(overCap), "SELECT COUNT(*) FROM events") == 1);
+
+  f.clock.advance(2 * kDay);
+  stats = f.pass();
+  CHECK(stats.expired == 3);
+  CHECK(f.pool.peek(expiring).open != nullptr);
+  CHECK(count(f.pool.pathFor(expiring), "SELECT COUNT(*) FROM events") == 0);
+  CHECK(count(f.pool.pathFor(idle), "SELECT COUNT(*) FROM events") == 0);
 }
 
 TEST_CASE("the pruner thread runs a pass at start and then every interval") {
