@@ -312,8 +312,10 @@ void Engine::sweep() {
 
 bool Engine::maySweep(const std::string& webhookId) {
   // Opening every webhook's DB each minute kept each open (about 150 KB
-  // apiece) and pushed the busy ones out of the pool.
-  const auto waiting = eventsDbs_.waitingTargetsIfClosed(webhookId);
+  // apiece) and pushed the busy ones out of the pool. A larger backlog is
+  // read through the pool a page at a time, as before: ingest to the
+  // webhook waits for the read alone, and should wait no longer than for a page.
+  const auto waiting = eventsDbs_.waitingTargetsIfClosed(webhookId, kSweepPage);
   if (!waiting) return true;
   return std::ranges::any_of(*waiting, [&](const EventsDb::WaitingTarget& t) {
     if (t.anyDue) return true;

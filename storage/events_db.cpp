@@ -636,18 +636,24 @@ std::optional<EventsDb::UnfinishedOfFile> EventsDb::unfinishedOfFileAlone(
 }
 
 std::optional<std::vector<EventsDb::WaitingTarget>> EventsDb::waitingTargetsOfFileAlone(
-    const std::filesystem::path& file, TimePoint now) {
+    const std::filesystem::path& file, TimePoint now, int mostRows) {
   const auto db = openCurrentAlone(file);
   if (!db) return std::nullopt;
   try {
     SQLite::Statement q(*db,
-                        "SELECT target_id, MAX(next_attempt_at IS NULL OR next_attempt_at <= ?1) "
-                        "FROM deliveries WHERE status IN ('pending', 'retrying') "
+                        "SELECT target_id, MAX(due), COUNT(*) FROM ("
+                        "SELECT target_id, next_attempt_at IS NULL OR next_attempt_at <= ?1 AS due "
+                        "FROM deliveries WHERE status IN ('pending', 'retrying') LIMIT ?2) "
                         "GROUP BY target_id");
     q.bind(1, formatTime(now));
+    q.bind(2, mostRows + 1);
     std::vector<WaitingTarget> targets;
-    while (q.executeStep())
+    int64_t rows = 0;
+    while (q.executeStep()) {
       targets.push_back({q.getColumn(0).getString(), q.getColumn(1).getInt() != 0});
+      rows += q.getColumn(2).getInt64();
+    }
+    if (rows > mostRows) return std::nullopt;
     return targets;
   } catch (const std::exception&) {
     return std::nullopt;  // open() reads it again, and reports what is wrong

@@ -138,13 +138,14 @@ class EventsDb {
   // Each target with a pending or retrying delivery in `file`, and whether
   // any of them is due at `now` (no next attempt time, or one not later),
   // read as unfinishedOfFileAlone() reads: the sweep's question to a file
-  // nobody holds open. nullopt where that read cannot be done.
+  // nobody holds open. nullopt where that read cannot be done, or if more
+  // than `mostRows` wait (the file's opens wait for the read meanwhile).
   struct WaitingTarget {
     std::string targetId;
     bool anyDue = false;
   };
   static std::optional<std::vector<WaitingTarget>> waitingTargetsOfFileAlone(
-      const std::filesystem::path& file, TimePoint now);
+      const std::filesystem::path& file, TimePoint now, int mostRows);
   // The first target id after `after` (in byte order) with a pending or
   // retrying delivery; none when there is no such target. An index seek:
   // the sweep walks a webhook's targets with it, a target at a time.

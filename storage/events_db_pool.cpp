@@ -147,10 +147,10 @@ std::optional<bool> EventsDbPool::mayNeedPruningIfClosed(const std::string& webh
 }
 
 std::optional<std::vector<EventsDb::WaitingTarget>> EventsDbPool::waitingTargetsIfClosed(
-    const std::string& webhookId) {
+    const std::string& webhookId, int mostRows) {
   std::optional<std::vector<EventsDb::WaitingTarget>> waiting;
   readIfClosed(webhookId, [&](uint64_t) {
-    waiting = EventsDb::waitingTargetsOfFileAlone(pathFor(webhookId), clock_.now());
+    waiting = EventsDb::waitingTargetsOfFileAlone(pathFor(webhookId), clock_.now(), mostRows);
   });
   return waiting;
 }

@@ -87,7 +87,7 @@ class EventsDbPool {
   // clock), read as unfinishedIfClosed() reads. nullopt when the pool holds
   // the DB or the file cannot be read so.
   std::optional<std::vector<EventsDb::WaitingTarget>> waitingTargetsIfClosed(
-      const std::string& webhookId) EXCLUDES(poolMutex_);
+      const std::string& webhookId, int mostRows) EXCLUDES(poolMutex_);
 
   // Closes the webhook's DB (once its users let go) and deletes its files.
   // From then on get() refuses the id, so a late delivery or pass cannot

@@ -18,6 +18,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/backlog_sampler.h"
@@ -607,12 +608,13 @@ TEST_CASE("the sweep opens a closed events DB only when something in it is due")
   Receiver r;
   // Each webhook's one delivery: due in an hour, due now, and due in an hour
   // to a target deleted since (which the sweep ends at once).
-  const Hook later = h.createWebhook();
-  const TargetRecord laterTarget = h.createHttpTarget(later.webhookId, r.url("/later"));
-  const Hook due = h.createWebhook();
-  const TargetRecord dueTarget = h.createHttpTarget(due.webhookId, r.url("/due"));
-  const Hook gone = h.createWebhook();
-  const TargetRecord goneTarget = h.createHttpTarget(gone.webhookId, r.url("/gone"));
+  const auto withTarget = [&](const char* path) {
+    const Hook hook = h.createWebhook();
+    return std::pair(hook, h.createHttpTarget(hook.webhookId, r.url(path)));
+  };
+  const auto [later, laterTarget] = withTarget("/later");
+  const auto [due, dueTarget] = withTarget("/due");
+  const auto [gone, goneTarget] = withTarget("/gone");
   const auto deferredDelivery = [&](const Hook& hook, const TargetRecord& target) {
     const IngestOutcome stored =
         h.ingestDirect(hook.webhookId, eventWithBody(hook, "{}"), {target.id}, false);
