@@ -95,13 +95,20 @@ void runScaleShape(const BenchConfig& config, const BenchConfig::ScaleShape& sha
   std::optional<double> daemonFirstPassMs;
   double rss = 0;
   {
-    BenchDaemon daemon(data.path(), config.daemonSettings({"--shutdown-grace-ms", "100"}));
+    // A sweep soon after start, so that the peak RSS below has seen it.
+    BenchDaemon daemon(data.path(), config.daemonSettings({"--shutdown-grace-ms", "100",
+                                                           "--sweep-interval-ms", "2000"}));
     if (!daemon.waitForLog("recovery.done", std::chrono::minutes(5)))
       report.addCheck("scale", {"the daemon never logged recovery.done"});
     recoveryMs = millisSince(start);
     // The daemon's own first pass, right after recovery, as deliveries start.
     if (daemon.waitForLog("sampler.pass", std::chrono::minutes(2)))
       daemonFirstPassMs = daemon.logValue("sampler.pass", "duration_ms");
+    // The start-up retention pass and the first sweep read every webhook's
+    // DB too: the peak is read once both have run.
+    for (const char* pass : {"retention.pass", "sweep.pass"})
+      if (!daemon.waitForLog(pass, std::chrono::minutes(2)))
+        report.addCheck("scale", {std::string("the daemon never logged ") + pass});
     rss = daemon.peakRssMb();
     daemon.stop();
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -306,8 +307,18 @@ void Engine::sweep() {
     spdlog::error("sweep.failed error=\"{}\"", webhooks.error().message);
     return;
   }
-  for (const Webhook& w : webhooks.value())
-    if (maySweep(w.id)) reconcileWebhook(w.id, nullptr, false);
+  const auto started = std::chrono::steady_clock::now();
+  size_t reconciled = 0;
+  for (const Webhook& w : webhooks.value()) {
+    if (!maySweep(w.id)) continue;
+    reconcileWebhook(w.id, nullptr, false);
+    ++reconciled;
+  }
+  spdlog::info("sweep.pass webhooks={} reconciled={} duration_ms={}", webhooks.value().size(),
+               reconciled,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+                   .count());
 }
 
 bool Engine::maySweep(const std::string& webhookId) {
