@@ -9,7 +9,8 @@
 //    that header's value, a pointer rule the string at the pointer;
 //  - every usable type, as a pattern, matches itself;
 //  - on valid JSON, the scan for the default rule's "type" member finds
-//    what a full parse finds.
+//    what a full parse finds;
+//  - the one-pass JSON check (isJsonText) agrees with the parser.
 #include <fuzzer/FuzzedDataProvider.h>
 #include <nlohmann/json.hpp>
 
@@ -123,6 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (type) FUZZ_CHECK(first == type);
   }
   const auto parsed = webhooker::parseJsonText(body);
+  FUZZ_CHECK(webhooker::isJsonText(body) ==
+             (!parsed.is_discarded() && !body.starts_with("\xEF\xBB\xBF")));
   if (!parsed.is_discarded()) {
     FirstTypeMember parser;
     json::sax_parse(body, &parser);

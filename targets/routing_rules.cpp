@@ -7,7 +7,6 @@
 #include <map>
 
 #include "base/ascii_case.h"
-#include "base/json_depth.h"
 #include "base/json_member.h"
 #include "base/json_pointer.h"
 #include "base/json_text.h"
@@ -26,13 +25,6 @@ bool isHeaderName(std::string_view name) {
            return std::isalnum(static_cast<unsigned char>(c)) ||
                   kTokenPunctuation.find(c) != std::string_view::npos;
          });
-}
-
-// Whether `body` is exactly one JSON text that jq reads as nlohmann does:
-// valid UTF-8, no NUL byte, nested no deeper than kMaxJsonDepth.
-bool isJsonBody(std::string_view body) {
-  return !body.empty() && std::memchr(body.data(), '\0', body.size()) == nullptr &&
-         jsonDepthWithin(body) && json::accept(body);
 }
 
 std::optional<std::string> usable(std::optional<std::string> type) {
@@ -286,8 +278,7 @@ std::string jqInput(const std::optional<std::string>& eventType, const HeaderLis
   if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
   head.pop_back();  // the closing brace
   head += ",\"body\":";
-  if (isJsonBody(body)) head += body;
-  else head += "null";
+  head += isJsonText(body) ? body : std::string_view("null");
   head += '}';
   return head;
 }

@@ -142,6 +142,11 @@ TEST_CASE("the jq input: lower-case headers, repeated ones joined, body parsed o
   const json bom = json::parse(jqInput(std::nullopt, {}, "\xEF\xBB\xBF{\"n\":1}", "t"), nullptr, false);
   REQUIRE(bom.is_object());
   CHECK(bom["body"] == json{{"n", 1}});
+  // One mark is skipped, not two: a second one would be inside the input.
+  const json twice =
+      json::parse(jqInput(std::nullopt, {}, "\xEF\xBB\xBF\xEF\xBB\xBF{}", "t"), nullptr, false);
+  REQUIRE(twice.is_object());
+  CHECK(twice["body"].is_null());
 }
 
 TEST_CASE("target routing fields: applied, refused with the field's name, shown back") {
