@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/hex_digit.h"
 #include "base/json_depth.h"
 #include "base/utf8.h"
 
@@ -19,13 +20,6 @@ namespace {
 bool isJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-int hexValue(char c) {
-  if (isDigit(c)) return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // A recursive-descent check of one JSON text. Recursion is bounded by
 // kMaxJsonDepth, past which the text is refused, as parseJsonText refuses it.
@@ -128,7 +122,7 @@ class JsonTextCheck {
     if (text_.size() - at_ < 4) return -1;
     int unit = 0;
     for (int k = 0; k < 4; ++k) {
-      const int digit = hexValue(text_[at_++]);
+      const int digit = hexDigitValue(text_[at_++]);
       if (digit < 0) return -1;
       unit = unit * 16 + digit;
     }

@@ -3,19 +3,14 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/hex_digit.h"
+
 namespace webhooker::server {
 
 namespace {
 
 unsigned char lower(char c) {
   return static_cast<unsigned char>(std::tolower(static_cast<unsigned char>(c)));
-}
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -57,8 +52,8 @@ std::string decodeUrl(std::string_view text, bool plusIsSpace) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '%' && i + 2 < text.size()) {
-      const int hi = hexValue(text[i + 1]);
-      const int lo = hexValue(text[i + 2]);
+      const int hi = hexDigitValue(text[i + 1]);
+      const int lo = hexDigitValue(text[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out += static_cast<char>(hi * 16 + lo);
         i += 2;

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/hex_digit.h"
+
 namespace webhooker {
 
 namespace {
@@ -12,15 +14,9 @@ namespace {
 constexpr std::uint64_t kMaxV4 = 0xffffffff;
 
 bool isDigitIn(char c, int base) {
-  if (base == 16) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  if (base == 16) return hexDigitValue(c) >= 0;
   if (base == 8) return c >= '0' && c <= '7';
   return c >= '0' && c <= '9';
-}
-
-int digitValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return c - 'A' + 10;
 }
 
 // One part of an inet_aton address, read the way strtoul(base 0) does: "0x"
@@ -38,7 +34,8 @@ bool readV4Part(std::string_view& s, std::uint64_t& value) {
   }
   value = 0;
   while (!s.empty() && isDigitIn(s.front(), base)) {
-    value = value * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(digitValue(s.front()));
+    value = value * static_cast<std::uint64_t>(base) +
+            static_cast<std::uint64_t>(hexDigitValue(s.front()));
     if (value > kMaxV4) return false;  // inet_aton refuses anything past 32 bits
     s.remove_prefix(1);
   }
