@@ -290,6 +290,15 @@ Result<std::unique_ptr<SQLite::Database>> EventsDb::openSnapshot() const {
   return reader;
 }
 
+Result<void> EventsDb::openIfClosed(ReadConnection& connection) const {
+  if (connection.db) return {};
+  auto opened = storage::openReader(file_, options_);
+  if (!opened) return opened.error();
+  connection.db = std::move(opened.value());
+  connection.statements = std::make_unique<storage::StatementCache>(*connection.db);
+  return {};
+}
+
 Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
   EventPayload p;
   std::string headersText;
@@ -298,13 +307,8 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
     // under the lock.
     MutexLock lock(readMutex_);
     try {
-      if (!reader_) {
-        auto opened = storage::openReader(file_, options_);
-        if (!opened) return opened.error();
-        reader_ = std::move(opened.value());
-        readStatements_ = std::make_unique<storage::StatementCache>(*reader_);
-      }
-      auto q = readStatements_->get(
+      if (auto opened = openIfClosed(reader_); !opened) return opened.error();
+      auto q = reader_.statements->get(
           "SELECT method, headers, content_type, body, received_at, event_type FROM events "
           "WHERE id = ?");
       q->bind(1, eventId);
@@ -333,8 +337,8 @@ namespace {
 
 // Counts the waiting deliveries a chunk at a time, then finds each
 // target's oldest due one. With a large backlog the whole count takes
-// hundreds of ms, and an open DB's count holds the write connection, so
-// ingest and result writes wait for one chunk at most. Over several chunks
+// hundreds of ms, and an open DB's count holds its scan connection, so a
+// refill of a lane waits for one chunk at most. Over several chunks
 // the count is not one snapshot: a delivery that changes state between two
 // of them may be counted twice or missed. It is a gauge, read again the
 // next pass; a backlog within one chunk is counted exactly.
@@ -463,9 +467,11 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
   BacklogScan scan(clock_.now());
   try {
     for (bool more = true; more;) {
-      MutexLock lock(dbMutex_);
-      more = scan.readChunk(*statements_->get(BacklogScan::kCountChunk),
-                            *statements_->get(BacklogScan::kOldestDueChunk));
+      MutexLock lock(scanMutex_);
+      if (auto opened = openIfClosed(scanner_); !opened) return opened.error();
+      more = scan.readChunk(*scanner_.statements->get(BacklogScan::kCountChunk),
+                            *scanner_.statements->get(BacklogScan::kOldestDueChunk));
+      if (!more) sqlite3_db_release_memory(scanner_.db->getHandle());
     }
     return scan.counts();
   } catch (const std::exception& e) {
@@ -491,9 +497,10 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
 }
 
 Result<std::optional<std::string>> EventsDb::nextWaitingTarget(const std::string& after) {
-  MutexLock lock(dbMutex_);
+  MutexLock lock(scanMutex_);
   try {
-    auto q = statements_->get(
+    if (auto opened = openIfClosed(scanner_); !opened) return opened.error();
+    auto q = scanner_.statements->get(
         "SELECT target_id FROM deliveries WHERE status IN ('pending', 'retrying') "
         "AND target_id > ? ORDER BY target_id LIMIT 1");
     q->bind(1, after);
@@ -594,14 +601,14 @@ std::vector<UnfinishedDelivery> readUnfinished(SQLite::Database& db, const std::
 
 Result<std::vector<UnfinishedDelivery>> EventsDb::unfinishedDeliveries(
     const std::string* targetId, std::optional<int> limit, DeliveryPosition* cursor) {
-  MutexLock lock(dbMutex_);
+  MutexLock lock(scanMutex_);
   try {
-    auto out = readUnfinished(*db_, targetId, limit, cursor);
-    // A whole scan's pages are not what the writes need next, and with
-    // every webhook's DB open at once (see EventsDbPool) they add up: a
-    // recovery of 100,000 retrying over 1,000 webhooks peaked at about
-    // 210 MB with them cached, 130-155 MB without.
-    if (!limit) sqlite3_db_release_memory(db_->getHandle());
+    if (auto opened = openIfClosed(scanner_); !opened) return opened.error();
+    auto out = readUnfinished(*scanner_.db, targetId, limit, cursor);
+    // With every webhook's DB open at once (see EventsDbPool) cached pages
+    // add up: a recovery of 100,000 retrying over 1,000 webhooks peaked at
+    // about 210 MB with them cached, 130-155 MB without.
+    sqlite3_db_release_memory(scanner_.db->getHandle());
     return out;
   } catch (const std::exception& e) {
     return storage::storageError("unfinished deliveries", e);

@@ -1,9 +1,10 @@
 // EventsDb: one webhook's events-<webhook-uuid>.db — its events, their
 // deliveries and every attempt. Holds no target config or credential.
 //
-// Threading: any thread may call; one connection behind dbMutex_ (and a
-// read-only one behind readMutex_ for payloads, see below; the admin views
-// open their own, see openSnapshot). The
+// Threading: any thread may call; one connection behind dbMutex_ (and two
+// read-only ones: for payloads behind readMutex_, for the engine's reads of
+// waiting deliveries behind scanMutex_, see below; the admin views open
+// their own, see openSnapshot). The
 // frequent small writes (ingest, attempt results, deferrals) of concurrent
 // callers are group-committed: one transaction and one fsync for all of
 // them, each caller answered once the commit holding its write is done
@@ -114,8 +115,8 @@ class EventsDb {
   // latest result's time of each retrying one included. `limit`: at most
   // that many (a FIFO target's next delivery is the first). With `cursor`,
   // only those behind *cursor, which is then moved to the last one read: a
-  // page at a time. A scan without a limit gives the connection's cached
-  // pages back when it is done.
+  // page at a time. Sees what is committed: a write in progress neither
+  // shows nor holds the read up.
   Result<std::vector<UnfinishedDelivery>> unfinishedDeliveries(
       const std::string* targetId = nullptr, std::optional<int> limit = std::nullopt,
       DeliveryPosition* cursor = nullptr);
@@ -243,6 +244,14 @@ class EventsDb {
   // payload load takes. Closing it ends the transaction.
   Result<std::unique_ptr<SQLite::Database>> openSnapshot() const;
 
+  // A read-only connection of the file, opened on first use
+  // (openIfClosed), with the statements prepared on it.
+  struct ReadConnection {
+    std::unique_ptr<SQLite::Database> db;
+    std::unique_ptr<storage::StatementCache> statements;  // dropped before db
+  };
+  Result<void> openIfClosed(ReadConnection& connection) const;
+
   const Clock& clock_;
   const std::filesystem::path file_;
   const DbOptions options_;
@@ -251,12 +260,17 @@ class EventsDb {
   // Prepared on db_, dropped before it.
   const std::unique_ptr<storage::StatementCache> statements_ PT_GUARDED_BY(dbMutex_);
   std::unique_ptr<storage::GroupCommit> writes_;         // groups the frequent small writes
-  // Payload reads go through a second connection, opened on first use, so
-  // a delivery worker loading a body does not wait for a commit's flush.
+  // Payload reads go through a second connection, so a delivery worker
+  // loading a body does not wait for a commit's flush.
   Mutex readMutex_;
-  std::unique_ptr<SQLite::Database> reader_ GUARDED_BY(readMutex_);
-  // Prepared on reader_, dropped before it.
-  std::unique_ptr<storage::StatementCache> readStatements_ GUARDED_BY(readMutex_);
+  ReadConnection reader_ GUARDED_BY(readMutex_);
+  // The engine's reads of waiting deliveries (refills, the sweep, the
+  // backlog sampler) go through a third: on db_ each read held up the
+  // webhook's ingests and result writes while it ran, and on reader_ it
+  // would hold up the payload loads. Its cached pages are given back after
+  // each read; the next commit would make them stale anyway.
+  Mutex scanMutex_;
+  ReadConnection scanner_ GUARDED_BY(scanMutex_);
 };
 
 }  // namespace webhooker

@@ -4,9 +4,10 @@
 // handle answer 503 with a JSON error and store nothing; other webhooks go
 // on; the first write after the fault clears succeeds; a delivery whose
 // result could not be written is attempted again; a commit stuck in its
-// flush holds up no admin view, and its sender has no answer until the
-// flush is done. storage_faults_test makes the full disk
-// and the read-only file system happen for real (as root).
+// flush holds up no admin view and none of the engine's reads of waiting
+// deliveries, and its sender has no answer until the flush is done.
+// storage_faults_test makes the full disk and the read-only file system
+// happen for real (as root).
 #include <doctest/doctest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -235,6 +236,59 @@ TEST_CASE("the admin views answer while a commit holds the events DB's writer") 
   CHECK(secondStatus == 200);
   CHECK(db->stats(1).value().events == 2);
   CHECK(db->getDelivery(deliveryId).value().status == DeliveryStatus::kDelivered);
+}
+
+TEST_CASE("the engine's reads of waiting deliveries answer while a commit holds the writer") {
+  FaultVfs::install();
+  EngineHarness harness;
+  Receiver receiver;
+  receiver.setDefault(respond(503));
+  const Hook shop = harness.createWebhook("shop");
+  // One attempt, then a retry far beyond the test: the delivery waits.
+  const TargetRecord target = harness.createHttpTarget(shop.webhookId, receiver.url(),
+                                                       RetryPolicy{5, 3'600'000, 3'600'000, 0});
+  const DeliveryRef waiting =
+      harness.deliveryOf(shop.webhookId, harness.post(shop.entrypointId, R"({"n": 1})"), target.id);
+  REQUIRE(harness.waitForStatus(waiting, "retrying", std::chrono::seconds(5)));
+  const std::shared_ptr<EventsDb> db = harness.eventsDbs().get(shop.webhookId).value();
+
+  std::jthread second;  // declared before the fault: joined after it is cleared
+  InjectedFault injected(shop, Fault::kStall);
+  int secondStatus = -1;
+  second = std::jthread([&] { secondStatus = postTo(harness, shop, R"({"n": 2})").status; });
+  REQUIRE(FaultVfs::install().waitForStalledSync(std::chrono::seconds(10)));
+
+  // The second event's commit holds the writer, its frames flushing. A
+  // refill, the sweep and the backlog sampler read meanwhile; on the
+  // writer's connection they would wait for that commit.
+  struct Reads {
+    Result<std::vector<UnfinishedDelivery>> page;
+    Result<std::optional<std::string>> nextTarget;
+    Result<std::vector<EventsDb::BacklogCount>> backlog;
+  };
+  auto reads = std::async(std::launch::async, [&] {
+    DeliveryPosition cursor;
+    return Reads{db->unfinishedDeliveries(&target.id, 10, &cursor), db->nextWaitingTarget(""),
+                 db->backlogByTarget()};
+  });
+  const bool answered = reads.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  CHECK(answered);
+  injected.clear();
+  const Reads seen = reads.get();
+  // What was committed, not the second event's delivery still in flight.
+  REQUIRE(seen.page);
+  REQUIRE(seen.page.value().size() == 1);
+  CHECK(seen.page.value()[0].id == waiting.id);
+  CHECK(seen.page.value()[0].status == DeliveryStatus::kRetrying);
+  REQUIRE(seen.nextTarget);
+  CHECK(seen.nextTarget.value() == std::optional<std::string>(target.id));
+  REQUIRE(seen.backlog);
+  REQUIRE(seen.backlog.value().size() == 1);
+  CHECK(seen.backlog.value()[0].status == DeliveryStatus::kRetrying);
+  CHECK(seen.backlog.value()[0].count == 1);
+
+  second.join();
+  CHECK(secondStatus == 200);
 }
 
 TEST_CASE("an ingest is answered only once its commit is flushed to the disk") {
