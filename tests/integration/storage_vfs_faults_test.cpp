@@ -59,6 +59,49 @@ struct InjectedFault {
   void clear() { FaultVfs::install().clear(); }
 };
 
+// An ingest of `body` to `hook` whose commit stops inside its flush, its
+// frames written and the events DB's writer held, until clear(). The fault
+// is cleared before the sender is joined, however the test ends.
+class StalledIngest {
+ public:
+  StalledIngest(const EngineHarness& harness, const Hook& hook, std::string body)
+      : fault_(hook, Fault::kStall), sender_([&harness, &hook, body = std::move(body), this] {
+          status_ = postTo(harness, hook, body).status;
+        }) {}
+  ~StalledIngest() { clear(); }
+  StalledIngest(const StalledIngest&) = delete;
+  StalledIngest& operator=(const StalledIngest&) = delete;
+
+  // Whether the commit reached its flush and waits there.
+  static bool stalled() { return FaultVfs::install().waitForStalledSync(std::chrono::seconds(10)); }
+  void clear() { fault_.clear(); }
+  // The answer so far: -1 until there is one.
+  int status() const { return status_.load(); }
+  // The answer, once the commit may finish.
+  int answer() {
+    clear();
+    sender_.join();
+    return status_.load();
+  }
+
+ private:
+  InjectedFault fault_;
+  std::atomic<int> status_{-1};
+  std::jthread sender_;  // last: joined before the members it writes go
+};
+
+// Runs `read` on a thread of its own while `ingest` holds the writer, checks
+// that it answers meanwhile, then lets the commit finish and returns what
+// was read.
+template <typename Read>
+auto readWhileStalled(StalledIngest& ingest, Read read) {
+  auto reading = std::async(std::launch::async, std::move(read));
+  const bool answered = reading.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  CHECK(answered);
+  ingest.clear();  // whatever the read did, the commit may finish now
+  return reading.get();
+}
+
 }  // namespace
 
 TEST_CASE("ingest into an events DB that cannot be written answers 503 and stores nothing") {
@@ -204,12 +247,8 @@ TEST_CASE("the admin views answer while a commit holds the events DB's writer") 
   REQUIRE(harness.observer().waitForOutcomes(1, std::chrono::seconds(5)));
   const std::shared_ptr<EventsDb> db = harness.eventsDbs().get(shop.webhookId).value();
 
-  // Declared before the fault, so it is joined after the fault is cleared.
-  std::jthread second;
-  InjectedFault injected(shop, Fault::kStall);
-  int secondStatus = -1;
-  second = std::jthread([&] { secondStatus = postTo(harness, shop, R"({"n": 2})").status; });
-  REQUIRE(FaultVfs::install().waitForStalledSync(std::chrono::seconds(10)));
+  StalledIngest second(harness, shop, R"({"n": 2})");
+  REQUIRE(StalledIngest::stalled());
 
   // The second event's commit now holds the writer, its frames flushing.
   // Each view runs apart: were it read on the writer's connection, it would
@@ -218,13 +257,9 @@ TEST_CASE("the admin views answer while a commit holds the events DB's writer") 
     Result<WebhookStats> stats;
     Result<HistoryPage<EventRecord>> events;
   };
-  auto views = std::async(std::launch::async, [&] {
+  const Views seen = readWhileStalled(second, [&] {
     return Views{db->stats(1), db->listEvents(HistoryFilter{}, 10, std::nullopt)};
   });
-  const bool answered = views.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
-  CHECK(answered);
-  injected.clear();  // whatever the views did, the commit may finish now
-  const Views seen = views.get();
   REQUIRE(seen.stats);
   CHECK(seen.stats.value().events == 1);  // the second event is not committed yet
   CHECK(seen.stats.value().deliveries.delivered == 1);
@@ -232,8 +267,7 @@ TEST_CASE("the admin views answer while a commit holds the events DB's writer") 
   REQUIRE(seen.events.value().items.size() == 1);
   const std::string deliveryId = seen.events.value().items[0].deliveries.at(0).id;
 
-  second.join();
-  CHECK(secondStatus == 200);
+  CHECK(second.answer() == 200);
   CHECK(db->stats(1).value().events == 2);
   CHECK(db->getDelivery(deliveryId).value().status == DeliveryStatus::kDelivered);
 }
@@ -252,11 +286,8 @@ TEST_CASE("the engine's reads of waiting deliveries answer while a commit holds 
   REQUIRE(harness.waitForStatus(waiting, "retrying", std::chrono::seconds(5)));
   const std::shared_ptr<EventsDb> db = harness.eventsDbs().get(shop.webhookId).value();
 
-  std::jthread second;  // declared before the fault: joined after it is cleared
-  InjectedFault injected(shop, Fault::kStall);
-  int secondStatus = -1;
-  second = std::jthread([&] { secondStatus = postTo(harness, shop, R"({"n": 2})").status; });
-  REQUIRE(FaultVfs::install().waitForStalledSync(std::chrono::seconds(10)));
+  StalledIngest second(harness, shop, R"({"n": 2})");
+  REQUIRE(StalledIngest::stalled());
 
   // The second event's commit holds the writer, its frames flushing. A
   // refill, the sweep and the backlog sampler read meanwhile; on the
@@ -266,15 +297,11 @@ TEST_CASE("the engine's reads of waiting deliveries answer while a commit holds 
     Result<std::optional<std::string>> nextTarget;
     Result<std::vector<EventsDb::BacklogCount>> backlog;
   };
-  auto reads = std::async(std::launch::async, [&] {
+  const Reads seen = readWhileStalled(second, [&] {
     DeliveryPosition cursor;
     return Reads{db->unfinishedDeliveries(&target.id, 10, &cursor), db->nextWaitingTarget(""),
                  db->backlogByTarget()};
   });
-  const bool answered = reads.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
-  CHECK(answered);
-  injected.clear();
-  const Reads seen = reads.get();
   // What was committed, not the second event's delivery still in flight.
   REQUIRE(seen.page);
   REQUIRE(seen.page.value().size() == 1);
@@ -287,8 +314,7 @@ TEST_CASE("the engine's reads of waiting deliveries answer while a commit holds 
   CHECK(seen.backlog.value()[0].status == DeliveryStatus::kRetrying);
   CHECK(seen.backlog.value()[0].count == 1);
 
-  second.join();
-  CHECK(secondStatus == 200);
+  CHECK(second.answer() == 200);
 }
 
 TEST_CASE("an ingest is answered only once its commit is flushed to the disk") {
@@ -297,16 +323,11 @@ TEST_CASE("an ingest is answered only once its commit is flushed to the disk") {
   const Hook shop = harness.createWebhook("shop");
   harness.post(shop.entrypointId, R"({"n": 1})");  // the events DB is open and written
 
-  std::atomic<int> status{-1};
-  std::jthread sender;  // declared before the fault: joined after it is cleared
-  InjectedFault injected(shop, Fault::kStall);
-  sender = std::jthread([&] { status = postTo(harness, shop, R"({"n": 2})").status; });
-  REQUIRE(FaultVfs::install().waitForStalledSync(std::chrono::seconds(10)));
+  StalledIngest second(harness, shop, R"({"n": 2})");
+  REQUIRE(StalledIngest::stalled());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  CHECK(status.load() == -1);  // its commit waits for the flush, and so does the answer
-  injected.clear();
-  sender.join();
-  CHECK(status.load() == 200);
+  CHECK(second.status() == -1);  // its commit waits for the flush, and so does the answer
+  CHECK(second.answer() == 200);
   CHECK(rowsIn(harness, shop, "events") == 2);
 }
 
