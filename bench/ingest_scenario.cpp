@@ -15,16 +15,45 @@
 // Rates are steady rates (LoadResult::steadyRatePerSecond): a bare-server
 // run lasts about a second, and its whole-run rate would mostly measure the
 // connections opening and the threads starting.
+//
+// At that count the rows with an http target and with none also give the
+// machine's CPU per acknowledged event (the daemon's, until its deliveries
+// have all arrived, and this process's: the load generator and the
+// receiver) against the bare run's per request (its server and the load
+// generator, both in this process). On a machine whose cores the load keeps
+// busy, the rate ratio cannot pass the inverse of that one.
 #include <chrono>
 #include <string>
 
 #include "bench/bare_server.h"
 #include "bench/load_generator.h"
+#include "bench/process_cpu.h"
 #include "bench/receiver.h"
 #include "bench/scenario_support.h"
 #include "bench/scenarios.h"
 
 namespace webhooker::bench {
+
+namespace {
+
+// What `cpu` measured, in microseconds per acknowledged request.
+double microsecondsPer(const CpuMeter& cpu, const LoadResult& load) {
+  return load.ok() > 0 ? cpu.seconds() * 1e6 / static_cast<double>(load.ok()) : 0;
+}
+
+// Runs the load and, with a receiver, waits for its deliveries, measuring
+// the CPU both cost into `microseconds`.
+LoadRunner measuringCpu(const BenchConfig& config, BenchReceiver* receiver, double& microseconds) {
+  return [&config, receiver, &microseconds](BenchDaemon& daemon, const LoadSpec& load) {
+    const CpuMeter cpu(daemon.pid());
+    LoadResult result = runLoad(load, config.bodies);
+    if (receiver) receiver->waitForCount(result.ok(), config.drainCap);
+    microseconds = microsecondsPer(cpu, result);
+    return result;
+  };
+}
+
+}  // namespace
 
 void runIngest(const BenchConfig& config, Report& report) {
   for (const int connections : config.ingestConnections) {
@@ -33,19 +62,24 @@ void runIngest(const BenchConfig& config, Report& report) {
     spec.requests = config.ingestEvents;
 
     LoadResult bare;
+    double bareCpu = 0;
     {
       BareServer server(connections);
       spec.baseUrl = server.url();
       spec.path = "/hooks/00000000-0000-4000-8000-000000000000";
       spec.firstSeq = reserveSeqs(spec.requests);
+      const CpuMeter cpu;
       bare = runLoad(spec, config.bodies);
+      bareCpu = microsecondsPer(cpu, bare);
     }
 
+    const bool alsoAlone = connections == config.ingestAloneConnections;
     BenchReceiver receiver;
+    double httpCpu = 0;
     const std::string at = " at " + std::to_string(connections) + " conns";
-    const LoadResult result =
-        loadThroughDaemon(config, spec, LoadTarget::http(receiver),
-                          "ingest-" + std::to_string(connections), report);
+    const LoadResult result = loadThroughDaemon(
+        config, spec, LoadTarget::http(receiver), "ingest-" + std::to_string(connections), report,
+        {}, alsoAlone ? measuringCpu(config, &receiver, httpCpu) : LoadRunner());
 
     // The goal is at 64 connections (the compass is 0.5).
     const std::optional<Goal> goal = connections == 64
@@ -62,7 +96,12 @@ void runIngest(const BenchConfig& config, Report& report) {
                 static_cast<double>(spec.requests - bare.ok()), "bare server failures",
                 std::nullopt});
 
-    if (connections != config.ingestAloneConnections) continue;
+    if (!alsoAlone) continue;
+    const auto addCpu = [&](double microseconds, const std::string& how) {
+      report.add({"ingest", "CPU per event" + at + how, microseconds, "us", bareCpu,
+                  "bare server + load generator CPU per request", std::nullopt});
+    };
+    addCpu(httpCpu, "");
     const auto addVariant = [&](const LoadResult& r, const std::string& how) {
       report.add({"ingest", "events/s acknowledged" + at + ", " + how, r.steadyRatePerSecond(),
                   "1/s", bare.steadyRatePerSecond(), "bare httplib server req/s", std::nullopt});
@@ -71,8 +110,11 @@ void runIngest(const BenchConfig& config, Report& report) {
     };
     addVariant(loadThroughDaemon(config, spec, LoadTarget::database(), "ingest-database", report),
               "database target");
-    addVariant(loadThroughDaemon(config, spec, LoadTarget::none(), "ingest-alone", report),
-              "no target");
+    double aloneCpu = 0;
+    addVariant(loadThroughDaemon(config, spec, LoadTarget::none(), "ingest-alone", report, {},
+                                 measuringCpu(config, nullptr, aloneCpu)),
+               "no target");
+    addCpu(aloneCpu, ", no target");
   }
 }
 

@@ -14,4 +14,19 @@ double processTreeCpuSeconds(pid_t pid);
 // receivers run here).
 double selfCpuSeconds();
 
+// CPU seconds this process and, if given, a daemon's tree spend from the
+// meter's construction on.
+class CpuMeter {
+ public:
+  explicit CpuMeter(pid_t daemon = 0) : daemon_(daemon), start_(now()) {}
+
+  double seconds() const { return now() - start_; }
+
+ private:
+  double now() const { return selfCpuSeconds() + (daemon_ ? processTreeCpuSeconds(daemon_) : 0); }
+
+  pid_t daemon_;
+  double start_;
+};
+
 }  // namespace webhooker::bench

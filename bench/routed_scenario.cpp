@@ -39,11 +39,10 @@ MeasuredLoad measuredLoad(const BenchConfig& config, const LoadSpec& spec, Repor
   BenchReceiver receiver(config.workers);
   double cpuSeconds = 0;
   const LoadRunner measured = [&](BenchDaemon& daemon, const LoadSpec& load) {
-    const double daemonBefore = processTreeCpuSeconds(daemon.pid());
-    const double selfBefore = selfCpuSeconds();
+    const CpuMeter cpu(daemon.pid());
     LoadResult result = runLoad(load, config.bodies);
     receiver.waitForCount(result.ok(), config.drainCap);
-    cpuSeconds = processTreeCpuSeconds(daemon.pid()) - daemonBefore + selfCpuSeconds() - selfBefore;
+    cpuSeconds = cpu.seconds();
     return result;
   };
   const LoadResult result = loadThroughDaemon(config, spec, LoadTarget::http(receiver), "routed",
