@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/private_folder.h"
 #include "base/random.h"
+#include "base/thread_name.h"
 #include "engine/backlog_sampler.h"
 #include "engine/delivery_metrics.h"
 #include "engine/engine.h"
@@ -234,6 +235,7 @@ int runServe(const Config& config) {
   const std::chrono::milliseconds grace(config.shutdownGraceMs);
   std::optional<bool> drained;  // the engine's stop; set by the watcher or below
   std::jthread signalWatcher([&](std::stop_token stop) {
+    nameThisThread("wh-signals");
     const timespec tick{0, 200'000'000};
     while (!stop.stop_requested()) {
       const int sig = sigtimedwait(&stopSignals, nullptr, &tick);

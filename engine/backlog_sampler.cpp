@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "base/mutex.h"
+#include "base/thread_name.h"
 
 namespace webhooker {
 
@@ -20,6 +21,7 @@ BacklogSampler::~BacklogSampler() { stop(); }
 
 void BacklogSampler::start() {
   samplerThread_ = std::jthread([this](std::stop_token stop) {
+    nameThisThread("wh-sampler");
     Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
     std::condition_variable_any sleeper;
     while (!stop.stop_requested()) {

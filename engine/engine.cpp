@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/ascii_case.h"
+#include "base/thread_name.h"
 #include "storage/events_db.h"
 
 namespace webhooker {
@@ -364,6 +365,7 @@ void Engine::queueRefillLocked(const std::string& webhookId,
 }
 
 void Engine::work(std::stop_token stop) {
+  nameThisThread("wh-worker");
   MutexLock lock(engineMutex_);
   while (true) {
     const std::optional<TimePoint> nextToken = releaseThrottledLocked();

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/thread_name.h"
 #include "base/time_format.h"
 
 namespace webhooker {
@@ -135,6 +136,7 @@ void OperationalEvents::summarizeLocked() {
 }
 
 void OperationalEvents::run(std::stop_token stop) {
+  nameThisThread("wh-op-events");
   MutexLock lock(mutex_);
   while (true) {
     // Wakes for queued events, and once a second for a minute that ended.

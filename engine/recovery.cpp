@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_name.h"
 #include "engine/engine.h"
 
 namespace webhooker {
@@ -78,6 +79,7 @@ void Engine::recover() {
   std::atomic<size_t> nextToRead{0};
   const ReconcileWindow window(*this);
   const auto readAhead = [&] {
+    nameThisThread("wh-recovery");
     for (size_t i; (i = nextToRead.fetch_add(1)) < count;) {
       for (size_t done = reconciled.load(); i >= done + kReadAhead; done = reconciled.load())
         reconciled.wait(done);
@@ -336,6 +338,7 @@ bool Engine::maySweep(const std::string& webhookId) {
 }
 
 void Engine::sweepLoop(std::stop_token stop) {
+  nameThisThread("wh-sweep");
   Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
   std::condition_variable_any sleeper;
   while (!stop.stop_requested()) {
@@ -349,6 +352,7 @@ void Engine::sweepLoop(std::stop_token stop) {
 }
 
 void Engine::refillLoop(std::stop_token stop) {
+  nameThisThread("wh-refill");
   MutexLock lock(engineMutex_);
   while (true) {
     refillWanted_.wait(lock, stop,

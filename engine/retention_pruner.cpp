@@ -5,6 +5,7 @@
 #include <condition_variable>
 
 #include "base/mutex.h"
+#include "base/thread_name.h"
 
 namespace webhooker {
 
@@ -16,6 +17,7 @@ RetentionPruner::~RetentionPruner() { stop(); }
 
 void RetentionPruner::start() {
   prunerThread_ = std::jthread([this](std::stop_token stop) {
+    nameThisThread("wh-retention");
     Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
     std::condition_variable_any sleeper;
     while (!stop.stop_requested()) {

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <vector>
 
+#include "base/thread_name.h"
+
 namespace webhooker {
 
 RetryTimer::RetryTimer(size_t capacity, std::function<void(Task)> onDue)
@@ -65,6 +67,7 @@ size_t RetryTimer::waiting() const {
 }
 
 void RetryTimer::run(std::stop_token stop) {
+  nameThisThread("wh-retry-timer");
   MutexLock lock(dueMutex_);
   while (!stop.stop_requested()) {
     if (due_.empty()) {

@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 
+#include "base/thread_name.h"
 #include "base/time_format.h"
 
 namespace webhooker {
@@ -47,6 +48,7 @@ void TargetHealthMonitor::attach(CircuitBreakers& breakers) {
 
 void TargetHealthMonitor::start(std::chrono::milliseconds interval) {
   probeThread_ = std::jthread([this, interval](std::stop_token stop) {
+    nameThisThread("wh-health");
     Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
     std::condition_variable_any sleeper;
     while (!stop.stop_requested()) {

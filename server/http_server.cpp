@@ -23,13 +23,17 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstddef>
+#include <latch>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 
 #include "base/ascii_case.h"
 #include "base/mutex.h"
 #include "base/secret.h"
+#include "base/thread_name.h"
 #include "server/admin_api.h"
 #include "server/admin_token.h"
 #include "server/client_address.h"
@@ -484,6 +488,17 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       workers_(static_cast<size_t>(std::max(options_.threads, 1))),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, moveFence_, options_.ingest,
               {parts.routing, parts.routingMetrics}) {
+  // One naming job per pool thread: each waits for the others, so no
+  // thread takes two. Shared, as the last job may still be leaving its
+  // wait when this constructor has gone on.
+  const auto threads = static_cast<std::ptrdiff_t>(std::max(options_.threads, 1));
+  const auto named = std::make_shared<std::latch>(threads);
+  for (std::ptrdiff_t i = 0; i < threads; ++i)
+    asio::post(workers_, [named] {
+      nameThisThread("wh-admin");
+      named->arrive_and_wait();
+    });
+  named->wait();
   registerRoutes();
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/thread_name.h"
 #include "base/time_format.h"
 
 namespace webhooker::server {
@@ -30,6 +31,7 @@ bool IngestRouting::post(std::function<void()> job) {
 }
 
 void IngestRouting::runJobs(std::stop_token stop) {
+  nameThisThread("wh-routing");
   while (true) {
     std::function<void()> job;
     {

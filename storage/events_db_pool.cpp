@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "base/thread_name.h"
 #include "storage/sqlite_database.h"
 
 namespace webhooker {
@@ -42,6 +43,7 @@ void EventsDbPool::close(std::vector<std::shared_ptr<EventsDb>> dbs) {
 }
 
 void EventsDbPool::closeLoop(std::stop_token stop) {
+  nameThisThread("wh-db-closer");
   MutexLock lock(closeMutex_);
   while (true) {
     toClose_.wait(lock, stop, [&]() REQUIRES(closeMutex_) { return !waitingToClose_.empty(); });

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/thread_name.h"
 #include "storage/sqlite_database.h"
 
 namespace webhooker::storage {
@@ -121,6 +122,7 @@ void GroupCommit::handOffLocked() {
 }
 
 void GroupCommit::flush() {
+  nameThisThread("wh-commit");
   MutexLock lock(queueMutex_);
   const auto mine = [&]() REQUIRES(queueMutex_) {
     return !leading_ && !queue_.empty() && queue_.front()->done;

@@ -1,5 +1,7 @@
 #include "targets/attempt_watchdog.h"
 
+#include "base/thread_name.h"
+
 namespace webhooker {
 
 AttemptWatchdog::AttemptWatchdog() : watchThread_([this](std::stop_token st) { run(st); }) {}
@@ -27,6 +29,7 @@ void AttemptWatchdog::unwatch(uint64_t ticket) {
 }
 
 void AttemptWatchdog::run(std::stop_token stop) {
+  nameThisThread("wh-watchdog");
   MutexLock lock(watchedMutex_);
   while (!stop.stop_requested()) {
     Deadline earliest = Deadline::max();

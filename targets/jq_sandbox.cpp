@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/thread_name.h"
 #include "targets/jq_protocol.h"
 
 namespace webhooker {
@@ -281,6 +282,7 @@ void JqSandbox::replace(Worker worker) {
 }
 
 void JqSandbox::respawnLoop(std::stop_token stop) {
+  nameThisThread("wh-jq-respawn");
   size_t missing = 0;
   while (!stop.stop_requested()) {
     std::vector<Worker> dead;

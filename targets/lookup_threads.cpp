@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/thread_name.h"
+
 namespace webhooker {
 
 LookupThreads::LookupThreads(size_t threads) {
@@ -33,6 +35,7 @@ std::optional<Result<IpAddress>> LookupThreads::run(Lookup lookup, Deadline dead
 }
 
 void LookupThreads::work(std::stop_token stop) {
+  nameThisThread("wh-dns");
   while (true) {
     std::shared_ptr<Job> job;
     {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -255,6 +256,35 @@ TEST_CASE("a restart keeps webhooks, targets and stored events") {
   q.bind(1, eventId);
   REQUIRE(q.executeStep());
   CHECK(q.getColumn(0).getString() == body);
+}
+
+TEST_CASE("the daemon's threads carry the names of their parts; the main thread the program's") {
+  TempDir dir;
+  DaemonProcess daemon(dir.path());
+  REQUIRE(daemon.adminToken());
+  auto api = apiClient(daemon, *daemon.adminToken());
+  const json webhook = createWebhook(api, "named");
+  // An ingest starts the events DB's commit thread.
+  auto ingested = apiClient(daemon, "")
+                      .Post(webhook["entrypoints"][0]["url"].get<std::string>(), R"({"n": 1})",
+                            "application/json");
+  REQUIRE(ingested);
+  REQUIRE(ingested->status == 200);
+
+  const auto names = [&] {
+    std::multiset<std::string> found;
+    const auto tasks = std::filesystem::path("/proc") / std::to_string(daemon.pid()) / "task";
+    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (std::getline(comm, name)) found.insert(name);
+    }
+    return found;
+  }();
+  CHECK(names.count("webhooker") == 1);  // the main thread only: pgrep finds the program
+  CHECK(names.count("wh-worker") >= 1);
+  for (const char* part : {"wh-commit", "wh-refill", "wh-sweep", "wh-sampler", "wh-retention"})
+    CHECK_MESSAGE(names.count(part) == 1, part);
 }
 
 TEST_CASE("SIGTERM stops ingest and the daemon exits 0 within seconds") {
