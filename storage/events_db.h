@@ -268,7 +268,9 @@ class EventsDb {
   // backlog sampler) go through a third: on db_ each read held up the
   // webhook's ingests and result writes while it ran, and on reader_ it
   // would hold up the payload loads. Its cached pages are given back after
-  // each read; the next commit would make them stale anyway.
+  // each page of deliveries and each count (the next commit would make them
+  // stale anyway), not after the sweep's one-row index seeks, which walk a
+  // webhook's targets and would read the same index pages again each step.
   Mutex scanMutex_;
   ReadConnection scanner_ GUARDED_BY(scanMutex_);
 };
