@@ -55,6 +55,11 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
+// The admin pool's threads; the naming jobs count on exactly this many.
+size_t adminThreads(const ServerOptions& options) {
+  return static_cast<size_t>(std::max(options.threads, 1));
+}
+
 // cpp-httplib's limits, which the hostile input table was written against:
 // a request line or header line of 8 KiB, 256 headers of 64 KiB in all (ingest
 // stores every header).
@@ -485,15 +490,15 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       placement_(parts.store, options_.nodeId),
       move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
             options_.nodeId),
-      workers_(static_cast<size_t>(std::max(options_.threads, 1))),
+      workers_(adminThreads(options_)),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, moveFence_, options_.ingest,
               {parts.routing, parts.routingMetrics}) {
   // One naming job per pool thread: each waits for the others, so no
   // thread takes two. Shared, as the last job may still be leaving its
   // wait when this constructor has gone on.
-  const auto threads = static_cast<std::ptrdiff_t>(std::max(options_.threads, 1));
-  const auto named = std::make_shared<std::latch>(threads);
-  for (std::ptrdiff_t i = 0; i < threads; ++i)
+  const size_t threads = adminThreads(options_);
+  const auto named = std::make_shared<std::latch>(static_cast<std::ptrdiff_t>(threads));
+  for (size_t i = 0; i < threads; ++i)
     asio::post(workers_, [named] {
       nameThisThread("wh-admin");
       named->arrive_and_wait();
