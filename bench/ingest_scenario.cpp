@@ -34,27 +34,6 @@
 
 namespace webhooker::bench {
 
-namespace {
-
-// What `cpu` measured, in microseconds per acknowledged request.
-double microsecondsPer(const CpuMeter& cpu, const LoadResult& load) {
-  return load.ok() > 0 ? cpu.seconds() * 1e6 / static_cast<double>(load.ok()) : 0;
-}
-
-// Runs the load and, with a receiver, waits for its deliveries, measuring
-// the CPU both cost into `microseconds`.
-LoadRunner measuringCpu(const BenchConfig& config, BenchReceiver* receiver, double& microseconds) {
-  return [&config, receiver, &microseconds](BenchDaemon& daemon, const LoadSpec& load) {
-    const CpuMeter cpu(daemon.pid());
-    LoadResult result = runLoad(load, config.bodies);
-    if (receiver) receiver->waitForCount(result.ok(), config.drainCap);
-    microseconds = microsecondsPer(cpu, result);
-    return result;
-  };
-}
-
-}  // namespace
-
 void runIngest(const BenchConfig& config, Report& report) {
   for (const int connections : config.ingestConnections) {
     LoadSpec spec;
@@ -70,7 +49,7 @@ void runIngest(const BenchConfig& config, Report& report) {
       spec.firstSeq = reserveSeqs(spec.requests);
       const CpuMeter cpu;
       bare = runLoad(spec, config.bodies);
-      bareCpu = microsecondsPer(cpu, bare);
+      bareCpu = cpu.secondsPer(bare.ok());
     }
 
     const bool alsoAlone = connections == config.ingestAloneConnections;
@@ -97,8 +76,8 @@ void runIngest(const BenchConfig& config, Report& report) {
                 std::nullopt});
 
     if (!alsoAlone) continue;
-    const auto addCpu = [&](double microseconds, const std::string& how) {
-      report.add({"ingest", "CPU per event" + at + how, microseconds, "us", bareCpu,
+    const auto addCpu = [&](double seconds, const std::string& how) {
+      report.add({"ingest", "CPU per event" + at + how, seconds * 1e6, "us", bareCpu * 1e6,
                   "bare server + load generator CPU per request", std::nullopt});
     };
     addCpu(httpCpu, "");

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+
 namespace webhooker::bench {
 
 // User + system CPU seconds of `pid` and of its live children (a daemon's
@@ -21,6 +23,10 @@ class CpuMeter {
   explicit CpuMeter(pid_t daemon = 0) : daemon_(daemon), start_(now()) {}
 
   double seconds() const { return now() - start_; }
+  // seconds() shared out over `count` (0 for none).
+  double secondsPer(size_t count) const {
+    return count > 0 ? seconds() / static_cast<double>(count) : 0;
+  }
 
  private:
   double now() const { return selfCpuSeconds() + (daemon_ ? processTreeCpuSeconds(daemon_) : 0); }

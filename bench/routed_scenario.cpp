@@ -37,17 +37,10 @@ struct MeasuredLoad {
 MeasuredLoad measuredLoad(const BenchConfig& config, const LoadSpec& spec, Report& report,
                           const nlohmann::json& routing) {
   BenchReceiver receiver(config.workers);
-  double cpuSeconds = 0;
-  const LoadRunner measured = [&](BenchDaemon& daemon, const LoadSpec& load) {
-    const CpuMeter cpu(daemon.pid());
-    LoadResult result = runLoad(load, config.bodies);
-    receiver.waitForCount(result.ok(), config.drainCap);
-    cpuSeconds = cpu.seconds();
-    return result;
-  };
-  const LoadResult result = loadThroughDaemon(config, spec, LoadTarget::http(receiver), "routed",
-                                              report, {}, measured, routing);
-  return {receiver.arrivalRate(), result.ok() > 0 ? cpuSeconds / static_cast<double>(result.ok()) : 0};
+  double cpuPerEvent = 0;
+  loadThroughDaemon(config, spec, LoadTarget::http(receiver), "routed", report, {},
+                    measuringCpu(config, &receiver, cpuPerEvent), routing);
+  return {receiver.arrivalRate(), cpuPerEvent};
 }
 
 // The jq input of each body, as the daemon builds it from a stored event.

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "bench/daemon.h"
+#include "bench/process_cpu.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 
@@ -147,6 +148,16 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, LoadTarge
   check.webhooks = {expectation};
   addCheckAfterWait(report, scenario, config, delivered, check);
   return result;
+}
+
+LoadRunner measuringCpu(const BenchConfig& config, BenchReceiver* receiver, double& cpuPerEvent) {
+  return [&config, receiver, &cpuPerEvent](BenchDaemon& daemon, const LoadSpec& load) {
+    const CpuMeter cpu(daemon.pid());
+    LoadResult result = runLoad(load, config.bodies);
+    if (receiver) receiver->waitForCount(result.ok(), config.drainCap);
+    cpuPerEvent = cpu.secondsPer(result.ok());
+    return result;
+  };
 }
 
 }  // namespace webhooker::bench

@@ -104,4 +104,9 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, LoadTarge
                              const LoadRunner& runner = nullptr,
                              const nlohmann::json& routing = nlohmann::json::object());
 
+// A LoadRunner that posts the load, waits for `receiver` (if given) to have
+// every acknowledged event, and sets `cpuPerEvent` to the CPU seconds the
+// daemon tree and this process spent per acknowledged event meanwhile.
+LoadRunner measuringCpu(const BenchConfig& config, BenchReceiver* receiver, double& cpuPerEvent);
+
 }  // namespace webhooker::bench
