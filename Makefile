@@ -59,7 +59,7 @@ clean:
 
 # Fuzzing: libFuzzer targets in fuzz/, built with clang, ASan and UBSan in
 # build-fuzz/. `make test-sanitizers` runs each for a few seconds; `make fuzz` for
-# FUZZ_SECONDS each (see README, "Fuzzing and sanitizers").
+# FUZZ_SECONDS each (see docs/testing.md).
 FUZZ_DIR := build-fuzz
 FUZZ_SECONDS ?= 300
 
@@ -86,7 +86,7 @@ fuzz: fuzz-build
 # which werror would turn into a failed build, and gcc's -Wtsan flags the
 # std::atomic_thread_fence inside Asio's handler dispatch (TSan does not model
 # fences; the handoff it orders is also ordered by Asio's mutex). Any sanitizer
-# report fails its test. See README.
+# report fails its test. See docs/testing.md.
 TSAN_DIR := build-tsan
 # The TSan build compiles only these tests: keep threaded_tests in
 # tests/meson.build the same list, so nothing is compiled that never runs.

@@ -1,6 +1,6 @@
 // `webhooker backup <dir>`: a consistent copy of every database of the data
 // folder, taken while the daemon runs. Restoring is copying the files back
-// into an empty data folder with the daemon stopped (see README).
+// into an empty data folder with the daemon stopped (see docs/operations.md).
 #include <iostream>
 
 #include "app/commands.h"

@@ -10,7 +10,7 @@
 //   - a FIFO target's receiver saw its deliveries in the order their events
 //     were stored, a repeat being only of the last one sent.
 // It reports how many deliveries reached the receiver more than once
-// (at-least-once allows it; README "Crash test" says why).
+// (at-least-once allows it; docs/testing.md says why).
 //
 // Knobs (environment): CRASH_SEED (default: from the clock, so every run
 // tries another schedule; printed, rerun with it to repeat one), CRASH_KILLS

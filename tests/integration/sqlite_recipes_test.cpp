@@ -108,7 +108,7 @@ bool waitForStatuses(const DaemonApi& api, const std::string& webhookId,
 
 TEST_CASE("every sqlite3 recipe of the documentation runs against a real data folder") {
   const std::vector<Recipe> recipes = documentedRecipes();
-  // The README's walk-through, inspection and retention sections hold a
+  // The README's walk-through and docs/operations.md's recipes hold a
   // dozen; finding far fewer means the extraction broke, not the recipes.
   REQUIRE(recipes.size() >= 10);
 
