@@ -8,6 +8,9 @@
 // - a dead receiver with disable_after 60 s is disabled (failing) once the
 //   clock has moved a minute, its delivery waits instead of dead-lettering,
 //   and auto_resume re-enables it with a probe once the receiver is back;
+// - a success ends the failing streak, so a receiver failing now and then
+//   is never disabled; probes go only to targets disabled as failing with
+//   auto_resume, never to one without it or to one a 410 disabled;
 // - the operational webhook's own failures produce no operational events;
 // - an open breaker survives a restart of the real daemon: /metrics and the
 //   API say open until its cooldown ends, then it probes;
@@ -195,6 +198,89 @@ TEST_CASE("a receiver failing for disable_after is disabled (failing); auto_resu
   REQUIRE(h.waitForStatus(d, "delivered", 5s));
   REQUIRE(waitForState(h, target, "active"));
   CHECK(back.requestCount() == 1);
+}
+
+TEST_CASE("a success ends the failing streak: a receiver failing now and then is not disabled") {
+  FakeClock clock;
+  HarnessOptions options;
+  options.clock = &clock;
+  options.breakerThreshold = 1000;  // this test is about the disable, not the breaker
+  EngineHarness h(options);
+  Receiver flaky;
+  flaky.script({respond(503), respond(200), respond(503), respond(200)});
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, flaky.url("/hook"), retryPolicy(20, 50, 0.0, 100), 1);
+  send(h, "PATCH", targetPath(target), {{"disable_after", 60000}}, 200);
+
+  for (const char* body : {R"({"n":1})", R"({"n":2})"}) {
+    const DeliveryRef d = h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, body), target.id);
+    REQUIRE(h.waitForStatus(d, "delivered", 5s));
+    CHECK(h.delivery(d).attempts == 2);
+  }
+  // A minute after the first failure, a new one starts a streak of its own.
+  clock.advance(61s);
+  flaky.script({respond(503), respond(200)});
+  const DeliveryRef third =
+      h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, R"({"n":3})"), target.id);
+  REQUIRE(h.waitForStatus(third, "delivered", 5s));
+  CHECK(h.delivery(third).attempts == 2);
+  CHECK(targetView(h, target).at("state") == "active");
+}
+
+TEST_CASE("probes go only to targets disabled as failing with auto_resume; a 410 stays disabled") {
+  FakeClock clock;
+  HarnessOptions options;
+  options.clock = &clock;
+  options.breakerThreshold = 1000;
+  EngineHarness h(options);
+  Receiver noResume, gone, resumes;
+  noResume.setDefault(respond(503));
+  resumes.setDefault(respond(503));
+  gone.setDefault(respond(410));
+  const Hook hook = h.createWebhook();
+  const RetryPolicy retry = retryPolicy(20, 50, 0.0, 100);
+  const TargetRecord failing = h.createHttpTarget(hook.webhookId, noResume.url("/a"), retry);
+  const TargetRecord goneTarget = h.createHttpTarget(hook.webhookId, gone.url("/b"), retry);
+  const TargetRecord control = h.createHttpTarget(hook.webhookId, resumes.url("/c"), retry);
+  const json stays = send(h, "PATCH", targetPath(failing),
+                          {{"disable_after", 60000}, {"probe_interval", 1000}}, 200);
+  CHECK(stays.at("auto_resume") == false);
+  send(h, "PATCH", targetPath(control),
+       {{"disable_after", 60000}, {"probe_interval", 1000}, {"auto_resume", true}}, 200);
+
+  const std::string eventId = h.post(hook.entrypointId, R"({"n":1})");
+  REQUIRE(waitForState(h, goneTarget, "disabled"));
+  CHECK(targetView(h, goneTarget).at("disabled_reason") == "gone");
+  for (const TargetRecord* t : {&failing, &control}) {
+    const DeliveryRef d = h.deliveryOf(hook.webhookId, eventId, t->id);
+    REQUIRE(eventually([&] { return h.delivery(d).attempts >= 2; }));
+  }
+  clock.advance(61s);
+  for (const TargetRecord* t : {&failing, &control}) {
+    REQUIRE(waitForState(h, *t, "disabled"));
+    CHECK(targetView(h, *t).at("disabled_reason") == "failing");
+  }
+  // auto_resume set after the 410: a 410 means gone for good all the same.
+  send(h, "PATCH", targetPath(goneTarget), {{"auto_resume", true}, {"probe_interval", 1000}},
+       200);
+  REQUIRE(eventually([&] { return h.engine().heldCount() == 0; }));
+  const int failingBefore = noResume.requestCount();
+  const int goneBefore = gone.requestCount();
+  for (Receiver* r : {&noResume, &gone, &resumes}) r->setDefault(respond(200));
+
+  clock.advance(2s);
+  h.health().probeDue();
+  // The control target's probe shows the pass ran; once nothing is held,
+  // every probe it sent has ended.
+  REQUIRE(h.waitForStatus(h.deliveryOf(hook.webhookId, eventId, control.id), "delivered", 5s));
+  REQUIRE(waitForState(h, control, "active"));
+  REQUIRE(eventually([&] { return h.engine().heldCount() == 0; }));
+  CHECK(noResume.requestCount() == failingBefore);
+  CHECK(gone.requestCount() == goneBefore);
+  CHECK(targetView(h, failing).at("state") == "disabled");
+  CHECK(targetView(h, goneTarget).at("state") == "disabled");
+  CHECK(targetView(h, goneTarget).at("disabled_reason") == "gone");
 }
 
 TEST_CASE("changing a target's config resets its open breaker; other changes keep it") {
