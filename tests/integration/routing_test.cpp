@@ -203,6 +203,18 @@ TEST_CASE("a jq filter and a non-JSON body: jq sees body null and the headers in
         json{{"body", nullptr}, {"tenant", "acme"}, {"type", nullptr}});
 }
 
+TEST_CASE("a jq filter passes on any output but null and false") {
+  EngineHarness h(withJq());
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  createTarget(h, hook, {{"config", {{"url", r.url()}}}, {"filter", {{"jq", ".body.ref"}}}});
+  CHECK(ingest(h, hook, R"({"other":1})")["deliveries"] == 0);  // null
+  CHECK(ingest(h, hook, R"({"ref":false})")["deliveries"] == 0);
+  CHECK(ingest(h, hook, R"({"ref":0})")["deliveries"] == 1);  // jq's truth, not C's
+  CHECK(ingest(h, hook, R"({"ref":"refs/heads/main"})")["deliveries"] == 1);
+  REQUIRE(r.waitForRequests(2, 10s));
+}
+
 TEST_CASE("programs are compiled when saved: jq's message in a 400, nothing saved") {
   EngineHarness h(withJq());
   const Hook hook = h.createWebhook();
