@@ -23,6 +23,7 @@
 
 #include "base/uuid.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/prometheus_text.h"
 #include "tests/support/raw_connection.h"
 #include "tests/support/test_server.h"
 
@@ -106,6 +107,12 @@ struct Hook {
 
   int64_t events() const { return countRows(eventsDb(), "events"); }
   int64_t deliveries() const { return countRows(eventsDb(), "deliveries"); }
+  // webhooker_events_received_total on /metrics; -1 when absent.
+  double eventsReceived() const {
+    auto res = server.anonymousClient().Get("/metrics");
+    return res ? webhooker::testing::valueIn(res->body, "webhooker_events_received_total", {})
+               : -1;
+  }
 
   // Everything a request could have written or handed over.
   std::string state() {
@@ -579,6 +586,7 @@ TEST_CASE("idempotency keys: a repeat within 24 h returns the first event and cr
     CAPTURE(header);
     hook.server.dispatcher().clear();
     const int64_t eventsBefore = hook.events();
+    const double receivedBefore = hook.eventsReceived();
     const std::string key = header + "-order-1";
     auto first = postWith(header, key);
     REQUIRE(statusOf(first) == 200);
@@ -597,6 +605,7 @@ TEST_CASE("idempotency keys: a repeat within 24 h returns the first event and cr
     CHECK(b["deliveries"] == 2);
     CHECK(hook.events() == eventsBefore + 1);
     CHECK(countRows(hook.eventsDb(), "events", "idempotency_key = '" + key + "'") == 1);
+    CHECK(hook.eventsReceived() == receivedBefore + 1);  // a duplicate is no event received
 
     // Another key is another event.
     auto other = postWith(header, key + "-b");
@@ -604,6 +613,7 @@ TEST_CASE("idempotency keys: a repeat within 24 h returns the first event and cr
     CHECK(jsonOf(other)["event_id"] != eventId);
     CHECK(jsonOf(other)["duplicate"] == false);
     CHECK(hook.events() == eventsBefore + 2);
+    CHECK(hook.eventsReceived() == receivedBefore + 2);
   }
 
   SUBCASE("the window is 24 h") {
