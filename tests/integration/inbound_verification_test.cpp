@@ -155,6 +155,29 @@ TEST_CASE("a replayed signed Stripe event is stored once: the event's id is its 
   CHECK(countRows(hook.eventsDb, "events") == 4);
 }
 
+TEST_CASE("a Stripe signature more than 5 minutes behind or ahead of the clock is refused") {
+  TestServer server;
+  const std::string secret = "whsec_stripe-endpoint-secret";
+  const VerifiedHook hook = verifiedHook(server, "stripe", secret);
+  auto sender = server.anonymousClient();
+  const auto send = [&](const std::string& id, int64_t at) {
+    const std::string body = R"({"id": ")" + id + R"(", "type": "charge.succeeded"})";
+    return sender.Post(hook.path, {{"Stripe-Signature", stripeSignature(secret, body, at)}}, body,
+                       "application/json");
+  };
+  for (const int64_t off : {-360, 360}) {
+    CAPTURE(off);
+    auto res = send("evt_off_" + std::to_string(off), unixNow() + off);
+    CHECK(statusOf(res) == 401);
+    CHECK(errorCode(res) == "signature_invalid");
+  }
+  CHECK(countRows(hook.eventsDb, "events") == 0);
+  // Within the tolerance either way (a sender's clock a little fast or slow).
+  CHECK(statusOf(send("evt_behind", unixNow() - 240)) == 200);
+  CHECK(statusOf(send("evt_ahead", unixNow() + 240)) == 200);
+  CHECK(countRows(hook.eventsDb, "events") == 2);
+}
+
 // The verification settings are read from the main DB, which an operator (or
 // damage) can change behind the daemon's back: whatever the row says that the
 // daemon cannot use refuses the request.

@@ -105,6 +105,11 @@ TEST_CASE("stripe: t and v1 over \"t.body\", with the tolerance") {
         "bad_signature");
   CHECK(verifyInbound("stripe", secret, header(good), body, at(t + 301)).error().code ==
         "stale_timestamp");
+  // Signed more than 5 minutes ahead of this clock: as far off as one behind.
+  CHECK(verifyInbound("stripe", secret, header(good), body, at(t - 301)).error().code ==
+        "stale_timestamp");
+  CHECK(verifyInbound("stripe", secret, header(good), body, at(t + 300)));
+  CHECK(verifyInbound("stripe", secret, header(good), body, at(t - 300)));
   CHECK(verifyInbound("stripe", secret, header("v1=" + v1), body, at(t)).error().code ==
         "malformed_signature");
   CHECK(verifyInbound("stripe", secret, header("t=x,v1=" + v1), body, at(t)).error().code ==
