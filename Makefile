@@ -1,6 +1,8 @@
 # Thin wrapper over meson. The build directory is build/.
-#   make build   install missing Debian packages, configure once, compile everything
-#   make run     compile the daemon only, then start it with its data in ./data (ARGS="..." adds flags)
+#   make run     install the daemon's missing build packages only, compile the
+#                daemon, then start it with its data in ./data (ARGS="..." adds flags)
+#   make build   install missing Debian packages (the test toolchain too: the
+#                browser test's npm packages), configure once, compile everything
 #   make test    build, then run every test suite (last line: "N passed, M failed")
 #   make test-sanitizers   the suite and each fuzzer for a few seconds under
 #                ASan+UBSan, the engine tests under TSan
@@ -13,17 +15,28 @@ DATA_DIR ?= $(CURDIR)/data
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all deps setup build daemon run test bench deb clean
+.PHONY: all deps test-deps setup test-setup build daemon run test bench deb clean
 
 all: build
 
+# What the daemon needs to build and run (scripts/debian-packages-build.txt);
+# the test toolchain (test-deps) only for the targets that build or run tests.
 deps:
-	@bash scripts/install-deps
+	@bash scripts/install-deps build
+
+test-deps:
+	@bash scripts/install-deps test
 
 setup: deps
 	@test -f $(BUILD_DIR)/build.ninja || meson setup $(BUILD_DIR) --wrap-mode=nodownload
 
-build: setup
+# A build/ configured by `make run` before doctest was installed has no tests
+# (tests=auto): configure it again once the test packages are there.
+test-setup: test-deps setup
+	@grep -q webhooker_tests $(BUILD_DIR)/build.ninja || \
+	    meson setup --reconfigure $(BUILD_DIR) --wrap-mode=nodownload
+
+build: test-setup
 	meson compile -C $(BUILD_DIR)
 
 # The daemon alone: a first start does not wait for the tests and benchmarks.
@@ -48,7 +61,8 @@ bench: build
 # so not part of `make test`; dpkg-buildpackage leaves the .deb beside that
 # copy, in build-deb/.
 DEB_DIR := build-deb
-deb: deps
+deb:
+	@bash scripts/install-deps deb
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
 	git ls-files --cached --others --exclude-standard | tar -cf - -T - | tar -xf - -C $(DEB_DIR)/src
 	cd $(DEB_DIR)/src && dpkg-buildpackage -b -us -uc
@@ -65,7 +79,7 @@ FUZZ_SECONDS ?= 300
 
 .PHONY: fuzz-build fuzz
 
-fuzz-build: deps
+fuzz-build: test-deps
 	@test -f $(FUZZ_DIR)/build.ninja || CC=clang CXX=clang++ meson setup $(FUZZ_DIR) \
 	    --wrap-mode=nodownload -Dfuzzing=enabled \
 	    -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=false \
