@@ -155,12 +155,17 @@ EngineHarness::EngineHarness(HarnessOptions options)
   if (options_.startEngine) startEngine();
 }
 
+// The daemon's order (app/serve.cpp): the server stops, then what feeds the
+// engine and the engine; the server goes before the engine, because its
+// ingest handler waits for the commits still parked, whose callbacks hand
+// their deliveries to the engine after the answer has gone out.
 EngineHarness::~EngineHarness() {
   http_->stop();
   if (serveThread_.joinable()) serveThread_.join();
   health_->stop();
   operationalEvents_->stop();
   engine_->stop(std::chrono::seconds(10));
+  http_.reset();
   engine_.reset();
 }
 
