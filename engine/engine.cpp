@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "base/ascii_case.h"
 #include "base/thread_name.h"
@@ -28,6 +30,17 @@ Engine::~Engine() {
   // and calls back into the engine when it goes.
   MutexLock lock(engineMutex_);
   idle_.wait(lock, [&]() REQUIRES(engineMutex_) { return inFlight_ == 0; });
+#ifndef NDEBUG
+  // An open handoff is an ingest whose commit callback is still parked and
+  // will call into this engine: its owner destroyed the engine before the
+  // HTTP server, whose ingest handler waits for those callbacks.
+  if (!handoffs_.waitForEarlier(std::chrono::steady_clock::now())) {
+    std::fputs("webhooker: Engine destroyed with an ingest handoff still open; destroy the "
+               "HTTP server (it waits for parked ingests) before the engine\n",
+               stderr);
+    std::abort();
+  }
+#endif
 }
 
 void Engine::start() {

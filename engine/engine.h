@@ -100,6 +100,8 @@ class Engine final : public Dispatcher, public Scheduler {
   Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
          const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer,
          EngineRouting routing = {});
+  // Every ingest handoff must be closed by then (destroy the HTTP server
+  // first); a debug build aborts with a message otherwise.
   ~Engine() override;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
