@@ -94,29 +94,31 @@ fuzz: fuzz-build
 # build-fuzz/ (clang; the layers are compiled once there for both; the test
 # code itself is not instrumented, only what it runs: tests/meson.build),
 # and the tests that run threads of the engine and targets layers under TSan
-# in build-tsan/ (gcc; a test with one thread cannot race). -O1 and line
-# tables only keep the builds short; gcc's sanitizers make
+# in build-tsan/ (gcc; a test with one thread cannot race: the `tsan` suite
+# of tests/meson.build lists them). The TSan build also compiles each .cpp on
+# its own (unity=off), which proves every file includes what it uses; the
+# unity batches of the other builds would hide a missing include. -O1 and
+# line tables only keep the builds short; gcc's sanitizers make
 # -Wmaybe-uninitialized report false positives inside libstdc++'s <regex>,
 # which werror would turn into a failed build, and gcc's -Wtsan flags the
 # std::atomic_thread_fence inside Asio's handler dispatch (TSan does not model
 # fences; the handoff it orders is also ordered by Asio's mutex). Any sanitizer
 # report fails its test. See docs/testing.md.
 TSAN_DIR := build-tsan
-# The TSan build compiles only these tests: keep threaded_tests in
-# tests/meson.build the same list, so nothing is compiled that never runs.
-TSAN_TESTS := attempt_watchdog events_db_pool group_commit delivery recovery redrive fifo retry_timer \
-    target_health events_db
-TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false \
+TSAN_SETUP := --wrap-mode=nodownload -Doptimization=1 -Ddebug=false -Dunity=off \
     -Dcpp_args="['-g1', '-Wno-maybe-uninitialized', '-Wno-tsan']" -Db_sanitize=thread
 
 .PHONY: test-sanitizers
 
 test-sanitizers: fuzz-build
 	@test -f $(TSAN_DIR)/build.ninja || meson setup $(TSAN_DIR) $(TSAN_SETUP)
+	@meson introspect --buildoptions $(TSAN_DIR) | python3 -c 'import json, sys; \
+	    sys.exit(not any(o["name"] == "unity" and o["value"] == "off" for o in json.load(sys.stdin)))' \
+	    || meson configure $(TSAN_DIR) -Dunity=off  # a folder set up before unity=off
 	meson compile -C $(FUZZ_DIR)
 	meson compile -C $(TSAN_DIR) app/webhooker tests/webhooker_tests
 	ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	TSAN_OPTIONS="second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp" \
 	    bash scripts/run-tests -C $(FUZZ_DIR) --no-rebuild \
-	    -C $(TSAN_DIR) --no-rebuild $(TSAN_TESTS)
+	    -C $(TSAN_DIR) --no-rebuild --suite tsan
