@@ -170,8 +170,7 @@ TEST_CASE("any other 4xx fails at once: one attempt, reason http_<code>") {
     CHECK_FALSE(rows[0].success);
     CHECK(h.observer().outcomes("http", "failed", "http_" + std::to_string(code)) == 1);
   }
-  // Long enough for a (wrong) retry at base 100 ms to have shown up.
-  std::this_thread::sleep_for(400ms);
+  REQUIRE(h.waitUntilNothingHeld());  // no (wrong) retry can follow
   for (size_t i = 0; i < codes.size(); ++i) {
     CAPTURE(codes[i]);
     CHECK(receivers[i]->requestCount() == 1);
@@ -270,7 +269,7 @@ TEST_CASE("max_retries 0 is one attempt and no retry") {
   REQUIRE(h.waitForStatus(d, "failed", 5s));
   CHECK(h.delivery(d).failureReason == "max_attempts");
   CHECK(h.delivery(d).lastStatusCode == 503);
-  std::this_thread::sleep_for(300ms);
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(h.resultRows(d).size() == 1);
   CHECK(r.requestCount() == 1);
 }
@@ -318,7 +317,7 @@ TEST_CASE("redirects are never followed: 302 and 307 fail with http_<code>") {
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].statusCode == code);
   }
-  std::this_thread::sleep_for(300ms);
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(elsewhere.requestCount() == 0);
   CHECK(r302.requestCount() == 1);
   CHECK(r307.requestCount() == 1);
@@ -755,7 +754,7 @@ TEST_CASE("SSRF: with an empty allow-list loopback and private destinations are 
     CHECK_FALSE(contains(*rows[0].error, "10.1.2.3"));
   }
   REQUIRE(h.observer().waitForOutcomes(2));
-  std::this_thread::sleep_for(300ms);
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(r.requestCount() == 0);
   CHECK(h.observer().attempts("http") == 0);  // nothing was dispatched
   CHECK(h.observer().outcomes("http", "failed", "blocked_destination") == 2);

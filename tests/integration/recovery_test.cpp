@@ -135,7 +135,7 @@ void checkDeliveredOnce(EngineHarness& h, const Receiver& r, const UnsubmittedBa
          << " requests=" << r.requestCount());
     REQUIRE(allDelivered);
   }
-  std::this_thread::sleep_for(200ms);  // a duplicate would show up by now
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(r.requestCount() == static_cast<size_t>(2 * events));
   REQUIRE(b.deliveries.size() == static_cast<size_t>(2 * events));
   for (const DeliveryRef& d : b.deliveries) CHECK(h.resultRows(d).size() == 1);
@@ -372,7 +372,7 @@ TEST_CASE("deliveries of a deleted target fail as target_deleted; no target data
     CHECK(h.resultRows(d).empty());
   }
   REQUIRE(h.observer().waitForOutcomes(3));
-  std::this_thread::sleep_for(200ms);
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(r.requestCount() == 0);
   CHECK(h.observer().attempts() == 0);
   CHECK(h.observer().outcomes("http", "failed", "target_deleted") == 3);
@@ -402,7 +402,7 @@ TEST_CASE("a target deleted while its delivery waits to retry: target_deleted, n
 
   REQUIRE(h.waitForStatus(d, "failed", 3s));
   CHECK(h.delivery(d).failureReason == "target_deleted");
-  std::this_thread::sleep_for(500ms);
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(r.requestCount() == 1);
   CHECK(h.resultRows(d).size() == 1);
 }
@@ -490,7 +490,7 @@ TEST_CASE("retries beyond the timer's room wait on disk and are read back in tim
       h.waitForCount(hook.webhookId, target.id, "delivered", kRetrying, 15s);
   INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered"));
   REQUIRE(allDelivered);
-  std::this_thread::sleep_for(200ms);  // a duplicate would show up by now
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(r.requestCount() == kRetrying);
   for (const DeliveryRef& d : retrying) CHECK(h.resultRows(d).size() == 2);
   CHECK(h.engine().heldCount() == 0);
@@ -514,7 +514,7 @@ TEST_CASE("a receiver that fails everything once: retries the timer has no room 
   const bool allDelivered = h.waitForCount(hook.webhookId, target.id, "delivered", kEvents, 20s);
   INFO("delivered=" << h.countWithStatus(hook.webhookId, target.id, "delivered"));
   REQUIRE(allDelivered);
-  std::this_thread::sleep_for(200ms);
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   std::map<std::string, int> accepted;  // body -> requests answered 200
   for (const ReceivedRequest& req : r.requests())
     if (req.answeredStatus == 200) ++accepted[req.body];
@@ -563,7 +563,7 @@ TEST_CASE("the sweep never schedules a delivery twice") {
        << " retrying=" << h.countWithStatus(hook.webhookId, target.id, "retrying")
        << " held=" << h.engine().heldCount() << " requests=" << r.requestCount());
   REQUIRE(allDelivered);
-  std::this_thread::sleep_for(300ms);  // a duplicate would show up by now
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
 
   std::map<std::string, int> requestsPerBody = arrivalsPerBody(r);
   CHECK(r.requestCount() == kEvents + failures.size());
@@ -670,7 +670,7 @@ TEST_CASE("the sweep never takes a delivery ingest committed and has not handed 
 
   REQUIRE(h.waitForStatus(d, "delivered", 5s));
   REQUIRE(eventually([&] { return h.engine().heldCount() == 0; }));
-  std::this_thread::sleep_for(300ms);  // a second copy would show up by now
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(r.requestCount() == 1);
   CHECK(h.resultRows(d).size() == 1);
 }
@@ -695,7 +695,7 @@ TEST_CASE("ingest under load with a sweep every millisecond: every event reaches
   constexpr size_t kEvents = kSenders * kEach;
   REQUIRE(h.waitForCount(hook.webhookId, target.id, "delivered", kEvents, 60s));
   REQUIRE(eventually([&] { return h.engine().heldCount() == 0; }));
-  std::this_thread::sleep_for(300ms);  // a second copy would show up by now
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
 
   const std::map<std::string, int> perBody = arrivalsPerBody(r);
   int duplicates = 0;

@@ -183,7 +183,7 @@ TEST_CASE("a receiver failing for disable_after is disabled (failing); auto_resu
   // Waits (pending); never dead-lettered for it, and no more attempts.
   REQUIRE(h.waitForStatus(d, "pending", 5s));
   const int attempts = h.delivery(d).attempts;
-  std::this_thread::sleep_for(300ms);
+  REQUIRE(h.waitUntilNothingHeld());  // no attempt can follow
   CHECK(h.delivery(d).status == "pending");
   CHECK(h.delivery(d).attempts == attempts);
 

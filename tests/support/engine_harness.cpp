@@ -1,4 +1,5 @@
 #include "tests/support/engine_harness.h"
+#include "tests/support/eventually.h"
 
 namespace webhooker::testing {
 
@@ -319,6 +320,10 @@ bool EngineHarness::waitForStatus(const DeliveryRef& ref, const std::string& sta
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+bool EngineHarness::waitUntilNothingHeld(std::chrono::milliseconds timeout) {
+  return eventually([&] { return engine().heldCount() == 0; }, timeout);
 }
 
 bool EngineHarness::waitForCount(const std::string& webhookId, const std::string& targetId,

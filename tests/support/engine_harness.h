@@ -251,6 +251,12 @@ class EngineHarness {
   size_t countWithStatus(const std::string& webhookId, const std::string& targetId,
                          const std::string& status) const;
 
+  // Polls until the engine holds no delivery: none is queued, in flight,
+  // being recorded or waiting for a retry, so no attempt can follow (a
+  // wrong retry or a second copy would have been held until it ran); false
+  // at the timeout.
+  bool waitUntilNothingHeld(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
  private:
   // cpp-httplib's stop() does nothing until the accept loop runs; an
   // answered request proves it does.
