@@ -1,70 +1,51 @@
-// Engine: runs deliveries. A bounded pool of worker threads serves one lane
-// per target; each lane has its own FIFO and an in-flight limit (the
-// target's max_concurrency), so one slow or dead target can never take
-// every worker or hold up the other targets.
+// Engine: runs deliveries. A pool of worker threads takes tasks from the
+// lanes of a LaneScheduler (engine/lane_scheduler.h: one lane per target,
+// the caps, rate limits and FIFO heads), so one slow or dead target can
+// never take every worker or hold up the other targets. What the caps keep
+// out of memory stays on disk and the refill thread reads it back as lanes
+// drain; the retry timer holds retries until they are due; recovery and the
+// sweep (recovery.cpp) admit what the events DBs hold and memory does not.
 //
-// Every delivery the engine holds in memory (queued, in flight, its result
-// still being written, or waiting for its retry time) is in held_, so
-// recovery, the sweep and refills never schedule one delivery twice. An
-// attempt ends for its lane when deliver() returns (the lane's slot is free
-// for the next request) and for held_ when its AttemptHold goes, once the
-// result is committed (finishAttempt). Queues are bounded: a task that does not fit
-// is dropped from memory only (its row stays on disk) and its lane is marked
-// overflowed; once that lane's queue drains below a quarter of its cap (when
-// the global cap was the reason: below a quarter of an even share of it
-// while the cap has room, or once all queues together drain below a quarter
-// of it), the refill thread reads the target's waiting deliveries from the
-// events DB again, so a backlog larger than the caps drains without waiting
-// for the sweep, and slow targets whose tasks fill the global cap do not
-// keep a fast target's lane empty.
-//
-// FIFO targets (ordering fifo) get no queue of their own: their lane holds
-// one delivery at a time, its head, which is always the oldest waiting
-// delivery of the target as the events DB orders them (created_at, rowid).
-// A retrying or breaker-deferred head stays the head while it waits, so it
-// holds the ones behind it; once it ends (delivered or failed) the refill
-// thread reads the next oldest. Ingest only wakes an idle FIFO lane; the
-// rows are read from disk in order, so a restart, a pause, a replay or a
-// refill cannot reorder them.
+// Every delivery the engine holds in memory is in held_ (HeldDeliveries), so
+// none is scheduled twice. An attempt ends for its lane when deliver()
+// returns (the lane's slot is free for the next task) and for held_ when its
+// AttemptHold goes, once the result is committed (finishAttempt). A FIFO
+// target's lane holds its oldest waiting delivery only; ingest wakes an idle
+// one, and the rows are read from disk in order, so a restart, a pause, a
+// replay or a refill cannot reorder them.
 //
 // Ownership: references to the stores, registry, clock and observer must
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
-// thread; engineMutex_ guards lanes_, ready_, held_, rescheduled_, the
-// rate limits (buckets_, throttled_), the
-// reconcile bookkeeping (releases_, reconcileStarts_, released_), queued_,
-// globalOverflow_, refills_, refillsQueued_, inFlight_ (attempts whose hold
-// lives) and stopping_; handoffs_ has its own lock;
-// targetsMutex_ guards the target cache. No events DB is read
-// under engineMutex_: a worker that drains an overflowed lane only asks, and
-// the refill thread reads. A hold may be released on an events DB's flusher
-// thread; the destructor waits for every hold.
+// thread; engineMutex_ guards the scheduler, held_ and the worker pool;
+// handoffs_ and the target cache (TargetCache) have their own locks. No
+// events DB is read under engineMutex_: a worker that drains an overflowed
+// lane only asks, and the refill thread reads. A hold may be released on an
+// events DB's flusher thread; the destructor waits for every hold.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/open_tickets.h"
+#include "engine/attempt_transform.h"
 #include "engine/dispatcher.h"
+#include "engine/held_deliveries.h"
+#include "engine/lane_scheduler.h"
 #include "engine/retry_timer.h"
-#include "engine/routing_metrics.h"
-#include "engine/token_bucket.h"
+#include "engine/target_cache.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
-#include "targets/routing_evaluator.h"
-#include "targets/target.h"
 #include "targets/health_reporter.h"
+#include "targets/target.h"
 #include "targets/target_registry.h"
 
 namespace webhooker {
@@ -87,15 +68,7 @@ struct EngineOptions {
   std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
 };
 
-// What the engine needs for targets with a transform or a rate limit
-// (targets/routing_rules.h); both must outlive the engine. Without an
-// evaluator, a delivery of a target with a transform fails transform_failed.
-struct EngineRouting {
-  RoutingEvaluator* evaluator = nullptr;
-  RoutingMetrics* metrics = nullptr;
-};
-
-class Engine final : public Dispatcher, public Scheduler {
+class Engine final : public Dispatcher, public Scheduler, private LaneScheduler::Events {
  public:
   Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
          const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer,
@@ -149,37 +122,8 @@ class Engine final : public Dispatcher, public Scheduler {
   size_t workerCount() const;
 
  private:
-  struct Lane {
-    std::deque<Task> queue;
-    int inFlight = 0;
-    int maxConcurrency = 4;
-    std::string targetType;
-    bool ready = false;  // listed in ready_
-    // Waiting in throttled_ for a token of its target's rate limit.
-    bool throttled = false;
-    // Set when a task was dropped because the queue was full: the webhook
-    // whose events DB holds the rest. Cleared when a refill is asked for.
-    std::string overflowWebhookId;
-  };
-  struct Refill {
-    std::string webhookId;
-    // None: every target of the webhook, retries not due yet included
-    // (they go to the timer), for the retries the timer let go.
-    std::optional<std::string> targetId;
-    // At most one refill is queued per key.
-    const std::string& key() const { return targetId ? *targetId : webhookId; }
-  };
-  // A target as cached: its row, and its routing and config, read once.
-  struct CachedTarget : TargetRecord {
-    TargetRouting routing;
-    DeliveryConfig config;
-  };
-  using TargetPtr = std::shared_ptr<const CachedTarget>;
-  // The lane of a FIFO target holds this delivery (see above).
-  struct FifoHead {
-    std::string targetId;
-    std::string webhookId;
-  };
+  using CachedTarget = TargetCache::Target;
+  using TargetPtr = TargetCache::Ptr;
   enum class HeadAdmission { kAdmitted, kLaneBusy, kReleasedSinceRead };
 
   // engine.cpp
@@ -205,18 +149,13 @@ class Engine final : public Dispatcher, public Scheduler {
   AttemptHold holdAttempt(const std::string& deliveryId);
   void finishAttempt(const std::string& deliveryId);
   // False if already held or stopping; for a task a reconcile read
-  // (`readSince`: its start, see reconcileStarts_), also if the delivery was
-  // released after that read may have been made.
+  // (`readSince`: its start), also if the delivery was released after that
+  // read may have been made (HeldDeliveries::releasedSince).
   bool admit(Task task, std::optional<uint64_t> readSince = std::nullopt);
-  bool releasedSinceLocked(const std::string& deliveryId, uint64_t readSince) const
-      REQUIRES(engineMutex_);
   // Makes `task` its FIFO target's head unless the lane has one; runs it
   // after `wait`. A delivery held already becomes the head where it is.
   HeadAdmission admitFifoHead(Task task, std::chrono::milliseconds wait,
                               std::optional<uint64_t> readSince);
-  // A held delivery leaves memory: if it was a FIFO head, its lane reads
-  // the next one (when `readNext`).
-  void releaseFifoHeadLocked(const std::string& deliveryId, bool readNext) REQUIRES(engineMutex_);
   // A held delivery the timer had no room for: it waits on disk (retrying,
   // its due time stored) and a reload of its webhook reads it again.
   void letGoOfRetryLocked(const Task& task) REQUIRES(engineMutex_);
@@ -227,44 +166,14 @@ class Engine final : public Dispatcher, public Scheduler {
   void retryDue(Task task);
   // Returns once every handoff opened before the call has closed.
   void waitForOpenHandoffs();
-  void enqueueHeld(Task task);           // for tasks already in held_
-  // Who takes a lane markReadyLocked lists: a worker it wakes, or the
-  // calling worker, which is about to look at ready_ anyway (waking another
-  // would only cost a thread switch).
-  enum class Taker { kWokenWorker, kCaller };
-  // Lists a lane in ready_ if it has work, room to run and (with a rate
-  // limit) a token; without a token it waits in throttled_.
-  // True if it listed the lane.
-  bool markReadyLocked(const std::string& targetId, Lane& lane, Taker taker = Taker::kWokenWorker)
-      REQUIRES(engineMutex_);
-  // How many more tasks the global cap admits to a lane holding
-  // `laneQueued`: up to the cap for a lane below its even share of it, up
-  // to half the cap for one at or above it, so lanes far above their share
-  // (slow targets' backlogs) cannot fill the cap and keep the others from
-  // taking new tasks and refilling.
-  size_t globalRoomLocked(size_t laneQueued) const REQUIRES(engineMutex_);
-  // Sets (or drops) the target's token bucket after its rate limit.
-  void applyRateLimitLocked(const std::string& targetId, const TargetRouting& routing)
-      REQUIRES(engineMutex_);
-  // Moves the throttled lanes whose next token is due back to ready_, and
-  // returns when the next one is due (nullopt: none throttled).
-  std::optional<TimePoint> releaseThrottledLocked() REQUIRES(engineMutex_);
-  // The body `task` is sent with, transformed if its target says so; false
-  // when the transform failed (the delivery is then failed and recorded).
-  bool applyTransform(const CachedTarget& target, const Task& task, EventsDb& db,
-                      EventPayload& payload, const AttemptHold& hold);
-  // An overflowed lane that drained below the low-water mark asks the
-  // refill thread to read its target's deliveries again; so do the lanes
-  // that overflowed the global cap once the total is below its mark.
-  void requestRefillsLocked(const std::string& targetId, Lane& lane) REQUIRES(engineMutex_);
-  void queueRefillLocked(const std::string& webhookId, std::optional<std::string> targetId)
-      REQUIRES(engineMutex_);
-  TargetPtr targetFor(const std::string& webhookId, const std::string& targetId);
-  // The record with its routing and delivery config parsed once.
-  static TargetPtr cachedTarget(TargetRecord record);
-  // Puts every live target in the cache with one read of the main store, for
-  // a restart's recovery, which would otherwise read them one at a time.
-  void cacheLiveTargets() EXCLUDES(targetsMutex_);
+  void enqueueHeld(Task task);  // for tasks already in held_
+  // LaneScheduler::Events, called under engineMutex_: wake a worker (or
+  // start one, see wakeWorkerLocked), count a throttled lane, wake the
+  // refill thread.
+  void laneReady() override;
+  void laneThrottled(const std::string& targetType) override;
+  void refillQueued() override;
+  static LaneSettings laneSettings(const CachedTarget& target);
 
   // recovery.cpp
   // A restart's recovery: every webhook's waiting deliveries are admitted,
@@ -277,8 +186,8 @@ class Engine final : public Dispatcher, public Scheduler {
   void reconcileWebhook(const std::string& webhookId, const std::string* onlyTarget,
                         bool scheduleFuture);
   // Open while a reconcile reads and acts on what it read: a row of a
-  // delivery released meanwhile is stale and skipped (releasedSinceLocked
-  // with started()). Opened before the read.
+  // delivery released meanwhile is stale and skipped
+  // (HeldDeliveries::releasedSince with started()). Opened before the read.
   class ReconcileWindow {
    public:
     explicit ReconcileWindow(Engine& engine) EXCLUDES(engine.engineMutex_);
@@ -317,17 +226,6 @@ class Engine final : public Dispatcher, public Scheduler {
   void reconcileDelivery(const std::string& webhookId, const UnfinishedDelivery& d,
                          bool scheduleFuture, uint64_t started,
                          std::unordered_set<std::string>& fifoDecided);
-  // How many rows the next page of a target's refill reads: the room its
-  // lane has under both caps (1,000 at most), plus, on the first page, the
-  // lane's queued and in-flight tasks, which come first in the order. None
-  // when stopping or when there is no room; the lane is then marked as cut
-  // off, so it is refilled once it drains.
-  std::optional<int> refillPage(const std::string& webhookId, const std::string& targetId,
-                                bool firstPage) EXCLUDES(engineMutex_);
-  // For the sweep: true while the caps keep `targetId`'s backlog on disk,
-  // to be refilled once its lane drains; asks for that refill if the lane
-  // is already low enough.
-  bool leaveToRefill(const std::string& targetId) EXCLUDES(engineMutex_);
   // For the sweep: false when `webhookId`'s DB is closed and holds nothing
   // reconcileDelivery() would act on now (no delivery due, none of a FIFO,
   // deleted or unknown target), so it need not be opened.
@@ -348,41 +246,12 @@ class Engine final : public Dispatcher, public Scheduler {
   mutable Mutex engineMutex_;
   std::condition_variable_any workAvailable_;
   std::condition_variable_any idle_;
-  std::unordered_map<std::string, Lane> lanes_ GUARDED_BY(engineMutex_);
-  // Lanes with queued work and room to run.
-  std::deque<std::string> ready_ GUARDED_BY(engineMutex_);
-  std::unordered_set<std::string> held_ GUARDED_BY(engineMutex_);
-  // In flight and asked for a retry: how many such attempts are still to
-  // finish (a quick retry can finish before the attempt that scheduled it).
-  std::unordered_map<std::string, int> rescheduled_ GUARDED_BY(engineMutex_);
-  // A reconcile may read a delivery as unfinished just before a worker
-  // finishes it. Releases are numbered while a reconcile runs (released_:
-  // id -> number); each reconcile notes the count at its start and skips
-  // what was released after it. An entry goes once no running reconcile
-  // started before it, so one reconcile's bookkeeping never holds back
-  // another's or a fresh submit.
-  uint64_t releases_ GUARDED_BY(engineMutex_) = 0;
-  std::multiset<uint64_t> reconcileStarts_ GUARDED_BY(engineMutex_);
-  std::unordered_map<std::string, uint64_t> released_ GUARDED_BY(engineMutex_);
-  size_t queued_ GUARDED_BY(engineMutex_) = 0;  // tasks in all lanes' queues
-  // Rate-limited targets' buckets, kept while their lanes come and go.
-  std::unordered_map<std::string, TokenBucket> buckets_ GUARDED_BY(engineMutex_);
-  // Throttled lanes by the time their next token is due.
-  std::multimap<TimePoint, std::string> throttled_ GUARDED_BY(engineMutex_);
-  // Targets that had a task dropped because queued_ reached maxQueued, and
-  // their webhooks.
-  std::unordered_map<std::string, std::string> globalOverflow_ GUARDED_BY(engineMutex_);
+  LaneScheduler scheduler_ GUARDED_BY(engineMutex_);
+  HeldDeliveries held_ GUARDED_BY(engineMutex_);
   // Webhooks with retries the timer had no room for (letGoOfRetryLocked).
   std::unordered_set<std::string> retriesOnDisk_ GUARDED_BY(engineMutex_);
-  // Refills asked for and not yet started, at most one per Refill::key().
-  std::condition_variable_any refillWanted_;
-  std::deque<Refill> refills_ GUARDED_BY(engineMutex_);
-  std::unordered_set<std::string> refillsQueued_ GUARDED_BY(engineMutex_);  // their keys
-  int inFlight_ GUARDED_BY(engineMutex_) = 0;
-  // FIFO lanes: target id -> its head's delivery id, and back.
-  std::unordered_map<std::string, std::string> fifoHeads_ GUARDED_BY(engineMutex_);
-  std::unordered_map<std::string, FifoHead> fifoHeadOf_ GUARDED_BY(engineMutex_);
-  bool stopping_ GUARDED_BY(engineMutex_) = false;
+  std::condition_variable_any refillWanted_;  // the scheduler has a refill
+  int inFlight_ GUARDED_BY(engineMutex_) = 0;  // attempts whose hold lives
   std::vector<std::jthread> workers_ GUARDED_BY(engineMutex_);
   // Workers that retired (retireWorkerLocked), to be joined: by the next
   // one to retire, or by stop(). They never take engineMutex_ again.
@@ -393,11 +262,7 @@ class Engine final : public Dispatcher, public Scheduler {
   // Ingest handoffs opened and not yet closed (openHandoff).
   OpenTickets handoffs_;
 
-  Mutex targetsMutex_;
-  std::unordered_map<std::string, TargetPtr> targetCache_ GUARDED_BY(targetsMutex_);
-  // Moves with every targetChanged(): a load that began before a change
-  // read the old row and must not be cached after the change dropped it.
-  uint64_t targetChanges_ GUARDED_BY(targetsMutex_) = 0;
+  TargetCache targetCache_;
 
   RetryTimer timer_;
   std::jthread sweeper_;

@@ -22,20 +22,12 @@ constexpr int kSweepPage = 1000;  // rows per read of the events DB
 
 Engine::ReconcileWindow::ReconcileWindow(Engine& engine) : engine_(engine) {
   MutexLock lock(engine_.engineMutex_);
-  started_ = engine_.releases_;
-  engine_.reconcileStarts_.insert(started_);
+  started_ = engine_.held_.openReconcile();
 }
 
 Engine::ReconcileWindow::~ReconcileWindow() {
   MutexLock lock(engine_.engineMutex_);
-  auto& starts = engine_.reconcileStarts_;
-  starts.erase(starts.find(started_));
-  // Releases before the oldest running reconcile matter to none. (Read
-  // here, not in the predicate, which the lock check cannot see holds it.)
-  const bool none = starts.empty();
-  const uint64_t oldest = none ? 0 : *starts.begin();
-  std::erase_if(engine_.released_,
-                [&](const auto& entry) { return none || entry.second <= oldest; });
+  engine_.held_.closeReconcile(started_);
 }
 
 void Engine::reconcileRows(const std::string& webhookId,
@@ -52,7 +44,7 @@ void Engine::reconcileRows(const std::string& webhookId,
 }
 
 void Engine::recover() {
-  cacheLiveTargets();
+  targetCache_.loadLive();
   auto webhooks = store_.listWebhooks();
   if (!webhooks) {
     spdlog::error("recovery.failed error=\"{}\"", webhooks.error().message);
@@ -143,7 +135,7 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
       // drains: its rows are not lost, and admitting them here would take
       // the room the caps leave to other lanes (slow targets' backlog would
       // fill the global cap, and a fast target could not refill).
-      if (leaveToRefill(after)) continue;
+      if (MutexLock lock(engineMutex_); scheduler_.leaveToRefill(after)) continue;
       if (!reconcilePages(webhookId, *db.value(), after, started, fifoDecided,
                           [](bool) { return std::optional<int>(kSweepPage); }))
         return;
@@ -154,11 +146,14 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
   // for (its queued and in-flight ones come first in the order and are
   // skipped), so refilling a lane the caps cut off costs what it brings in.
   // A changed target's read takes its retries into the timer: all of it.
-  const TargetPtr only = onlyTarget ? targetFor(webhookId, *onlyTarget) : nullptr;
+  const TargetPtr only = onlyTarget ? targetCache_.get(webhookId, *onlyTarget) : nullptr;
   const bool fifoOnly = only && only->fifo();
   if (onlyTarget && !fifoOnly && !scheduleFuture) {
     reconcilePages(webhookId, *db.value(), *onlyTarget, started, fifoDecided,
-                   [&](bool firstPage) { return refillPage(webhookId, *onlyTarget, firstPage); });
+                   [&](bool firstPage) {
+                     MutexLock lock(engineMutex_);
+                     return scheduler_.refillPage(webhookId, *onlyTarget, firstPage);
+                   });
     return;
   }
   auto unfinished =
@@ -192,7 +187,7 @@ bool Engine::reconcilePages(const std::string& webhookId, EventsDb& db,
     const bool lastPage = page->size() < static_cast<size_t>(*limit);
     // A FIFO target's held head must stay (it settles the rest of the page),
     // and a deleted target's rows all end, held or not.
-    if (const TargetPtr target = targetFor(webhookId, targetId);
+    if (const TargetPtr target = targetCache_.get(webhookId, targetId);
         target && !target->deletedAt && !target->fifo())
       dropHeld(page.value());
     for (const UnfinishedDelivery& d : page.value()) {
@@ -206,14 +201,14 @@ bool Engine::reconcilePages(const std::string& webhookId, EventsDb& db,
 void Engine::dropHeld(std::vector<UnfinishedDelivery>& rows) {
   MutexLock lock(engineMutex_);
   std::erase_if(rows, [this](const UnfinishedDelivery& d) REQUIRES(engineMutex_) {
-    return held_.count(d.id) > 0;
+    return held_.holds(d.id);
   });
 }
 
 void Engine::reconcileDelivery(const std::string& webhookId, const UnfinishedDelivery& d,
                                bool scheduleFuture, uint64_t started,
                                std::unordered_set<std::string>& fifoDecided) {
-  TargetPtr target = targetFor(webhookId, d.targetId);
+  TargetPtr target = targetCache_.get(webhookId, d.targetId);
   if (!target || target->deletedAt) {
     // The target is gone: end the delivery without touching target data.
     const std::string type = target ? target->type : "unknown";
@@ -264,43 +259,9 @@ void Engine::reconcileDelivery(const std::string& webhookId, const UnfinishedDel
     admit(std::move(task), started);
   } else if (scheduleFuture) {
     MutexLock lock(engineMutex_);
-    if (stopping_ || releasedSinceLocked(task.deliveryId, started) ||
-        !held_.insert(task.deliveryId).second)
-      return;
+    if (scheduler_.stopping() || !held_.hold(task.deliveryId, started)) return;
     if (auto left = timer_.schedule(std::move(task), wait)) letGoOfRetryLocked(*left);
   }
-}
-
-std::optional<int> Engine::refillPage(const std::string& webhookId, const std::string& targetId,
-                                      bool firstPage) {
-  MutexLock lock(engineMutex_);
-  if (stopping_) return std::nullopt;
-  const auto lane = lanes_.find(targetId);
-  const size_t queued = lane == lanes_.end() ? 0 : lane->second.queue.size();
-  const size_t inFlight = lane == lanes_.end() ? 0 : static_cast<size_t>(lane->second.inFlight);
-  const size_t laneRoom = options_.maxQueuedPerTarget - std::min(queued, options_.maxQueuedPerTarget);
-  const size_t globalRoom = globalRoomLocked(queued);
-  // In pages the lane's workers can start on while the next is read.
-  constexpr size_t kMostPerPage = 1000;
-  const size_t room = std::min({laneRoom, globalRoom, kMostPerPage});
-  if (room > 0) return static_cast<int>(firstPage ? room + queued + inFlight : room);
-  // Full: the rest waits on disk, as if a read task had not fitted.
-  if (laneRoom == 0) lane->second.overflowWebhookId = webhookId;
-  else globalOverflow_.emplace(targetId, webhookId);
-  return std::nullopt;
-}
-
-bool Engine::leaveToRefill(const std::string& targetId) {
-  MutexLock lock(engineMutex_);
-  const auto lane = lanes_.find(targetId);
-  if ((lane == lanes_.end() || lane->second.overflowWebhookId.empty()) &&
-      !globalOverflow_.count(targetId))
-    return false;
-  // A refill is asked for when a worker takes one of the lane's tasks; a
-  // lane that emptied while the caps had no room has none left to take.
-  Lane emptied;
-  requestRefillsLocked(targetId, lane == lanes_.end() ? emptied : lane->second);
-  return true;
 }
 
 void Engine::sweep() {
@@ -332,7 +293,7 @@ bool Engine::maySweep(const std::string& webhookId) {
   if (!waiting) return true;
   return std::ranges::any_of(*waiting, [&](const EventsDb::WaitingTarget& t) {
     if (t.anyDue) return true;
-    const TargetPtr target = targetFor(webhookId, t.targetId);
+    const TargetPtr target = targetCache_.get(webhookId, t.targetId);
     return !target || target->deletedAt || target->fifo();
   });
 }
@@ -355,12 +316,11 @@ void Engine::refillLoop(std::stop_token stop) {
   nameThisThread("wh-refill");
   MutexLock lock(engineMutex_);
   while (true) {
-    refillWanted_.wait(lock, stop,
-                       [&]() REQUIRES(engineMutex_) { return stopping_ || !refills_.empty(); });
-    if (stopping_ || stop.stop_requested()) return;
-    const Refill refill = std::move(refills_.front());
-    refills_.pop_front();
-    refillsQueued_.erase(refill.key());
+    refillWanted_.wait(lock, stop, [&]() REQUIRES(engineMutex_) {
+      return scheduler_.stopping() || scheduler_.hasRefill();
+    });
+    if (scheduler_.stopping() || stop.stop_requested()) return;
+    const Refill refill = *scheduler_.takeRefill();
     lock.unlock();
     // A target's refill takes only deliveries due now; those still waiting
     // are the timer's or the sweep's. A webhook's takes its retries back.

@@ -1,0 +1,63 @@
+#include "engine/attempt_transform.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <utility>
+
+#include "base/ascii_case.h"
+#include "targets/jq_sandbox.h"
+
+namespace webhooker {
+
+bool transformBody(const TargetCache::Target& target, const Task& task, EventsDb& db,
+                   EventPayload& payload, const AttemptHold& hold, const EngineRouting& routing,
+                   AttemptObserver& observer) {
+  if (target.routing.transformJq.empty()) return true;
+  // From the stored event at every attempt, so a fixed program applies on
+  // a retry; the stored event stays as received.
+  Result<TransformedBody> transformed =
+      routing.evaluator ? routing.evaluator->transform(target.routing, payload)
+                         : Result<TransformedBody>(makeError(jq_error::kUnavailable,
+                                                             "no jq evaluator is running"));
+  if (transformed) {
+    payload.body = std::move(transformed->body);
+    payload.contentType = "application/json";
+    // What described the body received does not describe this one.
+    std::erase_if(payload.headers, [](const auto& h) {
+      return equalsIgnoringCase(h.first, "Content-Type") ||
+             equalsIgnoringCase(h.first, "Content-Encoding") ||
+             equalsIgnoringCase(h.first, "Content-MD5") || equalsIgnoringCase(h.first, "Digest");
+    });
+    payload.headers.emplace_back("Content-Type", "application/json");
+    return true;
+  }
+  // Deterministic: the same program fails the same way on every retry, so
+  // the delivery ends at once (a `retry` after the program is fixed works).
+  if (routing.metrics)
+    routing.metrics->programFailed(RoutingStage::kTransform, transformed.error().code);
+  AttemptRecord record;
+  record.deliveryId = task.deliveryId;
+  record.attempt = task.attempt;
+  record.error = transformed.error().message;
+  record.newStatus = DeliveryStatus::kFailed;
+  record.failureReason = "transform_failed";
+  spdlog::warn("delivery.transform_failed webhook_id={} delivery_id={} target_id={} reason={} "
+               "error=\"{}\"",
+               task.webhookId, task.deliveryId, task.targetId, transformed.error().code,
+               transformed.error().message);
+  db.recordAttemptAsync(std::move(record),
+                        [&observer, type = target.type, deliveryId = task.deliveryId,
+                         hold /* released with this callback */](Result<void> written) {
+                          if (!written) {
+                            spdlog::error("delivery.record_failed delivery_id={} error=\"{}\"",
+                                          deliveryId, written.error().message);
+                            return;
+                          }
+                          observer.outcome(type, DeliveryStatus::kFailed, "transform_failed");
+                        });
+  return false;
+}
+
+
+}  // namespace webhooker
