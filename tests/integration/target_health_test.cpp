@@ -10,7 +10,9 @@
 //   and auto_resume re-enables it with a probe once the receiver is back;
 // - a success ends the failing streak, so a receiver failing now and then
 //   is never disabled; probes go only to targets disabled as failing with
-//   auto_resume, never to one without it or to one a 410 disabled;
+//   auto_resume, never to one without it or to one a 410 disabled, and
+//   after a failed one the next waits probe_interval; enabled by hand, a
+//   failing target starts a new streak;
 // - the operational webhook's own failures produce no operational events;
 // - an open breaker survives a restart of the real daemon: /metrics and the
 //   API say open until its cooldown ends, then it probes;
@@ -281,6 +283,77 @@ TEST_CASE("probes go only to targets disabled as failing with auto_resume; a 410
   CHECK(targetView(h, failing).at("state") == "disabled");
   CHECK(targetView(h, goneTarget).at("state") == "disabled");
   CHECK(targetView(h, goneTarget).at("disabled_reason") == "gone");
+}
+
+// A target with `fields` (disable_after 60 s among them) and a receiver
+// answering 503, disabled as failing once the clock has moved a minute.
+// Returns the delivery that waits for it.
+DeliveryRef disabledAsFailing(EngineHarness& h, FakeClock& clock, const Hook& hook,
+                              const TargetRecord& target, const json& fields) {
+  send(h, "PATCH", targetPath(target), fields, 200);
+  const DeliveryRef d =
+      h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, R"({"n":1})"), target.id);
+  REQUIRE(eventually([&] { return h.delivery(d).attempts >= 2; }));
+  clock.advance(61s);
+  REQUIRE(waitForState(h, target, "disabled"));
+  REQUIRE(targetView(h, target).at("disabled_reason") == "failing");
+  REQUIRE(eventually([&] { return h.engine().heldCount() == 0; }));
+  return d;
+}
+
+TEST_CASE("after a failed probe the next one waits probe_interval") {
+  FakeClock clock;
+  HarnessOptions options;
+  options.clock = &clock;
+  options.breakerThreshold = 1000;
+  EngineHarness h(options);
+  Receiver down;
+  down.setDefault(respond(503));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, down.url("/hook"), retryPolicy(20, 50, 0.0, 100));
+  const DeliveryRef d = disabledAsFailing(
+      h, clock, hook, target,
+      {{"disable_after", 60000}, {"auto_resume", true}, {"probe_interval", 1000}});
+  const int before = down.requestCount();
+
+  // Every pass probes at most once per probe_interval; once nothing is
+  // held, every probe a pass sent has ended.
+  const auto pass = [&](std::chrono::milliseconds advance) {
+    clock.advance(advance);
+    h.health().probeDue();
+    REQUIRE(eventually([&] { return h.engine().heldCount() == 0; }));
+  };
+  pass(2s);
+  REQUIRE(down.waitForRequests(before + 1, 5s));
+  pass(500ms);
+  pass(0ms);
+  CHECK(down.requestCount() == before + 1);
+  pass(500ms);
+  REQUIRE(down.waitForRequests(before + 2, 5s));
+  CHECK(down.requestCount() == before + 2);
+  CHECK(targetView(h, target).at("state") == "disabled");
+  CHECK(h.delivery(d).status == "pending");
+}
+
+TEST_CASE("a failing target enabled by hand starts a new streak") {
+  FakeClock clock;
+  HarnessOptions options;
+  options.clock = &clock;
+  options.breakerThreshold = 1000;
+  EngineHarness h(options);
+  Receiver down;
+  down.setDefault(respond(503));
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, down.url("/hook"), retryPolicy(20, 50, 0.0, 100));
+  const DeliveryRef d = disabledAsFailing(h, clock, hook, target, {{"disable_after", 60000}});
+  const int attempts = h.delivery(d).attempts;
+
+  CHECK(send(h, "PATCH", targetPath(target), {{"active", true}}, 200).at("state") == "active");
+  // Still failing, but for less than disable_after since it was enabled.
+  REQUIRE(eventually([&] { return h.delivery(d).attempts >= attempts + 2; }));
+  CHECK(targetView(h, target).at("state") == "active");
 }
 
 TEST_CASE("changing a target's config resets its open breaker; other changes keep it") {
