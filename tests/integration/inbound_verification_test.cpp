@@ -126,6 +126,13 @@ TEST_CASE("a replayed signed GitHub request is stored once: X-GitHub-Delivery is
   // Another delivery with the same body is another event.
   CHECK(jsonOf(send("8a0b5e10-cc78-11e3-81ab-4c9367dc0958"))["duplicate"] == false);
   CHECK(countRows(hook.eventsDb, "events") == 2);
+  // A sender's own key of the same text is another sender's: not a duplicate.
+  auto keyed = sender.Post(hook.path,
+                           {{"X-Hub-Signature-256", signature},
+                            {"Idempotency-Key", "72d3162e-cc78-11e3-81ab-4c9367dc0958"}},
+                           body, "application/json");
+  CHECK(jsonOf(keyed)["duplicate"] == false);
+  CHECK(countRows(hook.eventsDb, "events") == 3);
 }
 
 TEST_CASE("a replayed signed Stripe event is stored once: the event's id is its key") {

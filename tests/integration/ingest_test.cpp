@@ -635,6 +635,17 @@ TEST_CASE("idempotency keys: a repeat within 24 h returns the first event and cr
     CHECK(hook.events() == before + 1);
   }
 
+  SUBCASE("with both headers Idempotency-Key is the key; an empty key is refused") {
+    auto both = hook.post(R"({"n": 1})", "application/json",
+                          {{"Idempotency-Key", "general"}, {"webhook-id", "msg_1"}});
+    REQUIRE(statusOf(both) == 200);
+    CHECK(readEvent(hook.eventsDb(), jsonOf(both)["event_id"]).idempotencyKey == "general");
+    // An empty key would make every such event a duplicate of the first.
+    auto empty = refused(hook, [&] { return postWith("Idempotency-Key", ""); });
+    CHECK(statusOf(empty) == 400);
+    CHECK(errorCode(empty) == "invalid_idempotency_key");
+  }
+
   SUBCASE("a key of 256 characters is refused, 255 is fine") {
     for (const std::string header : {"Idempotency-Key", "webhook-id"}) {
       CAPTURE(header);
