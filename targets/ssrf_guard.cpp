@@ -82,6 +82,15 @@ std::vector<IpAddress> loopbackAnswer(std::string_view name) {
 
 Error blocked(std::string message) { return makeError("blocked_destination", std::move(message)); }
 
+// `is` "is" or "resolves to". An operator who means to deliver there (a
+// receiver on the same host, a private network) opens the range; the
+// message says how.
+Error forbidden(const std::string& host, const char* is, std::string_view category) {
+  return blocked(host + " " + is + " a forbidden address (" + std::string(category) +
+                 "); to deliver there, start the daemon with --allow-networks CIDR "
+                 "(WEBHOOKER_ALLOW_NETWORKS)");
+}
+
 // The host of a URL, classified before anything is resolved.
 struct Host {
   std::string display;                // for messages: "[::1]", "evil.example"
@@ -160,7 +169,7 @@ Result<IpAddress> SsrfGuard::vet(const Url& url) const {
   if (!host) return host.error();
   if (host->literal) {
     if (const auto category = forbiddenCategory(*host->literal))
-      return blocked(host->display + " is a forbidden address (" + std::string(*category) + ")");
+      return forbidden(host->display, "is", *category);
     return *host->literal;
   }
   std::vector<IpAddress> addresses = std::move(host->loopback);
@@ -175,7 +184,7 @@ Result<IpAddress> SsrfGuard::vet(const Url& url) const {
   // library's fallback must never reach one we did not check.
   for (const IpAddress& address : addresses) {
     if (const auto category = forbiddenCategory(address))
-      return blocked(host->display + " resolves to a forbidden address (" + std::string(*category) + ")");
+      return forbidden(host->display, "resolves to", *category);
   }
   return addresses.front();
 }
@@ -190,12 +199,12 @@ Result<void> SsrfGuard::vetLiteral(const Url& url) const {
   if (!host) return host.error();
   if (host->literal) {
     if (const auto category = forbiddenCategory(*host->literal))
-      return blocked(host->display + " is a forbidden address (" + std::string(*category) + ")");
+      return forbidden(host->display, "is", *category);
     return {};
   }
   for (const IpAddress& address : host->loopback) {
     if (const auto category = forbiddenCategory(address))
-      return blocked(host->display + " resolves to a forbidden address (" + std::string(*category) + ")");
+      return forbidden(host->display, "resolves to", *category);
   }
   return {};
 }

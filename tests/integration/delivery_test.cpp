@@ -788,4 +788,22 @@ TEST_CASE("a host name is resolved by our resolver and the connection pinned to 
   CHECK(contains(*rows[0].error, "no-such-host.test"));
 }
 
+TEST_CASE("a delivery refused as blocked_destination says which flag opens the address") {
+  EngineHarness h;
+  h.resolver().set("inside.test", {"10.0.0.7"});
+  const Hook hook = h.createWebhook();
+  const TargetRecord inside =
+      h.createHttpTarget(hook.webhookId, "http://inside.test/", retryPolicy(3, 100));
+  const DeliveryRef refused =
+      h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, "{}"), inside.id);
+  REQUIRE(h.waitForStatus(refused, "failed", 5s));
+  CHECK(h.delivery(refused).failureReason == "blocked_destination");
+  const auto rows = h.resultRows(refused);
+  REQUIRE(rows.size() == 1);
+  REQUIRE(rows[0].error);
+  CHECK(contains(*rows[0].error, "inside.test resolves to a forbidden address (private)"));
+  CHECK(contains(*rows[0].error, "--allow-networks"));
+  CHECK_FALSE(contains(*rows[0].error, "10.0.0.7"));
+}
+
 }  // namespace webhooker::testing

@@ -271,18 +271,22 @@ TEST_CASE("each vet checks the answer it gets, so a rebinding name is caught whe
   CHECK(second.error().code == "blocked_destination");
 }
 
-TEST_CASE("the refusal names the host and category but not the internal address") {
+TEST_CASE("the refusal names the host, the category and the flag that opens it, not the internal address") {
   StaticResolver dns;
   addHostileNames(dns);
   const SsrfGuard guard(dns, {});
+  const std::string howToAllow =
+      "; to deliver there, start the daemon with --allow-networks CIDR (WEBHOOKER_ALLOW_NETWORKS)";
   const auto evil = guard.vet(url("http://evil.example/"));
   REQUIRE_FALSE(evil.ok());
-  CHECK(evil.error().message == "evil.example resolves to a forbidden address (private)");
+  CHECK(evil.error().message == "evil.example resolves to a forbidden address (private)" + howToAllow);
   CHECK(evil.error().message.find("10.0.0.5") == std::string::npos);
   const auto metadata = guard.vet(url("http://169.254.169.254/latest/meta-data/"));
   REQUIRE_FALSE(metadata.ok());
-  CHECK(metadata.error().message == "169.254.169.254 is a forbidden address (link-local)");
-  CHECK(message(guard.vet(url("http://[::1]/"))) == "[::1] is a forbidden address (loopback)");
+  CHECK(metadata.error().message == "169.254.169.254 is a forbidden address (link-local)" + howToAllow);
+  CHECK(message(guard.vet(url("http://[::1]/"))) == "[::1] is a forbidden address (loopback)" + howToAllow);
+  CHECK(message(guard.vetLiteral(url("http://localhost/"))) ==
+        "localhost resolves to a forbidden address (loopback)" + howToAllow);
 }
 
 TEST_CASE("the allow-list opens only the ranges it names") {
