@@ -19,6 +19,7 @@ namespace webhooker {
 namespace error_code {
 inline constexpr std::string_view kNotFound = "not_found";
 inline constexpr std::string_view kConflict = "conflict";
+inline constexpr std::string_view kAmbiguousName = "ambiguous_name";  // a name several share
 inline constexpr std::string_view kInvalidConfig = "invalid_config";
 inline constexpr std::string_view kBlockedDestination = "blocked_destination";  // SSRF guard
 inline constexpr std::string_view kDnsFailure = "dns_failure";

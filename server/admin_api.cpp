@@ -1,5 +1,9 @@
 #include "server/admin_api.h"
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "base/uuid.h"
 #include "server/json_io.h"
 
@@ -27,6 +31,48 @@ std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
   return normalizeUuid(raw);
 }
 
+namespace {
+
+// `raw` as an id when it is shaped like one, otherwise the one id `named`
+// finds for it as a name.
+std::optional<std::string> resolveRef(
+    const std::string& raw, const char* what, HttpResponse& res,
+    const std::function<Result<std::vector<std::string>>(const std::string&)>& named) {
+  if (isUuid(raw)) return normalizeUuid(raw);
+  auto ids = named(raw);
+  if (!ids) {
+    sendError(res, ids.error());
+    return std::nullopt;
+  }
+  if (ids->size() == 1) return ids->front();
+  const std::string quoted = nlohmann::json(raw).dump();
+  if (ids->empty()) {
+    sendError(res, 404, "not_found", std::string("no ") + what + " has the id or name " + quoted);
+    return std::nullopt;
+  }
+  sendJson(res, 409,
+           {{"error",
+             {{"code", error_code::kAmbiguousName},
+              {"message", std::to_string(ids->size()) + " " + what + "s are named " + quoted +
+                              "; use one of their ids"},
+              {"candidates", ids.value()}}}});
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> AdminApi::webhookRef(const HttpRequest& req, HttpResponse& res) {
+  return resolveRef(req.matches[1], "webhook", res,
+                    [this](const std::string& name) { return store_.webhookIdsNamed(name); });
+}
+
+std::optional<std::string> AdminApi::targetRef(const HttpRequest& req, HttpResponse& res,
+                                               const std::string& webhookId) {
+  return resolveRef(req.matches[2], "target", res, [&](const std::string& name) {
+    return store_.targetIdsNamed(webhookId, name);
+  });
+}
+
 void AdminApi::registerRoutes(Router& router) {
   auto bind = [this](void (AdminApi::*handler)(const HttpRequest&, HttpResponse&)) {
     return [this, handler](const HttpRequest& req, HttpResponse& res) {
@@ -36,7 +82,7 @@ void AdminApi::registerRoutes(Router& router) {
   // A write to the webhook of the path: refused while it moves out.
   auto write = [this](void (AdminApi::*handler)(const HttpRequest&, HttpResponse&)) {
     return [this, handler](const HttpRequest& req, HttpResponse& res) {
-      auto id = pathId(req, res, 1, "webhook");
+      auto id = webhookRef(req, res);
       if (!id) return;
       moveFence_.guard(*id, res, [&] { (this->*handler)(req, res); });
     };

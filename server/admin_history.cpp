@@ -78,7 +78,7 @@ json nextCursor(const char* kind, const std::optional<PageKey>& next) {
 }  // namespace
 
 void AdminApi::listEvents(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
@@ -94,7 +94,7 @@ void AdminApi::listEvents(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::getEvent(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto eventId = pathId(req, res, 2, "event");
   if (!eventId) return;
@@ -110,7 +110,7 @@ void AdminApi::getEvent(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::listDeliveries(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());

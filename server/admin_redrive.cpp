@@ -59,7 +59,7 @@ void sendTargetDeleted(HttpResponse& res, const std::string& targetId, const cha
 }  // namespace
 
 void AdminApi::retryDelivery(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto deliveryId = pathId(req, res, 2, "delivery");
   if (!deliveryId) return;
@@ -88,7 +88,7 @@ void AdminApi::retryDelivery(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto eventId = pathId(req, res, 2, "event");
   if (!eventId) return;
@@ -152,7 +152,7 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());

@@ -28,9 +28,9 @@ Result<void> AdminApi::checkPrograms(const TargetRouting& routing) {
 }
 
 void AdminApi::previewTarget(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
-  auto tid = pathId(req, res, 2, "target");
+  auto tid = targetRef(req, res, *id);
   if (!tid) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;

@@ -50,7 +50,7 @@ json oldestWaitingJson(const std::optional<OldestWaiting>& w) {
 }  // namespace
 
 void AdminApi::webhookStats(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());

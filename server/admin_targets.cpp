@@ -110,7 +110,7 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
 }  // namespace
 
 void AdminApi::listTargets(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   if (auto w = store_.getWebhook(*id); !w) return sendError(res, w.error());
   auto targets = store_.listTargets(*id);
@@ -121,7 +121,7 @@ void AdminApi::listTargets(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
@@ -156,9 +156,9 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::getTarget(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
-  auto tid = pathId(req, res, 2, "target");
+  auto tid = targetRef(req, res, *id);
   if (!tid) return;
   auto target = store_.getTarget(*id, *tid);
   if (!target) return sendError(res, target.error());
@@ -167,9 +167,9 @@ void AdminApi::getTarget(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
-  auto tid = pathId(req, res, 2, "target");
+  auto tid = targetRef(req, res, *id);
   if (!tid) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
@@ -225,9 +225,9 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::deleteTarget(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
-  auto tid = pathId(req, res, 2, "target");
+  auto tid = targetRef(req, res, *id);
   if (!tid) return;
   if (auto r = store_.deleteTarget(*id, *tid); !r) return sendError(res, r.error());
   spdlog::info("target.deleted webhook_id={} target_id={}", *id, *tid);

@@ -189,7 +189,7 @@ void AdminApi::createWebhook(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::getWebhook(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto w = store_.getWebhook(*id);
   if (!w) return sendError(res, w.error());
@@ -199,7 +199,7 @@ void AdminApi::getWebhook(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::updateWebhook(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
@@ -228,7 +228,7 @@ Result<void> deleteWebhookWithEvents(MainStore& store, EventsDbPool& eventsDbs,
 }
 
 void AdminApi::deleteWebhook(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   if (auto r = deleteWebhookWithEvents(store_, eventsDbs_, *id); !r)
     return sendError(res, r.error());
@@ -236,7 +236,7 @@ void AdminApi::deleteWebhook(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::listEntrypoints(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   if (auto w = store_.getWebhook(*id); !w) return sendError(res, w.error());
   auto entrypoints = store_.listEntrypoints(*id);
@@ -247,7 +247,7 @@ void AdminApi::listEntrypoints(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   // An empty body is fine; a body, if sent, must be a JSON object with
   // nothing but "active" and "verification". One INSERT: a refused request
@@ -274,7 +274,7 @@ void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::updateEntrypoint(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto eid = pathId(req, res, 2, "entrypoint");
   if (!eid) return;
@@ -305,7 +305,7 @@ void AdminApi::updateEntrypoint(const HttpRequest& req, HttpResponse& res) {
 }
 
 void AdminApi::deleteEntrypoint(const HttpRequest& req, HttpResponse& res) {
-  auto id = pathId(req, res, 1, "webhook");
+  auto id = webhookRef(req, res);
   if (!id) return;
   auto eid = pathId(req, res, 2, "entrypoint");
   if (!eid) return;

@@ -384,6 +384,16 @@ Result<std::vector<std::string>> MainStore::listWebhookIds() {
   });
 }
 
+Result<std::vector<std::string>> MainStore::webhookIdsNamed(const std::string& name) {
+  return read("find webhooks by name", [&](SQLite::Database& db) -> Result<std::vector<std::string>> {
+    SQLite::Statement q(db, "SELECT id FROM webhooks WHERE name = ? ORDER BY created_at, id");
+    q.bind(1, name);
+    std::vector<std::string> out;
+    while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+    return out;
+  });
+}
+
 Result<Webhook> MainStore::updateWebhook(const std::string& id, const WebhookPatch& patch) {
   auto written = write("update webhook", [&](SQLite::Database& db) -> Result<void> {
     SQLite::Statement q(db,
@@ -561,6 +571,20 @@ Result<std::vector<TargetRecord>> MainStore::listTargets(const std::string& webh
   return read("list targets", [&](SQLite::Database& db) -> Result<std::vector<TargetRecord>> {
     return selectTargets(db, "WHERE webhook_id = ? AND deleted_at IS NULL ORDER BY created_at, id",
                          &webhookId);
+  });
+}
+
+Result<std::vector<std::string>> MainStore::targetIdsNamed(const std::string& webhookId,
+                                                           const std::string& name) {
+  return read("find targets by name", [&](SQLite::Database& db) -> Result<std::vector<std::string>> {
+    SQLite::Statement q(db,
+                        "SELECT id FROM targets WHERE webhook_id = ? AND name = ? AND "
+                        "deleted_at IS NULL ORDER BY created_at, id");
+    q.bind(1, webhookId);
+    q.bind(2, name);
+    std::vector<std::string> out;
+    while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+    return out;
   });
 }
 

@@ -63,6 +63,8 @@ class MainStore {
   // that need nothing else of a webhook (a pass over 10,000 webhooks
   // reading whole rows spent half its time building them).
   Result<std::vector<std::string>> listWebhookIds();
+  // Ids of the webhooks called `name`, oldest first (names need not be unique).
+  Result<std::vector<std::string>> webhookIdsNamed(const std::string& name);
   Result<Webhook> updateWebhook(const std::string& id, const WebhookPatch& patch);
   // Removes the webhook with its entrypoints and targets.
   Result<void> deleteWebhook(const std::string& id);
@@ -101,6 +103,9 @@ class MainStore {
   Result<TargetRecord> getTarget(const std::string& webhookId, const std::string& id);
   // Targets not deleted, oldest first.
   Result<std::vector<TargetRecord>> listTargets(const std::string& webhookId);
+  // Ids of the webhook's live targets called `name`, oldest first.
+  Result<std::vector<std::string>> targetIdsNamed(const std::string& webhookId,
+                                                  const std::string& name);
   // Targets not deleted, of every webhook, in no particular order.
   Result<std::vector<TargetRecord>> listLiveTargets();
   // Writes every mutable field of `target` (name, active, max_concurrency,

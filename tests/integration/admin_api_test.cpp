@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -320,6 +321,83 @@ TEST_CASE("webhooks: create, list, get, partial patch, delete") {
   auto again = admin.Delete(kWebhooks + "/" + id);
   CHECK(statusOf(again) == 404);
   CHECK(errorCode(again) == "not_found");
+}
+
+TEST_CASE("a webhook's or a target's name works wherever its id does; an id wins; a shared name is 409") {
+  TestServer server;
+  auto admin = server.client();
+  const json shop = server.createWebhook("shop");
+  const std::string shopId = idOf(shop);
+  const json orders = server.createTarget(shopId, {{"name", "orders"}, {"type", "log"}});
+  const std::string ordersId = idOf(orders);
+  // A target whose name is another target's id: the id is what counts.
+  const json impostor = server.createTarget(shopId, {{"name", ordersId}, {"type", "log"}});
+
+  CHECK(jsonOf(admin.Get(kWebhooks + "/shop")) == jsonOf(admin.Get(kWebhooks + "/" + shopId)));
+  CHECK(jsonOf(admin.Get(kWebhooks + "/shop/targets/orders")) == orders);
+  CHECK(jsonOf(admin.Get(kWebhooks + "/shop/targets/" + ordersId)) == orders);
+  CHECK(jsonOf(admin.Get(kWebhooks + "/shop/stats"))["webhook_id"] == shopId);
+  auto paused = patchJson(admin, kWebhooks + "/shop/targets/orders", {{"active", false}});
+  REQUIRE(statusOf(paused) == 200);
+  CHECK(jsonOf(paused)["id"] == ordersId);
+  CHECK(jsonOf(paused)["active"] == false);
+  CHECK(server.dispatcher().targetChanges().back() == TargetChange{shopId, ordersId});
+
+  // The routing preview, by names.
+  auto anon = server.anonymousClient();
+  const std::string hook = shop["entrypoints"][0]["url"];
+  REQUIRE(statusOf(anon.Post(hook, R"({"type": "order.paid"})", "application/json")) == 200);
+  const json events = jsonOf(admin.Get(kWebhooks + "/shop/events"));
+  REQUIRE(events["events"].size() == 1);
+  auto preview = postJson(admin, kWebhooks + "/shop/targets/orders/preview",
+                          {{"event_id", events["events"][0]["id"]}});
+  REQUIRE(statusOf(preview) == 200);
+  CHECK(jsonOf(preview)["matched"] == true);
+
+  SUBCASE("an unknown name is a 404 that names it") {
+    for (const std::string path : {"/nobody", "/shop/targets/nobody", "/nobody/targets/orders"}) {
+      CAPTURE(path);
+      auto missing = admin.Get(kWebhooks + path);
+      CHECK(statusOf(missing) == 404);
+      CHECK(errorCode(missing) == "not_found");
+      CHECK(jsonOf(missing)["error"]["message"].get<std::string>().find("nobody") !=
+            std::string::npos);
+    }
+  }
+  SUBCASE("a deleted target's name no longer resolves; another target may take it") {
+    REQUIRE(statusOf(admin.Delete(kWebhooks + "/shop/targets/orders")) == 204);
+    CHECK(statusOf(admin.Get(kWebhooks + "/shop/targets/orders")) == 404);
+    const json again = server.createTarget(shopId, {{"name", "orders"}, {"type", "log"}});
+    CHECK(jsonOf(admin.Get(kWebhooks + "/shop/targets/orders")) == again);
+  }
+  SUBCASE("a name two share is 409 with both ids, and the request changes nothing") {
+    const json shopToo = server.createWebhook("shop");
+    const json ordersToo = server.createTarget(shopId, {{"name", "orders"}, {"type", "log"}});
+    const std::set<std::string> twoShops = {shopId, idOf(shopToo)};
+    const std::set<std::string> twoOrders = {ordersId, idOf(ordersToo)};
+    const Unchanged unchanged(server);
+    for (const auto& [method, path, candidates] :
+         {std::tuple{"GET", kWebhooks + "/shop", twoShops},
+          std::tuple{"PATCH", kWebhooks + "/shop", twoShops},
+          std::tuple{"DELETE", kWebhooks + "/shop", twoShops},
+          std::tuple{"PATCH", kWebhooks + "/" + shopId + "/targets/orders", twoOrders},
+          std::tuple{"DELETE", kWebhooks + "/" + shopId + "/targets/orders", twoOrders},
+          std::tuple{"POST", kWebhooks + "/" + shopId + "/targets/orders/preview", twoOrders}}) {
+      CAPTURE(method);
+      CAPTURE(path);
+      auto ambiguous = request(admin, method, path, R"({"active": true})");
+      CHECK(statusOf(ambiguous) == 409);
+      const json error = jsonOf(ambiguous)["error"];
+      CHECK(error["code"] == "ambiguous_name");
+      CHECK(error["message"].get<std::string>().find("2 ") == 0);
+      CHECK(error["candidates"].get<std::set<std::string>>() == candidates);
+    }
+    unchanged.check();
+    // The ids still reach each of them.
+    CHECK(jsonOf(admin.Get(kWebhooks + "/" + idOf(shopToo)))["name"] == "shop");
+    CHECK(jsonOf(admin.Get(kWebhooks + "/" + shopId + "/targets/" + idOf(impostor)))["name"] ==
+          ordersId);
+  }
 }
 
 // --- Entrypoints -----------------------------------------------------------
