@@ -244,6 +244,10 @@ Render showTable(const char* listKey, std::vector<Column> columns) {
   };
 }
 
+std::string plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 void showObject(const json& answer) { std::cout << answer.dump(2) << "\n"; }
 
 Render showDeleted(const SessionPtr& s, std::string Session::*id) {
@@ -264,15 +268,65 @@ std::vector<Column> entrypointColumns() {
           fieldColumn("CREATED_AT", "created_at")};
 }
 
+// "125" seconds → "2m05s"; whole units only as far as they help a reader.
+std::string durationText(int64_t seconds) {
+  auto two = [](int64_t n) { return (n < 10 ? "0" : "") + std::to_string(n); };
+  if (seconds < 60) return std::to_string(seconds) + "s";
+  if (seconds < 3600) return std::to_string(seconds / 60) + "m" + two(seconds % 60) + "s";
+  if (seconds < 86400) return std::to_string(seconds / 3600) + "h" + two(seconds / 60 % 60) + "m";
+  return std::to_string(seconds / 86400) + "d" + two(seconds / 3600 % 24) + "h";
+}
+
+int64_t integerField(const json& object, const char* key) {
+  const json value = field(object, key);
+  return value.is_number_integer() ? value.get<int64_t>() : 0;
+}
+
+// "disabled (gone)": the engine's reason goes with its state.
+std::string stateText(const json& target) {
+  const json reason = field(target, "disabled_reason");
+  return cellText(field(target, "state")) +
+         (reason.is_string() ? " (" + reason.get<std::string>() + ")" : "");
+}
+
+// From a target's stats entry (withStats): "open", or "-" for a target
+// without a breaker (database, log).
+std::string breakerText(const json& stats) {
+  return cellText(field(field(stats, "breaker"), "state"));
+}
+
+// Deliveries waiting for the target: pending and retrying.
+int64_t backlogOf(const json& stats) {
+  const json counts = field(stats, "deliveries");
+  return integerField(counts, "pending") + integerField(counts, "retrying");
+}
+
+// How long the oldest delivery that is due has waited; "-" when none waits.
+std::string oldestWaitingText(const json& stats) {
+  if (field(stats, "oldest_waiting").is_null()) return "-";
+  return durationText(integerField(stats, "oldest_pending_age_seconds"));
+}
+
+// A FIFO target's head delivery while it is being retried holds every later
+// one back (the console's "blocked by delivery ...").
+json fifoBlocker(const json& stats) {
+  const json waiting = field(stats, "oldest_waiting");
+  if (field(stats, "ordering") != "fifo" || field(waiting, "status") != "retrying") return json();
+  return waiting;
+}
+
 std::vector<Column> targetColumns() {
+  auto stats = [](std::string (*text)(const json&)) {
+    return [text](const json& row) { return text(field(row, "stats")); };
+  };
   return {fieldColumn("ID", "id"), fieldColumn("NAME", "name"), fieldColumn("TYPE", "type"),
-          // "disabled (gone)": the engine's reason goes with its state.
-          {"STATE", [](const json& row) {
-             const json reason = field(row, "disabled_reason");
-             return cellText(field(row, "state")) +
-                    (reason.is_string() ? " (" + reason.get<std::string>() + ")" : "");
-           }},
+          {"STATE", stateText},
+          {"BREAKER", stats(breakerText)},
           fieldColumn("ORDERING", "ordering"),
+          {"BACKLOG", [](const json& row) { return std::to_string(backlogOf(field(row, "stats"))); }},
+          {"OLDEST_WAITING", stats(oldestWaitingText)},
+          {"BLOCKED_BY",
+           [](const json& row) { return cellText(field(fifoBlocker(field(row, "stats")), "delivery_id")); }},
           // http targets have config.url, slack ones config.webhook_url; both
           // come back redacted.
           {"URL", [](const json& row) {
@@ -280,6 +334,38 @@ std::vector<Column> targetColumns() {
              const json url = field(config, "url");
              return cellText(url.is_null() ? field(config, "webhook_url") : url);
            }}};
+}
+
+// `targets show`: the target as the API has it, then what the stats API
+// knows of it.
+void showTargetWithHealth(const json& target) {
+  json shown = target;
+  shown.erase("stats");
+  std::cout << shown.dump(2) << "\n\n";
+  const json stats = field(target, "stats");
+  const json breaker = field(stats, "breaker");
+  std::string breakerLine = breakerText(stats);
+  if (breaker.is_object() && breakerLine != "closed")
+    breakerLine += ", " + plural(integerField(breaker, "consecutive_failures"),
+                                 "consecutive failure", "consecutive failures") +
+                   ", next try in " + durationText(integerField(breaker, "retry_in_ms") / 1000);
+  const json counts = field(stats, "deliveries");
+  const json waiting = field(stats, "oldest_waiting");
+  std::string waitingLine = "-";
+  if (waiting.is_object())
+    waitingLine = "delivery " + cellText(field(waiting, "delivery_id")) + " (" +
+                  cellText(field(waiting, "status")) + ", " +
+                  plural(integerField(waiting, "attempts"), "attempt", "attempts") +
+                  "), due for " + oldestWaitingText(stats);
+  const json blocker = fifoBlocker(stats);
+  std::cout << "state           " << stateText(target) << "\n"
+            << "breaker         " << breakerLine << "\n"
+            << "backlog         " << backlogOf(stats) << " (" << integerField(counts, "pending")
+            << " pending, " << integerField(counts, "retrying") << " retrying)\n"
+            << "oldest waiting  " << waitingLine << "\n"
+            << "fifo blocked by "
+            << (blocker.is_null() ? "-" : "delivery " + cellText(field(blocker, "delivery_id")))
+            << "\n";
 }
 
 // --- Command building -----------------------------------------------------
@@ -338,8 +424,8 @@ void runCall(Session& session, const std::function<ApiCall()>& makeCall, const R
       return;
     }
   }
+  session.exitCode = 0;  // a renderer that makes calls of its own sets 1 when one fails
   render(answer);
-  session.exitCode = 0;
 }
 
 // --url and --json, which every call takes.
@@ -374,15 +460,20 @@ CLI::App& addLeaf(CLI::App& group, const SessionPtr& s, const std::string& name,
   return *leaf;
 }
 
+// The daemon takes a webhook's or a target's name wherever it takes its id.
 void addWebhookIdArg(CLI::App& cmd, const SessionPtr& s) {
-  cmd.add_option("WEBHOOK_ID", s->webhookId, "the webhook's id")->required();
+  cmd.add_option("WEBHOOK", s->webhookId, "the webhook's id or name")->required();
 }
 
-// `noun` "target" → TARGET_ID, "the target's id".
+// `noun` "target" → TARGET, "the target's id or name"; "event" → EVENT_ID,
+// "the event's id" (only webhooks and targets have names).
 void addChildIdArg(CLI::App& cmd, const SessionPtr& s, const std::string& noun) {
   std::string name;
   for (const char c : noun) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  cmd.add_option(name + "_ID", s->childId, "the " + noun + "'s id")->required();
+  const bool named = noun == "target";
+  cmd.add_option(named ? name : name + "_ID", s->childId,
+                 "the " + noun + "'s id" + (named ? " or name" : ""))
+      ->required();
 }
 
 std::string webhookPath(const Session& s) { return "/webhooks/" + pathSegment(s.webhookId); }
@@ -539,15 +630,6 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   }
   addBodyOption<std::string>(cmd, s, "--target-url", "/config/url",
                              "http: the URL deliveries go to");
-  // The old spelling, from before --url meant the daemon everywhere else.
-  cmd.add_option_function<std::string>(
-         "--url",
-         [s](const std::string& url) {
-           std::cerr << "webhooker: --url for the target's URL is deprecated; use --target-url\n";
-           s->body["config"]["url"] = url;
-         },
-         "deprecated spelling of --target-url")
-      ->group("Deprecated");
   addBodyOption<std::string>(cmd, s, "--method", "/config/method", "http: the method (POST)");
   addHeaderOption(cmd, s);
   addBodyOption<int64_t>(cmd, s, "--timeout-ms", "/config/timeout_ms", "http: per-attempt timeout");
@@ -566,11 +648,6 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   cmd.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                         "deliver nothing to it until activated");
   addTargetHealthFields(cmd, s);
-  // The deprecated --url names the target here, so the daemon's comes
-  // before the verb.
-  cmd.footer("Give the daemon's address as WEBHOOKER_URL or before the verb: "
-             "`webhooker targets --url <daemon> " + cmd.get_name() + " ...`.\n"
-             "The admin token comes from the WEBHOOKER_TOKEN environment variable only.");
 }
 
 // `activate` and `deactivate` for entrypoints or targets: PATCH {"active"}.
@@ -648,26 +725,91 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
   addChildIdArg(remove, s, "entrypoint");
 }
 
+// --url is the daemon's address everywhere. A target command given --url
+// and no URL for the target most likely meant the target's (--url once
+// was its spelling here): refused rather than sent to that address.
+void refuseUrlMeantForTarget(const Session& s, bool create) {
+  if (s.urlFlag.empty()) return;
+  const json config = field(s.body, "config");
+  if (field(config, "url").is_string() || field(config, "webhook_url").is_string()) return;
+  const json type = field(s.body, "type");
+  const bool needsUrl = create ? type == "http" || type == "slack" : s.body.empty();
+  if (needsUrl)
+    throw CLI::ValidationError("--url", "is the daemon's address (" + s.urlFlag +
+                                            "); give the target's URL with --target-url (http) "
+                                            "or --webhook-url (slack)");
+}
+
+// A webhook's stats answer (GET .../stats), or nullopt after printing why
+// there is none.
+std::optional<json> webhookStats(const Session& s, const std::string& webhookRef) {
+  const auto body = performCall(s, {"GET", "/webhooks/" + pathSegment(webhookRef) + "/stats", {}});
+  if (!body) return std::nullopt;
+  json stats = json::parse(*body, nullptr, false);
+  if (stats.is_discarded()) {
+    std::cerr << "webhooker: the daemon's answer is not JSON\n";
+    return std::nullopt;
+  }
+  return stats;
+}
+
+// Each target with its entry of the stats answer under "stats" (null for a
+// target created since), so the columns below read both.
+json withStats(json targets, const json& stats) {
+  if (!targets.is_array()) return json::array();
+  const json entries = field(stats, "targets");
+  for (json& t : targets) {
+    t["stats"] = json();
+    if (entries.is_array())
+      for (const json& e : entries)
+        if (field(e, "target_id") == field(t, "id")) t["stats"] = e;
+  }
+  return targets;
+}
+
+// Renders that need the stats call too: a failed one fails the command.
+Render withTargetStats(const SessionPtr& s, std::function<void(const json& targets)> show) {
+  return [s, show = std::move(show)](const json& answer) {
+    const auto stats = webhookStats(*s, s->webhookId);
+    if (!stats) {
+      s->exitCode = 1;
+      return;
+    }
+    const bool list = answer.contains("targets");
+    const json joined = withStats(list ? answer["targets"] : json::array({answer}), *stats);
+    show(list ? joined : joined[0]);
+  };
+}
+
 void addTargetCommands(CLI::App& app, const SessionPtr& s) {
   auto& group = addGroup(app, s, "targets", "manage a webhook's delivery targets");
   auto& list = addLeaf(
-      group, s, "list", "list a webhook's targets",
+      group, s, "list", "list a webhook's targets with their state, breaker and backlog",
       [s] { return ApiCall{"GET", webhookPath(*s) + "/targets", {}}; },
-      showTable("targets", targetColumns()));
+      withTargetStats(s, [](const json& targets) { printTable(targets, targetColumns()); }));
   addWebhookIdArg(list, s);
   auto& create = addLeaf(
       group, s, "create", "add a target to a webhook",
-      [s] { return ApiCall{"POST", webhookPath(*s) + "/targets", s->body}; }, showObject);
+      [s] {
+        refuseUrlMeantForTarget(*s, true);
+        return ApiCall{"POST", webhookPath(*s) + "/targets", s->body};
+      },
+      showObject);
   addWebhookIdArg(create, s);
   addTargetFields(create, s, true);
   auto& show = addLeaf(
-      group, s, "show", "show one target (secrets redacted)",
-      [s] { return ApiCall{"GET", childPath(*s, "targets"), {}}; }, showObject);
+      group, s, "show", "show one target (secrets redacted) with its state, breaker and backlog",
+      [s] { return ApiCall{"GET", childPath(*s, "targets"), {}}; },
+      withTargetStats(s, showTargetWithHealth));
   addWebhookIdArg(show, s);
   addChildIdArg(show, s, "target");
   auto& update = addLeaf(
       group, s, "update", "change a target's fields (config is merged)",
-      [s] { return ApiCall{"PATCH", childPath(*s, "targets"), s->body}; }, showObject);
+      [s] {
+        refuseUrlMeantForTarget(*s, false);
+        return ApiCall{"PATCH", childPath(*s, "targets"), s->body};
+      },
+      showObject);
   addWebhookIdArg(update, s);
   addChildIdArg(update, s, "target");
   addTargetFields(update, s, false);
@@ -715,10 +857,6 @@ std::string shortened(std::string text) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   if (text.size() > kMaxCellText) text = text.substr(0, kMaxCellText - 3) + "...";
   return text;
-}
-
-std::string plural(int64_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 // A target by name when the daemon knows it, by id otherwise.
@@ -953,6 +1091,81 @@ void addRedriveCommands(CLI::App& app, const SessionPtr& s) {
                            "only count what would be replayed");
 }
 
+// `status`: the node at a glance, summed from every webhook's stats: what a
+// shell needs during a receiver's outage (docs/receiver-outages.md).
+json nodeSummary(const Session& s, const json& webhooks) {
+  json summary = {{"webhooks", 0},          {"targets", 0},         {"targets_disabled", 0},
+                  {"backlog", 0},           {"pending", 0},         {"retrying", 0},
+                  {"breakers_open", 0},     {"oldest_pending_age_seconds", 0},
+                  {"oldest_pending", json()}};
+  for (const json& w : webhooks) {
+    const auto stats = webhookStats(s, cellText(field(w, "id")));
+    if (!stats) return json();
+    summary["webhooks"] = summary["webhooks"].get<int64_t>() + 1;
+    const json targets = field(*stats, "targets");
+    if (!targets.is_array()) continue;
+    for (const json& t : targets) {
+      auto add = [&](const char* key, int64_t n) { summary[key] = summary[key].get<int64_t>() + n; };
+      const json counts = field(t, "deliveries");
+      add("targets", 1);
+      add("targets_disabled", field(t, "state") == "disabled" ? 1 : 0);
+      add("backlog", backlogOf(t));
+      add("pending", integerField(counts, "pending"));
+      add("retrying", integerField(counts, "retrying"));
+      add("breakers_open", breakerText(t) == "open" ? 1 : 0);
+      // The longest wait among targets with a delivery waiting.
+      const int64_t age = integerField(t, "oldest_pending_age_seconds");
+      if (!field(t, "oldest_waiting").is_null() &&
+          (summary["oldest_pending"].is_null() ||
+           age > summary["oldest_pending_age_seconds"].get<int64_t>())) {
+        summary["oldest_pending_age_seconds"] = age;
+        summary["oldest_pending"] = {{"webhook_id", field(w, "id")},
+                                     {"webhook_name", field(w, "name")},
+                                     {"target_id", field(t, "target_id")},
+                                     {"target_name", field(t, "target_name")}};
+      }
+    }
+  }
+  return summary;
+}
+
+void showNodeSummary(const json& n) {
+  const json oldest = field(n, "oldest_pending");
+  std::cout << "webhooks        " << integerField(n, "webhooks") << "\n"
+            << "targets         " << integerField(n, "targets") << " ("
+            << integerField(n, "targets_disabled") << " disabled)\n"
+            << "backlog         " << integerField(n, "backlog") << " ("
+            << integerField(n, "pending") << " pending, " << integerField(n, "retrying")
+            << " retrying)\n"
+            << "breakers open   " << integerField(n, "breakers_open") << "\n"
+            << "oldest pending  ";
+  if (oldest.is_object())
+    std::cout << durationText(integerField(n, "oldest_pending_age_seconds")) << " (webhook "
+              << cellText(field(oldest, "webhook_name")) << ", target "
+              << cellText(field(oldest, "target_name")) << ")\n";
+  else
+    std::cout << "-\n";
+}
+
+void addStatusCommand(CLI::App& app, const SessionPtr& s) {
+  CLI::App* cmd = app.add_subcommand(
+      "status", "the node's summary: webhooks, backlog, breakers open, oldest pending delivery");
+  addSharedOptions(*cmd, s);
+  cmd->callback([s] {
+    s->exitCode = 1;
+    const auto body = performCall(*s, {"GET", "/webhooks", {}});
+    if (!body) return;
+    const json webhooks = field(json::parse(*body, nullptr, false), "webhooks");
+    const json summary = nodeSummary(*s, webhooks.is_array() ? webhooks : json::array());
+    if (summary.is_null()) return;
+    if (s->rawJson)
+      std::cout << summary.dump() << "\n";
+    else
+      showNodeSummary(summary);
+    s->exitCode = 0;
+  });
+}
+
 }  // namespace
 
 void addClientCommands(CLI::App& app, int& exitCode) {
@@ -964,6 +1177,7 @@ void addClientCommands(CLI::App& app, int& exitCode) {
   addEventCommands(app, session);
   addDeliveryCommands(app, session);
   addRedriveCommands(app, session);
+  addStatusCommand(app, session);
 }
 
 }  // namespace webhooker::app

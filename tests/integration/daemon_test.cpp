@@ -19,6 +19,7 @@
 #include "tests/support/contains.h"
 #include "tests/support/daemon_api.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/eventually.h"
 #include "tests/support/receiver.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/text_pattern.h"
@@ -364,8 +365,6 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   REQUIRE(daemon.adminToken());
   const std::string token = *daemon.adminToken();
   const std::vector<std::string> env = {"WEBHOOKER_TOKEN=" + token};
-  // `targets create` once used --url for the target (still accepted, with a
-  // deprecation note), so the daemon's comes from the environment there.
   const std::vector<std::string> envWithUrl = {"WEBHOOKER_TOKEN=" + token,
                                                "WEBHOOKER_URL=" + daemon.url()};
   std::vector<CommandResult> runs;  // all of them, to check none shows the token
@@ -383,10 +382,11 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   CHECK_MESSAGE(list.exitCode == 0, describe(list));
   CHECK(firstMatch(list.out, webhookId + " +shop +30 +1\n"));
 
+  // --url after the verb is the daemon's, as everywhere.
   const auto target = run({"targets", "create", webhookId, "--name", "t", "--type", "http",
                            "--target-url", "https://example.com/x", "--header",
-                           "User-Agent: shop-cli/1"},
-                          envWithUrl);
+                           "User-Agent: shop-cli/1", "--url", daemon.url()},
+                          env);
   REQUIRE_MESSAGE(target.exitCode == 0, describe(target));
   const auto targetId = json::parse(target.out)["id"].get<std::string>();
 
@@ -403,7 +403,10 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
   REQUIRE_MESSAGE(off.exitCode == 0, describe(off));
   CHECK(json::parse(off.out)["active"] == false);
   const auto targets = run({"targets", "list", webhookId}, envWithUrl);
-  CHECK(firstMatch(targets.out, targetId + " +t +http +inactive +parallel +https://example.com/x\n"));
+  CHECK(firstMatch(targets.out, "ID +NAME +TYPE +STATE +BREAKER +ORDERING +BACKLOG +OLDEST_WAITING "
+                                "+BLOCKED_BY +URL\n"));
+  CHECK(firstMatch(targets.out,
+                   targetId + " +t +http +inactive +closed +parallel +0 +- +- +https://example.com/x\n"));
 
   SUBCASE("a missing token is an error that says what to set") {
     const auto noToken = run({"webhooks", "list", "--url", daemon.url()}, {});
@@ -426,13 +429,38 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
     CHECK(contains(unreachable.err, "cannot reach http://127.0.0.1:1: could not connect (is the "
                                     "daemon running, and is this its address?"));
   }
-  SUBCASE("the old --url spelling of a target's URL still works, with a deprecation note") {
-    const auto old = run({"targets", "update", webhookId, targetId, "--url",
-                          "https://example.com/old"},
-                         envWithUrl);
-    CHECK_MESSAGE(old.exitCode == 0, describe(old));
-    CHECK(contains(old.err, "--url for the target's URL is deprecated; use --target-url"));
-    CHECK(json::parse(old.out)["config"]["url"] == "https://example.com/old");
+  SUBCASE("--url with no URL for the target is refused as ambiguous, and changes nothing") {
+    const auto create = run({"targets", "create", webhookId, "--name", "u", "--type", "http",
+                             "--url", "https://example.com/y"},
+                            env);
+    CHECK(create.exitCode == 2);
+    CHECK(contains(create.err, "--url: is the daemon's address (https://example.com/y); give the "
+                               "target's URL with --target-url"));
+    const auto update =
+        run({"targets", "update", webhookId, targetId, "--url", "https://example.com/old"}, env);
+    CHECK(update.exitCode == 2);
+    CHECK(contains(update.err, "--url: is the daemon's address"));
+    const json after = json::parse(run({"targets", "list", webhookId, "--json"}, envWithUrl).out);
+    REQUIRE(after["targets"].size() == 1);
+    CHECK(after["targets"][0]["config"]["url"] == "https://example.com/x");
+  }
+  SUBCASE("webhooks and targets by name, wherever an id goes") {
+    const auto shownByName = run({"webhooks", "show", "shop", "--json"}, envWithUrl);
+    REQUIRE_MESSAGE(shownByName.exitCode == 0, describe(shownByName));
+    CHECK(json::parse(shownByName.out)["id"] == webhookId);
+    const auto enabled = run({"targets", "enable", "shop", "t"}, envWithUrl);
+    REQUIRE_MESSAGE(enabled.exitCode == 0, describe(enabled));
+    CHECK(json::parse(enabled.out)["id"] == targetId);
+    CHECK(json::parse(enabled.out)["active"] == true);
+    const auto targetByName = run({"targets", "show", "shop", "t"}, envWithUrl);
+    REQUIRE_MESSAGE(targetByName.exitCode == 0, describe(targetByName));
+    CHECK(contains(targetByName.out, "\"id\": \"" + targetId + "\""));
+    CHECK(contains(targetByName.out, "state           active\n"));
+    REQUIRE(run({"webhooks", "create", "--name", "shop"}, envWithUrl).exitCode == 0);
+    const auto ambiguous = run({"webhooks", "show", "shop"}, envWithUrl);
+    CHECK(ambiguous.exitCode == 1);
+    CHECK(contains(ambiguous.err, "2 webhooks are named \"shop\"; use one of their ids "
+                                  "(ambiguous_name, HTTP 409)"));
   }
   SUBCASE("a target's type cannot be changed, so update does not offer --type") {
     const auto typed = run({"targets", "update", webhookId, targetId, "--type", "log"}, envWithUrl);
@@ -477,6 +505,78 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
     CHECK_FALSE(contains(r.out, token));  // the CLI never shows the token
     CHECK_FALSE(contains(r.err, token));
   }
+}
+
+// What docs/receiver-outages.md needs from a shell: a FIFO target whose
+// receiver fails, with its breaker open, its backlog and the delivery that
+// holds the line.
+TEST_CASE("targets list/show and status print state, breaker, backlog and the FIFO blocker") {
+  Receiver receiver;
+  receiver.setDefault(respond(500));
+  TempDir dir;
+  DaemonOptions options;
+  options.args = {"--allow-networks", "127.0.0.1/32", "--breaker-threshold", "1",
+                  "--breaker-cooldown-ms", "600000"};
+  DaemonProcess daemon(dir.path(), options);
+  REQUIRE(daemon.adminToken());
+  const std::vector<std::string> env = {"WEBHOOKER_TOKEN=" + *daemon.adminToken(),
+                                        "WEBHOOKER_URL=" + daemon.url()};
+  auto api = apiClient(daemon, *daemon.adminToken());
+  const json shop = createWebhook(api, "shop");
+  const auto created = runWebhooker(
+      {"targets", "create", "shop", "--name", "orders", "--type", "http", "--target-url",
+       receiver.url("/in"), "--ordering", "fifo", "--max-retries", "10", "--base-delay-ms",
+       "600000", "--max-delay-ms", "600000"},
+      env);
+  REQUIRE_MESSAGE(created.exitCode == 0, describe(created));
+  auto ingest = apiClient(daemon, "");
+  const std::string hook = shop["entrypoints"][0]["url"];
+  for (int i = 0; i < 2; ++i) REQUIRE(ingest.Post(hook, "{}", "application/json")->status == 200);
+
+  // The first delivery failed once, opened the breaker and waits for its
+  // retry; the second waits behind it.
+  std::string blocker;
+  REQUIRE(eventually(
+      [&] {
+        const json stats =
+            parseBody(api.Get("/api/v1/webhooks/" + shop["id"].get<std::string>() + "/stats"));
+        const json t = stats["targets"][0];
+        if (t["breaker"]["state"] != "open" || t["oldest_waiting"].is_null() ||
+            t["oldest_waiting"]["status"] != "retrying" || t["deliveries"]["pending"] != 1)
+          return false;
+        blocker = t["oldest_waiting"]["delivery_id"];
+        return true;
+      },
+      10s));
+
+  const auto list = runWebhooker({"targets", "list", "shop"}, env);
+  REQUIRE_MESSAGE(list.exitCode == 0, describe(list));
+  CHECK_MESSAGE(firstMatch(list.out, " orders +http +active +open +fifo +2 +[0-9]+[smhd].* +" +
+                                         blocker + " +http://127\\.0\\.0\\.1:"),
+                list.out);
+
+  const auto show = runWebhooker({"targets", "show", "shop", "orders"}, env);
+  REQUIRE_MESSAGE(show.exitCode == 0, describe(show));
+  CHECK(contains(show.out, "state           active\n"));
+  CHECK(contains(show.out, "breaker         open, 1 consecutive failure, next try in "));
+  CHECK(contains(show.out, "backlog         2 (1 pending, 1 retrying)\n"));
+  CHECK(contains(show.out, "oldest waiting  delivery " + blocker + " (retrying, 1 attempt), due for "));
+  CHECK(contains(show.out, "fifo blocked by delivery " + blocker + "\n"));
+
+  const auto status = runWebhooker({"status"}, env);
+  REQUIRE_MESSAGE(status.exitCode == 0, describe(status));
+  CHECK(contains(status.out, "webhooks        1\n"));
+  CHECK(contains(status.out, "targets         1 (0 disabled)\n"));
+  CHECK(contains(status.out, "backlog         2 (1 pending, 1 retrying)\n"));
+  CHECK(contains(status.out, "breakers open   1\n"));
+  CHECK(firstMatch(status.out, "oldest pending  [0-9]+[smhd][0-9]*[smh]? \\(webhook shop, target orders\\)\n"));
+  const json summary = json::parse(runWebhooker({"status", "--json"}, env).out);
+  CHECK(summary["backlog"] == 2);
+  CHECK(summary["breakers_open"] == 1);
+  CHECK(summary["oldest_pending"]["target_name"] == "orders");
+  const auto unreachable = runWebhooker({"status", "--url", "http://127.0.0.1:1"}, env);
+  CHECK(unreachable.exitCode == 1);
+  CHECK(contains(unreachable.err, "cannot reach http://127.0.0.1:1"));
 }
 
 TEST_CASE("the CLI's help and errors name the program and what each argument is") {
