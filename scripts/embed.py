@@ -79,12 +79,14 @@ def embedded_files(include: str, function: str, root: str, files: list) -> list:
     for path, _ in entries:
         if path.startswith(".."):
             sys.exit(f"{path} is outside {root}")
+    # Named after the function: a unity build may put two of these in one unit.
+    array = f"k{name[0].upper()}{name[1:]}"
     lines = header(f"the files under {os.path.basename(os.path.abspath(root))}/")
     lines += [f'#include "{include}"', "", f"namespace {namespace} {{", "",
-              "static const EmbeddedFile kFiles[] = {"]
+              f"static const EmbeddedFile {array}[] = {{"]
     for path, data in entries:
         lines.append(f'  {{"{path}", std::string_view(\n    {cpp_literal(data)},\n    {len(data)})}},')
-    lines += ["};", "", f"std::span<const EmbeddedFile> {name}() {{ return kFiles; }}", "",
+    lines += ["};", "", f"std::span<const EmbeddedFile> {name}() {{ return {array}; }}", "",
               f"}}  // namespace {namespace}"]
     return lines
 

@@ -37,6 +37,7 @@
 #include "server/admin_api.h"
 #include "server/admin_token.h"
 #include "server/client_address.h"
+#include "server/api_document.h"
 #include "server/console.h"
 #include "server/json_io.h"
 #include "server/admin_move.h"
@@ -180,6 +181,7 @@ class HttpServer::Impl {
   void released(const std::string& address, bool capped);
 
   void setAccepting(bool accepting) { ingest_.setAccepting(accepting); }
+  const Router& router() const { return router_; }
 
   const ServerOptions options_;
 
@@ -521,6 +523,7 @@ void HttpServer::Impl::registerRoutes() {
   placement_.registerRoutes(router_);
   move_.registerRoutes(router_);
   registerConsole(router_);
+  registerApiDocument(router_);
 }
 
 std::optional<HttpResponse> HttpServer::Impl::admit(HttpRequest& req,
@@ -709,5 +712,11 @@ Result<int> HttpServer::bind() { return impl_->bind(); }
 void HttpServer::run() { impl_->run(); }
 void HttpServer::stopAccepting() { impl_->setAccepting(false); }
 void HttpServer::stop() { impl_->stop(); }
+
+std::vector<HttpServer::RouteName> HttpServer::routes() const {
+  std::vector<RouteName> out;
+  for (const Router::Route& route : impl_->router().routes()) out.push_back({route.method, route.pattern});
+  return out;
+}
 
 }  // namespace webhooker::server

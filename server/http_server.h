@@ -104,6 +104,15 @@ class HttpServer {
   // progress get no answer (an ingest parked on its commit is still stored).
   void stop();
 
+  // Every route the server answers, in registration order, each as its
+  // method and pattern ("GET", "/api/v1/webhooks/{id}"): what the API's
+  // OpenAPI document (server/api_document.h) must describe.
+  struct RouteName {
+    std::string method;
+    std::string pattern;
+  };
+  std::vector<RouteName> routes() const;
+
   class Impl;  // http_server.cpp, the only file that includes Asio and Beast
 
  private:

@@ -47,6 +47,8 @@ class Router {
   // `matches`; nullptr when none matches.
   const Route* match(std::string_view method, std::string_view path,
                      std::vector<std::string>& matches) const;
+  // Every route, in registration order.
+  const std::vector<Route>& routes() const { return routes_; }
   // The methods some route answers at `path` ("GET, HEAD, PATCH"), in
   // registration order, for a 405's Allow header; "" when no route's pattern
   // matches the path.
