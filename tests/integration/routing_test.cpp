@@ -145,6 +145,36 @@ TEST_CASE("GitHub events by header: a push-only target gets {ref} signed, an ope
         std::string::npos);
 }
 
+TEST_CASE("a transformed body goes without the headers that described the body received") {
+  EngineHarness h(withJq());
+  Receiver transformed, asSent;
+  const Hook hook = h.createWebhook();
+  createTarget(h, hook,
+               {{"config", {{"url", transformed.url()}}}, {"transform", {{"jq", "{ref: .body.ref}"}}}});
+  createTarget(h, hook, {{"config", {{"url", asSent.url()}}}});
+  const std::vector<std::pair<std::string, std::string>> describing = {
+      {"Content-Encoding", "identity"},
+      {"Content-MD5", "Q2hlY2sgSW50ZWdyaXR5IQ=="},
+      {"Digest", "sha-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE="}};
+  httplib::Headers headers = {{"X-Tenant", "acme"}};
+  for (const auto& [name, value] : describing) headers.emplace(name, value);
+  ingest(h, hook, kPush, headers);
+
+  REQUIRE(transformed.waitForRequests(1, 10s));
+  REQUIRE(asSent.waitForRequests(1, 10s));
+  const ReceivedRequest t = transformed.requests()[0];
+  const ReceivedRequest a = asSent.requests()[0];
+  CHECK(t.body == R"({"ref":"refs/heads/main"})");
+  CHECK(t.header("Content-Type") == "application/json");
+  CHECK(t.header("X-Tenant") == "acme");  // the others still go
+  CHECK(a.body == kPush);
+  for (const auto& [name, value] : describing) {
+    CAPTURE(name);
+    CHECK_FALSE(t.hasHeader(name));
+    CHECK(a.header(name) == value);
+  }
+}
+
 TEST_CASE("a slack target with a transform posts the program's output as the message itself") {
   EngineHarness h(withJq());
   Receiver transformed, described;
