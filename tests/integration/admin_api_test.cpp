@@ -332,9 +332,14 @@ TEST_CASE("a webhook's or a target's name works wherever its id does; an id wins
   const std::string ordersId = idOf(orders);
   // A target whose name is another target's id: the id is what counts.
   const json impostor = server.createTarget(shopId, {{"name", ordersId}, {"type", "log"}});
+  // Another webhook's target of the same name is not among the candidates.
+  const json billing = server.createWebhook("billing");
+  const json billingOrders =
+      server.createTarget(idOf(billing), {{"name", "orders"}, {"type", "log"}});
 
   CHECK(jsonOf(admin.Get(kWebhooks + "/shop")) == jsonOf(admin.Get(kWebhooks + "/" + shopId)));
   CHECK(jsonOf(admin.Get(kWebhooks + "/shop/targets/orders")) == orders);
+  CHECK(jsonOf(admin.Get(kWebhooks + "/billing/targets/orders")) == billingOrders);
   CHECK(jsonOf(admin.Get(kWebhooks + "/shop/targets/" + ordersId)) == orders);
   CHECK(jsonOf(admin.Get(kWebhooks + "/shop/stats"))["webhook_id"] == shopId);
   auto paused = patchJson(admin, kWebhooks + "/shop/targets/orders", {{"active", false}});
