@@ -145,11 +145,12 @@ void runMove(ClusterSession& s) {
   const auto nodes = connectNodes(s);
   if (!nodes) return;
   const auto syncRoutes = [&]() -> Result<void> {
-    if (!applyRoutes(s, *nodes)) return makeError("sync_failed", "the routes were not applied");
+    if (!applyRoutes(s, *nodes))
+      return makeError(error_code::kSyncFailed, "the routes were not applied");
     return {};
   };
   if (auto moved = moveWebhook(*nodes, {s.webhookId, s.to, s.rollback}, syncRoutes); !moved) {
-    if (moved.error().code != "sync_failed") reportError(moved.error());
+    if (moved.error().code != error_code::kSyncFailed) reportError(moved.error());
     std::cerr << "webhooker: run the same command again to resume"
               << (s.rollback ? "" : " (or add --rollback to give the move up)") << "\n";
     return;

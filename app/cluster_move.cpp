@@ -37,9 +37,10 @@ Result<int> copyEvents(const NodeClient& source, const NodeClient& target,
       if (cursor.changedSince.empty()) cursor.changedSince = headers.at("X-Transfer-Source-Time");
       more = headers.at("X-Transfer-More") == "true";
     } catch (const std::exception&) {
-      return makeError("node_error", "node " + source.node().name +
-                                         " answered a piece without its cursor: is it the same "
-                                         "webhooker version?");
+      return makeError(error_code::kNodeError,
+                       "node " + source.node().name +
+                           " answered a piece without its cursor: is it the same "
+                           "webhooker version?");
     }
   }
   return pieces;
@@ -56,10 +57,11 @@ const NodeClient* named(const std::vector<NodeClient>& nodes, const std::string&
 Result<void> moveWebhook(const std::vector<NodeClient>& nodes, const MoveRequest& request,
                          const std::function<Result<void>()>& sync) {
   if (!isUuid(request.webhookId))
-    return makeError("invalid_argument", request.webhookId + " is not a webhook id");
+    return makeError(error_code::kInvalidArgument, request.webhookId + " is not a webhook id");
   const std::string id = normalizeUuid(request.webhookId);
   const NodeClient* target = named(nodes, request.to);
-  if (!target) return makeError("invalid_argument", "--to " + request.to + " is not one of --nodes");
+  if (!target)
+    return makeError(error_code::kInvalidArgument, "--to " + request.to + " is not one of --nodes");
   auto placements = readPlacements(nodes);
   if (!placements) return placements.error();
 

@@ -31,8 +31,9 @@ httplib::Client clientFor(const std::string& url) {
 }
 
 Error unreachable(const ClusterNode& node, httplib::Error error) {
-  return makeError("node_unreachable", "node " + node.name + " (" + node.url +
-                                           ") did not answer: " + httplib::to_string(error));
+  return makeError(
+      error_code::kNodeUnreachable,
+      "node " + node.name + " (" + node.url + ") did not answer: " + httplib::to_string(error));
 }
 
 }  // namespace
@@ -45,23 +46,24 @@ Result<std::vector<ClusterNode>> parseNodeList(const std::string& list) {
   while (std::getline(items, item, ',')) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos)
-      return makeError("invalid_argument",
+      return makeError(error_code::kInvalidArgument,
                        "--nodes: \"" + item + "\" is not NAME=URL (e.g. a=http://10.0.0.1:8080)");
     ClusterNode node{item.substr(0, eq), item.substr(eq + 1)};
     while (!node.url.empty() && node.url.back() == '/') node.url.pop_back();
     if (!validNodeName(node.name))
-      return makeError("invalid_argument",
-                       "--nodes: \"" + node.name +
-                           "\" is not a node id (1 to 32 letters, digits, - or _)");
+      return makeError(
+          error_code::kInvalidArgument,
+          "--nodes: \"" + node.name + "\" is not a node id (1 to 32 letters, digits, - or _)");
     if (!node.url.starts_with("http://") || node.url.size() <= 7 ||
         node.url.find('/', 7) != std::string::npos)
-      return makeError("invalid_argument",
+      return makeError(error_code::kInvalidArgument,
                        "--nodes: node " + node.name + "'s address must be http://host:port");
     if (!names.insert(node.name).second)
-      return makeError("invalid_argument", "--nodes: node " + node.name + " is named twice");
+      return makeError(error_code::kInvalidArgument,
+                       "--nodes: node " + node.name + " is named twice");
     nodes.push_back(std::move(node));
   }
-  if (nodes.empty()) return makeError("invalid_argument", "--nodes: no node given");
+  if (nodes.empty()) return makeError(error_code::kInvalidArgument, "--nodes: no node given");
   return nodes;
 }
 
@@ -88,7 +90,7 @@ Result<nlohmann::json> NodeClient::call(const std::string& method, const std::st
   if (answer.is_object() && answer.contains("error") && answer["error"].is_object())
     why = answer["error"].value("message", why) + " (" +
           answer["error"].value("code", std::string("error")) + ")";
-  return makeError("node_error", "node " + node_.name + ": " + why);
+  return makeError(error_code::kNodeError, "node " + node_.name + ": " + why);
 }
 
 Result<std::string> NodeClient::callRaw(const std::string& method, const std::string& path,
@@ -114,7 +116,7 @@ Result<std::string> NodeClient::callRaw(const std::string& method, const std::st
     if (answer.is_object() && answer.contains("error") && answer["error"].is_object())
       why = answer["error"].value("message", why) + " (" +
             answer["error"].value("code", std::string("error")) + ")";
-    return makeError("node_error", "node " + node_.name + ": " + why);
+    return makeError(error_code::kNodeError, "node " + node_.name + ": " + why);
   }
   if (headers)
     for (const auto& [name, value] : res->headers) (*headers)[name] = value;
@@ -127,17 +129,17 @@ Result<NodePlacement> NodeClient::placement() const {
   const nlohmann::json& a = answer.value();
   if (!a.is_object() || !a.contains("webhooks") || !a["webhooks"].is_array() ||
       !a.contains("version") || !a["version"].is_number_integer())
-    return makeError("node_error", "node " + node_.name + " gave no placement: is " + node_.url +
-                                       " a webhooker daemon?");
+    return makeError(error_code::kNodeError, "node " + node_.name + " gave no placement: is " +
+                                                 node_.url + " a webhooker daemon?");
   const std::string said = a.contains("node_id") && a["node_id"].is_string()
                                ? a["node_id"].get<std::string>()
                                : std::string();
   if (said != node_.name)
-    return makeError("node_mismatch",
-                     "the daemon at " + node_.url + " is " +
-                         (said.empty() ? std::string("not started with --node-id")
-                                       : "node " + said) +
-                         ", not node " + node_.name);
+    return makeError(
+        error_code::kNodeMismatch,
+        "the daemon at " + node_.url + " is " +
+            (said.empty() ? std::string("not started with --node-id") : "node " + said) +
+            ", not node " + node_.name);
   NodePlacement out;
   out.version = a["version"].get<int64_t>();
   for (const nlohmann::json& w : a["webhooks"]) {

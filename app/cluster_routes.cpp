@@ -54,7 +54,7 @@ Result<const NodeClient*> chooseNode(const std::vector<NodeClient>& nodes,
     if (!chosen || count(node) < count(*chosen)) chosen = &node;
   }
   if (!chosen)
-    return makeError("invalid_argument", "--node " + wanted + " is not one of --nodes");
+    return makeError(error_code::kInvalidArgument, "--node " + wanted + " is not one of --nodes");
   return chosen;
 }
 

@@ -36,9 +36,9 @@ Result<DataDirLock> DataDirLock::acquire(const std::filesystem::path& dataDir) {
   DataDirLock lock(fd);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK) return failed("lock");
-    return makeError("data_dir_locked", "another webhooker (pid " + holderOf(fd) +
-                                            ") is already serving " + dataDir.string() +
-                                            "; stop it first, or use another --data-dir");
+    return makeError(error_code::kDataDirLocked, "another webhooker (pid " + holderOf(fd) +
+                                                     ") is already serving " + dataDir.string() +
+                                                     "; stop it first, or use another --data-dir");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) != 0 ||

@@ -49,14 +49,15 @@ Result<std::string> HaproxyRuntime::command(const std::string& text) const {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (socket_.string().size() >= sizeof address.sun_path)
-    return makeError("haproxy_unreachable", "the socket path is too long: " + socket_.string());
+    return makeError(error_code::kHaproxyUnreachable,
+                     "the socket path is too long: " + socket_.string());
   std::strcpy(address.sun_path, socket_.c_str());
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return makeError("haproxy_unreachable", std::strerror(errno));
+  if (fd < 0) return makeError(error_code::kHaproxyUnreachable, std::strerror(errno));
   const auto fail = [&](const std::string& what) {
     const std::string why = what + " " + socket_.string() + ": " + std::strerror(errno);
     ::close(fd);
-    return makeError("haproxy_unreachable", why);
+    return makeError(error_code::kHaproxyUnreachable, why);
   };
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
     return fail("cannot connect to HAProxy's admin socket");
@@ -94,7 +95,7 @@ Result<void> HaproxyRuntime::replaceMap(const std::filesystem::path& mapFile,
   // "New version created: 3"
   const size_t colon = prepared->find("created: ");
   if (colon == std::string::npos)
-    return makeError("haproxy_error", "prepare map " + map + ": " + prepared.value());
+    return makeError(error_code::kHaproxyError, "prepare map " + map + ": " + prepared.value());
   const std::string version = "@" + std::to_string(std::stoll(prepared->substr(colon + 9)));
   std::string payload;
   const auto flush = [&]() -> Result<void> {
@@ -103,7 +104,7 @@ Result<void> HaproxyRuntime::replaceMap(const std::filesystem::path& mapFile,
     payload.clear();
     if (!added) return added.error();
     if (added->find_first_not_of("\n") != std::string::npos)
-      return makeError("haproxy_error", "add map " + map + ": " + added.value());
+      return makeError(error_code::kHaproxyError, "add map " + map + ": " + added.value());
     return {};
   };
   for (const auto& [key, value] : entries) {
@@ -115,7 +116,7 @@ Result<void> HaproxyRuntime::replaceMap(const std::filesystem::path& mapFile,
   auto committed = command("commit map " + version + " " + map);
   if (!committed) return committed.error();
   if (committed->find_first_not_of("\n") != std::string::npos)
-    return makeError("haproxy_error", "commit map " + map + ": " + committed.value());
+    return makeError(error_code::kHaproxyError, "commit map " + map + ": " + committed.value());
   return {};
 }
 

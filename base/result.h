@@ -3,9 +3,8 @@
 // for start-up failures and bugs; everything a caller should handle comes
 // back as an Error with a stable machine code and a human message.
 //
-// The codes callers branch on are named in error_code below and tested
-// through Error's predicates, not by comparing strings. A code's text is
-// the admin API's wire format ({"error": {"code": ...}}): never change one.
+// Every code is named in base/error_codes.h; the ones callers branch on are
+// tested through Error's predicates below, not by comparing strings.
 #pragma once
 
 #include <cassert>
@@ -14,21 +13,9 @@
 #include <utility>
 #include <variant>
 
-namespace webhooker {
+#include "base/error_codes.h"
 
-namespace error_code {
-inline constexpr std::string_view kNotFound = "not_found";
-inline constexpr std::string_view kConflict = "conflict";
-inline constexpr std::string_view kAmbiguousName = "ambiguous_name";  // a name several share
-inline constexpr std::string_view kInvalidConfig = "invalid_config";
-inline constexpr std::string_view kBlockedDestination = "blocked_destination";  // SSRF guard
-inline constexpr std::string_view kDnsFailure = "dns_failure";
-inline constexpr std::string_view kStorageBusy = "storage_busy";          // try again later
-inline constexpr std::string_view kStorageReadonly = "storage_readonly";  // cannot be opened for writing
-inline constexpr std::string_view kStorageUnavailable = "storage_unavailable";  // a write found the disk full
-inline constexpr std::string_view kStorageError = "storage_error";
-inline constexpr std::string_view kSchemaTooNew = "schema_too_new";  // the file is from a newer binary
-}  // namespace error_code
+namespace webhooker {
 
 struct Error {
   std::string code;     // stable, snake_case: "not_found", "invalid_json", ...

@@ -18,8 +18,8 @@ bool transformBody(const TargetCache::Target& target, const Task& task, EventsDb
   // a retry; the stored event stays as received.
   Result<TransformedBody> transformed =
       routing.evaluator ? routing.evaluator->transform(target.routing, payload)
-                         : Result<TransformedBody>(makeError(jq_error::kUnavailable,
-                                                             "no jq evaluator is running"));
+                        : Result<TransformedBody>(
+                              makeError(error_code::kJqUnavailable, "no jq evaluator is running"));
   if (transformed) {
     payload.body = std::move(transformed->body);
     payload.contentType = "application/json";

@@ -11,8 +11,9 @@ namespace webhooker {
 namespace {
 
 constexpr std::array<std::string_view, 3> kStages = {"event_type", "filter", "transform"};
-constexpr std::array<std::string_view, 4> kReasons = {jq_error::kError, jq_error::kTimeout,
-                                                      jq_error::kMemory, jq_error::kUnavailable};
+constexpr std::array<std::string_view, 4> kReasons = {error_code::kJqError, error_code::kJqTimeout,
+                                                      error_code::kJqMemory,
+                                                      error_code::kJqUnavailable};
 
 prometheus::Labels typeLabels(std::string_view targetType) {
   return {{"target_type", std::string(DeliveryMetrics::typeLabel(targetType))}};
@@ -54,7 +55,7 @@ void RoutingMetrics::programFailed(RoutingStage stage, std::string_view reason) 
   const auto known = std::find(kReasons.begin(), kReasons.end(), reason) != kReasons.end();
   failures_
       .Add({{"stage", std::string(kStages[static_cast<size_t>(stage)])},
-            {"reason", std::string(known ? reason : jq_error::kError)}})
+            {"reason", std::string(known ? reason : error_code::kJqError)}})
       .Increment();
 }
 

@@ -25,7 +25,7 @@ std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what) {
   const std::string raw = req.matches[index];
   if (!isUuid(raw)) {
-    sendError(res, 404, "not_found", std::string("no such ") + what);
+    sendError(res, 404, error_code::kNotFound, std::string("no such ") + what);
     return std::nullopt;
   }
   return normalizeUuid(raw);
@@ -47,7 +47,8 @@ std::optional<std::string> resolveRef(
   if (ids->size() == 1) return ids->front();
   const std::string quoted = nlohmann::json(raw).dump();
   if (ids->empty()) {
-    sendError(res, 404, "not_found", std::string("no ") + what + " has the id or name " + quoted);
+    sendError(res, 404, error_code::kNotFound,
+              std::string("no ") + what + " has the id or name " + quoted);
     return std::nullopt;
   }
   sendJson(res, 409,

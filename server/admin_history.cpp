@@ -44,7 +44,7 @@ Result<ListQuery> readListQuery(const HttpRequest& req, MainStore& store,
   if (const auto status = param(*params, "status")) {
     const auto parsed = parseDeliveryStatus(*status);
     if (!parsed)
-      return makeError("invalid_field",
+      return makeError(error_code::kInvalidField,
                        "status must be one of pending, retrying, delivered, failed");
     query.filter.statuses = {*parsed};
   }
@@ -61,7 +61,7 @@ Result<ListQuery> readListQuery(const HttpRequest& req, MainStore& store,
     const char* end = limit->data() + limit->size();
     const auto [ptr, ec] = std::from_chars(limit->data(), end, query.limit);
     if (ec != std::errc() || ptr != end || query.limit < 1 || query.limit > kMaxLimit)
-      return makeError("invalid_field", "limit must be an integer from 1 to 500");
+      return makeError(error_code::kInvalidField, "limit must be an integer from 1 to 500");
   }
   if (const auto cursor = param(*params, "cursor")) {
     auto key = decodeCursor(cursorKind, *cursor);
@@ -103,7 +103,7 @@ void AdminApi::getEvent(const HttpRequest& req, HttpResponse& res) {
   if (auto params = queryParams(req, {}); !params) return sendError(res, params.error());
   auto event = db.value()->showEvent(*eventId);
   if (!event && event.error().isNotFound())
-    return sendError(res, 404, "not_found", "no event " + *eventId + " in this webhook");
+    return sendError(res, 404, error_code::kNotFound, "no event " + *eventId + " in this webhook");
   if (!event) return sendError(res, event.error());
   TargetLabels labels(store_, *id);
   sendJson(res, 200, eventDetailJson(event.value(), labels));

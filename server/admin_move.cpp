@@ -54,7 +54,7 @@ void MoveApi::registerRoutes(Router& router) {
   const auto bind = [this](void (MoveApi::*handler)(const HttpRequest&, HttpResponse&)) {
     return [this, handler](const HttpRequest& req, HttpResponse& res) {
       if (nodeId_.empty())
-        return sendError(res, 409, "not_in_cluster",
+        return sendError(res, 409, error_code::kNotInCluster,
                          "this daemon was started without --node-id: it takes part in no move");
       (this->*handler)(req, res);
     };
@@ -82,11 +82,13 @@ void MoveApi::readEvents(const HttpRequest& req, HttpResponse& res) {
   TransferCursor cursor;
   const auto afterEvent = integerParam(req, "after_event");
   if (!afterEvent)
-    return sendError(res, 400, "invalid_parameter", "after_event is a whole number from 0");
+    return sendError(res, 400, error_code::kInvalidParameter,
+                     "after_event is a whole number from 0");
   cursor.afterEvent = *afterEvent;
   if (const auto since = req.params.find("changed_since"); since != req.params.end()) {
     if (!parseTime(since->second))
-      return sendError(res, 400, "invalid_parameter", "changed_since is an ISO-8601 time");
+      return sendError(res, 400, error_code::kInvalidParameter,
+                       "changed_since is an ISO-8601 time");
     cursor.changedSince = since->second;
   }
   auto piece = readTransferPiece(eventsDbs_.pathFor(*id), dataDir(), cursor, kPieceBodyBudget,
@@ -132,14 +134,16 @@ void MoveApi::moveOut(const HttpRequest& req, HttpResponse& res) {
   auto body = parseJsonObject(req, res);
   if (!body) return;
   if (!body->contains("to") || !(*body)["to"].is_string() || (*body)["to"].get<std::string>().empty())
-    return sendError(res, 400, "invalid_field", "\"to\" must name the node the webhook moves to");
+    return sendError(res, 400, error_code::kInvalidField,
+                     "\"to\" must name the node the webhook moves to");
   const std::string to = (*body)["to"];
   if (to == nodeId_)
-    return sendError(res, 409, "conflict", "the webhook is on node " + nodeId_ + " already");
+    return sendError(res, 409, error_code::kConflict,
+                     "the webhook is on node " + nodeId_ + " already");
   auto webhook = store_.getWebhook(*id);
   if (!webhook) return sendError(res, webhook.error());
   if (webhook->movingTo && *webhook->movingTo != to)
-    return sendError(res, 409, "conflict",
+    return sendError(res, 409, error_code::kConflict,
                      "the webhook is moving to node " + *webhook->movingTo + ", not " + to);
   if (!webhook->movingTo) {
     if (auto r = moveFence_.startMove(*id, to); !r) return sendError(res, r.error());
@@ -147,7 +151,7 @@ void MoveApi::moveOut(const HttpRequest& req, HttpResponse& res) {
     spdlog::info("move.out webhook_id={} to={}", *id, to);
   }
   if (!quiesce(*id))
-    return sendError(res, 503, "attempts_in_flight",
+    return sendError(res, 503, error_code::kAttemptsInFlight,
                      "the webhook's attempts in flight did not end in time; run the move again");
   sendJson(res, 200, {{"id", *id}, {"moving_to", to}});
 }
@@ -174,7 +178,7 @@ std::optional<Webhook> MoveApi::movingOut(const HttpRequest& req, HttpResponse& 
     return std::nullopt;
   }
   if (!webhook->movingTo) {
-    sendError(res, 409, "conflict", "the webhook is not moving out of this node");
+    sendError(res, 409, error_code::kConflict, "the webhook is not moving out of this node");
     return std::nullopt;
   }
   return std::move(webhook.value());
@@ -203,7 +207,7 @@ void MoveApi::mergeEvents(const HttpRequest& req, HttpResponse& res) {
   auto webhook = store_.getWebhook(*id);
   if (!webhook && !webhook.error().isNotFound()) return sendError(res, webhook.error());
   if (webhook && webhook->movingTo)
-    return sendError(res, 409, "conflict", "the webhook is moving out of this node");
+    return sendError(res, 409, error_code::kConflict, "the webhook is moving out of this node");
   // Before it takes over, into the incoming copy; after, into its events DB
   // (a late piece of a resumed move), whose new deliveries the engine picks up.
   const auto file = webhook ? eventsDbs_.pathFor(*id) : incomingPath(*id);
@@ -218,9 +222,9 @@ void MoveApi::moveIn(const HttpRequest& req, HttpResponse& res) {
   auto id = pathId(req, res, 1, "webhook");
   if (!id) return;
   if (auto existing = store_.getWebhook(*id); existing)
-    return sendError(res, 409, "conflict", "the webhook is on this node already");
+    return sendError(res, 409, error_code::kConflict, "the webhook is on this node already");
   if (!std::filesystem::exists(incomingPath(*id)))
-    return sendError(res, 409, "conflict", "no events of this webhook were copied here");
+    return sendError(res, 409, error_code::kConflict, "no events of this webhook were copied here");
   if (auto r = store_.importWebhookRows(*id, req.body); !r) return sendError(res, r.error());
   const auto adopt = [&](const std::filesystem::path& file) {
     return adoptIncoming(incomingPath(*id), file, options_);

@@ -50,11 +50,12 @@ Result<std::set<OperationalEventType>> eventTypesField(const json& body) {
   for (OperationalEventType type : kOperationalEventTypes)
     known += (known.empty() ? "" : ", ") + std::string(operationalEventWord(type));
   if (!list.is_array() || list.empty())
-    return makeError("invalid_field", "event_types must be a non-empty array of: " + known);
+    return makeError(error_code::kInvalidField,
+                     "event_types must be a non-empty array of: " + known);
   for (const json& word : list) {
     const auto type =
         word.is_string() ? parseOperationalEventType(word.get<std::string>()) : std::nullopt;
-    if (!type) return makeError("invalid_field", "event_types may hold only: " + known);
+    if (!type) return makeError(error_code::kInvalidField, "event_types may hold only: " + known);
     types.insert(*type);
   }
   return types;
@@ -64,16 +65,18 @@ Result<std::set<OperationalEventType>> eventTypesField(const json& body) {
 
 void AdminApi::getOperationalWebhook(const HttpRequest&, HttpResponse& res) {
   const auto setting = operationalEvents_ ? operationalEvents_->setting() : std::nullopt;
-  if (!setting) return sendError(res, 404, "not_found", "no operational webhook is set");
+  if (!setting) return sendError(res, 404, error_code::kNotFound, "no operational webhook is set");
   auto target = store_.getTarget(setting->webhookId, setting->targetId);
   if (!target || target->deletedAt)
-    return sendError(res, 404, "not_found", "the operational webhook's target was deleted; PUT it again");
+    return sendError(res, 404, error_code::kNotFound,
+                     "the operational webhook's target was deleted; PUT it again");
   sendJson(res, 200, settingView(*setting, target.value()));
 }
 
 void AdminApi::putOperationalWebhook(const HttpRequest& req, HttpResponse& res) {
   if (!operationalEvents_)
-    return sendError(res, 503, "unavailable", "operational events are not available here");
+    return sendError(res, 503, error_code::kUnavailable,
+                     "operational events are not available here");
   auto body = parseJsonObject(req, res);
   if (!body) return;
   if (auto r = refuseUnknownFields(*body, {"url", "signing_secret", "event_types"}); !r)
@@ -91,7 +94,8 @@ void AdminApi::putOperationalWebhook(const HttpRequest& req, HttpResponse& res) 
   if (existing) config = json::parse(existing->configJson, nullptr, false);
   if (!config.is_object()) config = json::object();
   if (body->contains("url")) config["url"] = (*body)["url"];
-  if (!config.contains("url")) return sendError(res, 400, "invalid_field", "url is required");
+  if (!config.contains("url"))
+    return sendError(res, 400, error_code::kInvalidField, "url is required");
   std::optional<std::string> generated;
   if (body->contains("signing_secret")) {
     if ((*body)["signing_secret"] == "generate") generated = newSigningSecret();
@@ -100,13 +104,13 @@ void AdminApi::putOperationalWebhook(const HttpRequest& req, HttpResponse& res) 
     config.erase("previous_secret_expires_at");
   }
   if (!config.contains("signing_secret"))
-    return sendError(res, 400, "invalid_field",
+    return sendError(res, 400, error_code::kInvalidField,
                      "signing_secret is required: a whsec_ secret, or \"generate\"");
   auto valid = validateTargetConfig("http", config);
   if (!valid) return sendError(res, valid.error());
   if (auto url = parseHttpUrl((*valid)["url"].get<std::string>())) {
     if (auto r = guard_.vetLiteral(*url); !r)
-      return sendError(res, 400, "blocked_destination", "url: " + r.error().message);
+      return sendError(res, 400, error_code::kBlockedDestination, "url: " + r.error().message);
   }
 
   TargetRecord target;
@@ -150,7 +154,7 @@ void AdminApi::putOperationalWebhook(const HttpRequest& req, HttpResponse& res) 
 
 void AdminApi::deleteOperationalWebhook(const HttpRequest&, HttpResponse& res) {
   if (!operationalEvents_ || !operationalEvents_->setting())
-    return sendError(res, 404, "not_found", "no operational webhook is set");
+    return sendError(res, 404, error_code::kNotFound, "no operational webhook is set");
   if (auto r = store_.deleteSetting(OperationalWebhookSetting::kSettingKey); !r)
     return sendError(res, r.error());
   operationalEvents_->reload();

@@ -53,7 +53,7 @@ std::optional<json> optionalJsonObject(const HttpRequest& req, HttpResponse& res
 }
 
 void sendTargetDeleted(HttpResponse& res, const std::string& targetId, const char* advice) {
-  sendError(res, 409, "target_deleted", "target " + targetId + " was deleted; " + advice);
+  sendError(res, 409, error_code::kTargetDeleted, "target " + targetId + " was deleted; " + advice);
 }
 
 }  // namespace
@@ -103,17 +103,16 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
   if (body->contains("target_ids")) {
     const json& ids = (*body)["target_ids"];
     if (!ids.is_array() || ids.empty())
-      return sendError(res, 400, "invalid_field", kTargetIdsShape);
+      return sendError(res, 400, error_code::kInvalidField, kTargetIdsShape);
     std::unordered_set<std::string> seen;
     for (const json& raw : ids) {
-      if (!raw.is_string())
-        return sendError(res, 400, "invalid_field", kTargetIdsShape);
+      if (!raw.is_string()) return sendError(res, 400, error_code::kInvalidField, kTargetIdsShape);
       auto target = namedTarget(store_, *id, raw.get<std::string>(), "target_ids entry");
       if (!target) return sendError(res, target.error());
       if (target->deletedAt)
         return sendTargetDeleted(res, target->id, "choose a target that exists");
       if (!target->active)
-        return sendError(res, 409, "target_inactive",
+        return sendError(res, 409, error_code::kTargetInactive,
                          "target " + target->id + " is inactive; activate it first");
       if (seen.insert(target->id).second) targets.push_back(std::move(target.value()));
     }
@@ -123,7 +122,7 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
     for (TargetRecord& t : all.value())
       if (t.active) targets.push_back(std::move(t));
     if (targets.empty())
-      return sendError(res, 409, "no_active_targets", "this webhook has no active target");
+      return sendError(res, 409, error_code::kNoActiveTargets, "this webhook has no active target");
   }
 
   std::vector<std::string> targetIds;
@@ -134,7 +133,7 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
   }
   auto created = db.value()->redeliverEvent(*eventId, targetIds);
   if (!created && created.error().isNotFound())
-    return sendError(res, 404, "not_found", "no event " + *eventId + " in this webhook");
+    return sendError(res, 404, error_code::kNotFound, "no event " + *eventId + " in this webhook");
   if (!created) return sendError(res, created.error());
   spdlog::info("event.redelivered webhook_id={} event_id={} deliveries={}", *id, *eventId,
                created->size());
@@ -170,7 +169,8 @@ void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
   if (which == "failed") replay.filter.statuses = {DeliveryStatus::kFailed};
   else if (which == "all")
     replay.filter.statuses = {DeliveryStatus::kFailed, DeliveryStatus::kDelivered};
-  else return sendError(res, 400, "invalid_field", "status must be \"failed\" or \"all\"");
+  else
+    return sendError(res, 400, error_code::kInvalidField, "status must be \"failed\" or \"all\"");
   auto dryRun = boolField(*body, "dry_run");
   if (!dryRun) return sendError(res, dryRun.error());
   replay.dryRun = dryRun.value().value_or(false);

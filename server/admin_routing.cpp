@@ -10,7 +10,8 @@ namespace {
 using nlohmann::json;
 
 Error unavailable() {
-  return makeError("jq_unavailable", "jq programs cannot be checked: no jq worker is running");
+  return makeError(error_code::kJqUnavailable,
+                   "jq programs cannot be checked: no jq worker is running");
 }
 
 }  // namespace
@@ -35,11 +36,13 @@ void AdminApi::previewTarget(const HttpRequest& req, HttpResponse& res) {
   auto body = parseJsonObject(req, res);
   if (!body) return;
   if (body->size() != 1 || !body->contains("event_id") || !(*body)["event_id"].is_string())
-    return sendError(res, 400, "invalid_field", "the body must be {\"event_id\": \"<id>\"}");
+    return sendError(res, 400, error_code::kInvalidField,
+                     "the body must be {\"event_id\": \"<id>\"}");
   const std::string eventId = (*body)["event_id"].get<std::string>();
   auto target = store_.getTarget(*id, *tid);
   if (!target) return sendError(res, target.error());
-  if (target->deletedAt) return sendError(res, 404, "not_found", "target " + *tid + " was deleted");
+  if (target->deletedAt)
+    return sendError(res, 404, error_code::kNotFound, "target " + *tid + " was deleted");
   auto db = eventsDbs_.get(*id);
   if (!db) return sendError(res, db.error());
   auto payload = db.value()->loadPayload(eventId);
@@ -47,7 +50,7 @@ void AdminApi::previewTarget(const HttpRequest& req, HttpResponse& res) {
 
   const TargetRouting routing = storedTargetRouting(target->routingJson);
   if (!routing_ && (!routing.filterJq.empty() || !routing.transformJq.empty()))
-    return sendError(res, 503, "jq_unavailable", unavailable().message);
+    return sendError(res, 503, error_code::kJqUnavailable, unavailable().message);
   json out = {{"event_id", eventId},
               {"event_type", payload->eventType ? json(*payload->eventType) : json(nullptr)},
               {"filter_error", nullptr},

@@ -14,7 +14,9 @@ using std::chrono::milliseconds;
 constexpr int64_t kMaxDisableAfterMs = int64_t{365} * 24 * 3600 * 1000;
 constexpr int64_t kMaxProbeIntervalMs = int64_t{7} * 24 * 3600 * 1000;
 
-Error invalidField(std::string message) { return makeError("invalid_field", std::move(message)); }
+Error invalidField(std::string message) {
+  return makeError(error_code::kInvalidField, std::move(message));
+}
 
 }  // namespace
 

@@ -75,7 +75,7 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
   const json before = config;
   if (body.contains("config")) {
     if (!body["config"].is_object())
-      return makeError("invalid_config", "config must be a JSON object");
+      return makeError(error_code::kInvalidConfig, "config must be a JSON object");
     config.merge_patch(body["config"]);
   }
   // A replaced signing secret keeps signing for a grace period so receivers
@@ -90,7 +90,7 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
     if (!valid->contains(field)) continue;
     if (auto url = parseHttpUrl((*valid)[field].get<std::string>())) {
       if (auto r = guard.vetLiteral(*url); !r)
-        return makeError("blocked_destination",
+        return makeError(error_code::kBlockedDestination,
                          std::string("config.") + field + ": " + r.error().message);
     }
   }
@@ -133,8 +133,10 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   auto type = stringField(*body, "type", 32);
   if (!type) return sendError(res, type.error());
   if (!type.value() || !isTargetType(*type.value()))
-    return sendError(res, 400, "invalid_field", "type must be one of http, slack, database, log");
-  if (!body->contains("name")) return sendError(res, 400, "invalid_field", "name is required");
+    return sendError(res, 400, error_code::kInvalidField,
+                     "type must be one of http, slack, database, log");
+  if (!body->contains("name"))
+    return sendError(res, 400, error_code::kInvalidField, "name is required");
 
   TargetRecord target;
   target.webhookId = *id;
@@ -162,7 +164,8 @@ void AdminApi::getTarget(const HttpRequest& req, HttpResponse& res) {
   if (!tid) return;
   auto target = store_.getTarget(*id, *tid);
   if (!target) return sendError(res, target.error());
-  if (target->deletedAt) return sendError(res, 404, "not_found", "target " + *tid + " was deleted");
+  if (target->deletedAt)
+    return sendError(res, 404, error_code::kNotFound, "target " + *tid + " was deleted");
   sendJson(res, 200, targetJson(target.value()));
 }
 
@@ -180,9 +183,10 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
     return sendError(res, r.error());
   auto target = store_.getTarget(*id, *tid);
   if (!target) return sendError(res, target.error());
-  if (target->deletedAt) return sendError(res, 404, "not_found", "target " + *tid + " was deleted");
+  if (target->deletedAt)
+    return sendError(res, 404, error_code::kNotFound, "target " + *tid + " was deleted");
   if (body->contains("type") && (*body)["type"] != target->type)
-    return sendError(res, 400, "immutable_field",
+    return sendError(res, 400, error_code::kImmutableField,
                      "type cannot change; create a new target instead");
   std::optional<std::string> generated;
   EnableRequest enable = EnableRequest::kNone;

@@ -17,7 +17,8 @@ constexpr size_t kMinTokenLength = 16;
 Result<TokenSetup> ensureAdminToken(MainStore& store, const std::optional<std::string>& fixedToken) {
   if (fixedToken) {
     if (fixedToken->size() < kMinTokenLength)
-      return makeError("invalid_config", "WEBHOOKER_ADMIN_TOKEN must be at least 16 characters");
+      return makeError(error_code::kInvalidConfig,
+                       "WEBHOOKER_ADMIN_TOKEN must be at least 16 characters");
     if (auto r = store.setSetting(kSettingKey, sha256Hex(*fixedToken)); !r) return r.error();
     return TokenSetup{};
   }

@@ -25,17 +25,18 @@ Result<std::optional<std::pair<std::string, std::string>>> verificationField(con
   using Value = std::optional<std::pair<std::string, std::string>>;
   if (!body.contains("verification")) return Value();
   const json& v = body["verification"];
-  if (!v.is_object()) return makeError("invalid_field", "verification must be an object");
+  if (!v.is_object()) return makeError(error_code::kInvalidField, "verification must be an object");
   if (auto r = refuseUnknownFields(v, {"scheme", "secret"}); !r) return r.error();
   auto scheme = stringField(v, "scheme", 16);
   if (!scheme) return scheme.error();
   if (!scheme.value() || !verificationSchemeOf(*scheme.value()))
-    return makeError("invalid_field",
+    return makeError(error_code::kInvalidField,
                      "verification.scheme must be none, standard, github or stripe");
   auto secret = stringField(v, "secret", 256, true);
   if (!secret) return secret.error();
   if (*scheme.value() == "none") {
-    if (secret.value()) return makeError("invalid_field", "verification none takes no secret");
+    if (secret.value())
+      return makeError(error_code::kInvalidField, "verification none takes no secret");
     return Value(std::make_pair(std::string("none"), std::string()));
   }
   const std::string key = secret.value().value_or("");
@@ -82,10 +83,12 @@ Result<std::optional<std::vector<std::string>>> maskPointersField(const json& bo
   if (!body.contains("mask_pointers")) return std::optional<std::vector<std::string>>();
   const json& v = body.at("mask_pointers");
   const auto invalid = [](const std::string& why) {
-    return makeError("invalid_field", "mask_pointers must be an array of at most " +
-                                          std::to_string(kMaxMaskPointers) +
-                                          " JSON pointers (RFC 6901: \"\" or starting with "
-                                          "\"/\", \"~\" only as ~0 or ~1); " + why);
+    return makeError(error_code::kInvalidField,
+                     "mask_pointers must be an array of at most " +
+                         std::to_string(kMaxMaskPointers) +
+                         " JSON pointers (RFC 6901: \"\" or starting with "
+                         "\"/\", \"~\" only as ~0 or ~1); " +
+                         why);
   };
   if (!v.is_array()) return invalid("it is not an array");
   if (v.size() > kMaxMaskPointers) return invalid(std::to_string(v.size()) + " were given");
@@ -169,7 +172,7 @@ void AdminApi::createWebhook(const HttpRequest& req, HttpResponse& res) {
   if (!body) return;
   auto fields = webhookFields(*body);
   if (!fields) return sendError(res, fields.error());
-  if (!fields->name) return sendError(res, 400, "invalid_field", "name is required");
+  if (!fields->name) return sendError(res, 400, error_code::kInvalidField, "name is required");
 
   auto created = store_.createWebhook(
       *fields->name, fields->description.value_or(""),
@@ -283,11 +286,12 @@ void AdminApi::updateEntrypoint(const HttpRequest& req, HttpResponse& res) {
   auto fields = entrypointFields(*body);
   if (!fields) return sendError(res, fields.error());
   if (!fields->active && !fields->verification && !fields->eventType)
-    return sendError(res, 400, "invalid_field", "active, verification or event_type is required");
+    return sendError(res, 400, error_code::kInvalidField,
+                     "active, verification or event_type is required");
   if (fields->eventType)
     if (auto r = checkPrograms(*fields->eventType); !r) return sendError(res, r.error());
 
-  Result<Entrypoint> updated = makeError("not_found", "no such entrypoint");
+  Result<Entrypoint> updated = makeError(error_code::kNotFound, "no such entrypoint");
   if (fields->verification) {
     updated = store_.setEntrypointVerification(*id, *eid, fields->verification->first,
                                                fields->verification->second);

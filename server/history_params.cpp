@@ -22,7 +22,8 @@ Result<std::optional<std::string>> timeBound(const std::optional<std::string>& t
                                              const char* name) {
   if (!text) return std::optional<std::string>();
   const auto parsed = parseTime(*text);
-  if (!parsed) return makeError("invalid_field", fmt::format("{} must be {}", name, kTimeForms));
+  if (!parsed)
+    return makeError(error_code::kInvalidField, fmt::format("{} must be {}", name, kTimeForms));
   return std::optional<std::string>(formatTime(*parsed));
 }
 
@@ -33,9 +34,11 @@ Result<std::map<std::string, std::string>> queryParams(
   std::map<std::string, std::string> out;
   for (const auto& [name, value] : req.params) {
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
-      return makeError("unknown_parameter", fmt::format("{} is not a known parameter", name));
+      return makeError(error_code::kUnknownParameter,
+                       fmt::format("{} is not a known parameter", name));
     if (!out.emplace(name, value).second)
-      return makeError("invalid_parameter", fmt::format("{} is given more than once", name));
+      return makeError(error_code::kInvalidParameter,
+                       fmt::format("{} is given more than once", name));
   }
   return out;
 }
@@ -43,7 +46,7 @@ Result<std::map<std::string, std::string>> queryParams(
 Result<void> readEventType(const std::optional<std::string>& eventType, HistoryFilter& filter) {
   if (!eventType) return {};
   if (*eventType == "*" || !isEventTypePattern(*eventType))
-    return makeError("invalid_field",
+    return makeError(error_code::kInvalidField,
                      "event_type must be an event type or \"prefix.*\" (at most 255 bytes)");
   filter.eventType = *eventType;
   return {};
@@ -57,7 +60,7 @@ Result<void> readTimeRange(const std::optional<std::string>& since,
   if (!to) return to.error();
   // The stored form sorts like the time it names.
   if (from.value() && to.value() && *from.value() > *to.value())
-    return makeError("invalid_time_range", "since must not be later than until");
+    return makeError(error_code::kInvalidTimeRange, "since must not be later than until");
   filter.since = from.value();
   filter.until = to.value();
   return {};
@@ -65,10 +68,11 @@ Result<void> readTimeRange(const std::optional<std::string>& since,
 
 Result<TargetRecord> namedTarget(MainStore& store, const std::string& webhookId,
                                  const std::string& raw, const char* field) {
-  if (!isUuid(raw)) return makeError("invalid_field", fmt::format("{} must be a target id", field));
+  if (!isUuid(raw))
+    return makeError(error_code::kInvalidField, fmt::format("{} must be a target id", field));
   auto target = store.getTarget(webhookId, normalizeUuid(raw));
   if (!target && target.error().isNotFound())
-    return makeError("unknown_target",
+    return makeError(error_code::kUnknownTarget,
                      fmt::format("{} {} is not a target of this webhook", field, raw));
   return target;
 }
@@ -83,7 +87,8 @@ std::string encodeCursor(std::string_view kind, const PageKey& key) {
 }
 
 Result<PageKey> decodeCursor(std::string_view kind, std::string_view cursor) {
-  const Error invalid = makeError("invalid_cursor", "cursor is not one this listing gave out");
+  const Error invalid =
+      makeError(error_code::kInvalidCursor, "cursor is not one this listing gave out");
   std::string text(cursor);
   std::replace(text.begin(), text.end(), '-', '+');
   std::replace(text.begin(), text.end(), '_', '/');

@@ -111,36 +111,37 @@ const char* const kBadLength =
 // are smuggled.
 std::optional<HttpResponse> refusedHead(const HttpRequest& req) {
   if (req.target.size() > kMaxLineBytes)
-    return errorResponse(414, "uri_too_long", "the request URI is too long");
+    return errorResponse(414, error_code::kUriTooLong, "the request URI is too long");
   size_t headerBytes = 0;
   for (const auto& [name, value] : req.headers) {
     if (name.size() + value.size() + 2 > kMaxLineBytes)
-      return errorResponse(400, "bad_request", "a header line is longer than 8 KiB");
+      return errorResponse(400, error_code::kBadRequest, "a header line is longer than 8 KiB");
     headerBytes += name.size() + value.size();
   }
   if (req.headers.size() > kMaxHeaderCount || headerBytes > kMaxHeaderBytes)
-    return errorResponse(431, "headers_too_large",
-                         fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount,
-                                     kMaxHeaderBytes));
+    return errorResponse(
+        431, error_code::kHeadersTooLarge,
+        fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount, kMaxHeaderBytes));
   const size_t codings = req.get_header_value_count("Transfer-Encoding");
   const std::string coding = asciiLower(req.get_header_value("Transfer-Encoding"));
   if (codings > 1 || (codings == 1 && coding != "chunked"))
-    return errorResponse(501, "not_implemented", "the only transfer coding understood is chunked");
+    return errorResponse(501, error_code::kNotImplemented,
+                         "the only transfer coding understood is chunked");
   return std::nullopt;
 }
 
 // The answer to a head or body the parser refused.
 HttpResponse parseFailure(const beast::error_code& ec) {
   if (ec == http::error::header_limit)
-    return errorResponse(431, "headers_too_large",
-                         fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount,
-                                     kMaxHeaderBytes));
+    return errorResponse(
+        431, error_code::kHeadersTooLarge,
+        fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount, kMaxHeaderBytes));
   if (ec == http::error::body_limit)
-    return errorResponse(413, "body_too_large", "the body is larger than the limit");
+    return errorResponse(413, error_code::kBodyTooLarge, "the body is larger than the limit");
   if (ec == http::error::bad_content_length || ec == http::error::multiple_content_length ||
       ec == http::error::bad_transfer_encoding)
-    return errorResponse(400, "bad_request", kBadLength);
-  return errorResponse(400, "bad_request", "the request could not be parsed");
+    return errorResponse(400, error_code::kBadRequest, kBadLength);
+  return errorResponse(400, error_code::kBadRequest, "the request could not be parsed");
 }
 
 // The peer's address as the SSRF vocabulary spells it; an IPv4-mapped IPv6
@@ -318,14 +319,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (route_->asyncHandler && req_.method == "POST" && !parser_->content_length() &&
         !parser_->chunked()) {
       keepAlive_ = false;
-      return answer(errorResponse(411, "length_required",
+      return answer(errorResponse(411, error_code::kLengthRequired,
                                   "an event needs a Content-Length (or a chunked body)"));
     }
     const size_t limit = route_->bodyLimit ? route_->bodyLimit : options().ingest.bodyLimit;
     if (parser_->content_length() && *parser_->content_length() > limit)
-      return answer(errorResponse(413, "body_too_large",
-                                  "the body is larger than the limit of " +
-                                      std::to_string(limit) + " bytes"));
+      return answer(errorResponse(
+          413, error_code::kBodyTooLarge,
+          "the body is larger than the limit of " + std::to_string(limit) + " bytes"));
     parser_->body_limit(limit);
     // A declared length sizes the room (a chunked body gets it all); an idle
     // connection gives it back (waitIdle).
@@ -380,10 +381,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
         return close();  // nothing was sent: nothing to answer
       keepAlive_ = false;
       return answer(phase_ == Phase::kBody
-                        ? errorResponse(408, "request_timeout",
+                        ? errorResponse(408, error_code::kRequestTimeout,
                                         fmt::format("the body came slower than {} bytes a second",
                                                     options().minBodyRate))
-                        : errorResponse(408, "request_timeout",
+                        : errorResponse(408, error_code::kRequestTimeout,
                                         fmt::format("the request head did not arrive within {} ms",
                                                     options().headerTimeout.count())));
     }
@@ -530,13 +531,13 @@ std::optional<HttpResponse> HttpServer::Impl::admit(HttpRequest& req,
                                                     const Router::Route*& route) {
   route = router_.match(req.method, req.path, req.matches);
   if (std::find(kMethods.begin(), kMethods.end(), req.method) == kMethods.end())
-    return errorResponse(400, "bad_request", "unknown method");
+    return errorResponse(400, error_code::kBadRequest, "unknown method");
   if (auto refused = refusedHead(req)) return refused;
   // Authenticates every admin request before its body is read, so an
   // unknown route or method says nothing to a caller without the token.
   const bool api = req.path.rfind("/api/", 0) == 0;
   if (api && !auth_.allows(req.get_header_value("Authorization"))) {
-    HttpResponse res = errorResponse(401, "unauthorized",
+    HttpResponse res = errorResponse(401, error_code::kUnauthorized,
                                      "a valid admin token is required (Authorization: Bearer)");
     res.set_header("WWW-Authenticate", "Bearer");
     return res;
@@ -545,12 +546,12 @@ std::optional<HttpResponse> HttpServer::Impl::admit(HttpRequest& req,
   // Refused before any body is read: a known path with another method is
   // 405 with the methods it has (RFC 9110 §15.5.6), anything else 404.
   if (const std::string allowed = router_.allowedMethods(req.path); !allowed.empty()) {
-    HttpResponse res = errorResponse(405, "method_not_allowed",
+    HttpResponse res = errorResponse(405, error_code::kMethodNotAllowed,
                                      req.method + " is not allowed here; allowed: " + allowed);
     res.set_header("Allow", allowed);
     return res;
   }
-  return errorResponse(404, "not_found", "no such route");
+  return errorResponse(404, error_code::kNotFound, "no such route");
 }
 
 void HttpServer::Impl::handle(const Router::Route& route, HttpRequest& req, Respond respond) {
@@ -562,7 +563,7 @@ void HttpServer::Impl::handle(const Router::Route& route, HttpRequest& req, Resp
     } catch (const std::exception& e) {
       spdlog::error("http.handler_failed method={} path={} error=\"{}\"", req.method, req.path,
                     e.what());
-      res = errorResponse(500, "internal_error", "internal error");
+      res = errorResponse(500, error_code::kInternalError, "internal error");
     }
     respond(std::move(res));
   });
@@ -589,7 +590,7 @@ void HttpServer::Impl::metrics(const HttpRequest& req, HttpResponse& res) {
       !basicAuthMatches(req.get_header_value("Authorization"), options_.metricsUsername,
                         options_.metricsPassword)) {
     res.set_header("WWW-Authenticate", "Basic realm=\"webhooker metrics\"");
-    return sendError(res, 401, "unauthorized", "metrics require basic auth");
+    return sendError(res, 401, error_code::kUnauthorized, "metrics require basic auth");
   }
   res.status = 200;
   res.set_content(prometheus::TextSerializer().Serialize(registry_.Collect()),
@@ -638,7 +639,7 @@ void HttpServer::Impl::accept() {
     if (!reserved(address.toString(), capped)) {
       // Refused at once, never queued: one non-blocking write, then close.
       static const std::string kBusy = [] {
-        HttpResponse res = errorResponse(503, "too_many_connections",
+        HttpResponse res = errorResponse(503, error_code::kTooManyConnections,
                                          "too many open connections; retry shortly");
         return fmt::format(
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -665,17 +666,19 @@ Result<int> HttpServer::Impl::bind() {
     const std::string where =
         "could not listen on " + options_.listenAddress + ":" + std::to_string(options_.port);
     if (why == asio::error::address_in_use)
-      return makeError("address_in_use",
-                       where + ": address in use (another process listens there; choose "
-                               "another --port or stop it)");
+      return makeError(error_code::kAddressInUse,
+                       where +
+                           ": address in use (another process listens there; choose "
+                           "another --port or stop it)");
     if (why == asio::error::access_denied)
-      return makeError("permission_denied",
-                       where + ": permission denied (ports below 1024 need root or "
-                               "CAP_NET_BIND_SERVICE)");
+      return makeError(error_code::kPermissionDenied,
+                       where +
+                           ": permission denied (ports below 1024 need root or "
+                           "CAP_NET_BIND_SERVICE)");
     if (why == boost::system::errc::address_not_available)
-      return makeError("address_not_available",
+      return makeError(error_code::kAddressNotAvailable,
                        where + ": address not available (no interface of this host has it)");
-    return makeError("bind_failed", where + ": " + why.message());
+    return makeError(error_code::kBindFailed, where + ": " + why.message());
   };
   if (ec) return failed(ec);
   const tcp::endpoint endpoint(address, static_cast<uint16_t>(options_.port));

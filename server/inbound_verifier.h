@@ -35,13 +35,11 @@ std::optional<VerificationScheme> verificationSchemeOf(std::string_view name);
 
 // Failure reasons (error codes, and the metric's `reason` label). The last
 // two blame the entrypoint's stored settings, not the sender.
-inline constexpr std::string_view kUnknownScheme = "unknown_scheme";
-inline constexpr std::string_view kUnusableSecret = "unusable_secret";
 inline constexpr std::array<std::string_view, 6> kVerificationFailureReasons = {
-    "missing_signature", "malformed_signature", "stale_timestamp", "bad_signature",
-    kUnknownScheme,      kUnusableSecret};
+    error_code::kMissingSignature, error_code::kMalformedSignature, error_code::kStaleTimestamp,
+    error_code::kBadSignature,     error_code::kUnknownScheme,      error_code::kUnusableSecret};
 
-// True for kUnknownScheme and kUnusableSecret.
+// True for error_code::kUnknownScheme and kUnusableSecret.
 bool isUnusableSettings(const Error& failure);
 
 // Checks a secret for a scheme: standard needs "whsec_" + base64 of 24-64

@@ -61,37 +61,37 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
   };
   if (!accepting_) {
     HttpResponse res =
-        errorResponse(503, "shutting_down", "webhooker is shutting down; retry shortly");
+        errorResponse(503, error_code::kShuttingDown, "webhooker is shutting down; retry shortly");
     res.set_header("Retry-After", "5");
     return respond(std::move(res));
   }
   const std::string& rawId = req.matches[1];
-  if (!isUuid(rawId)) return refuse(404, "not_found", "no such entrypoint");
+  if (!isUuid(rawId)) return refuse(404, error_code::kNotFound, "no such entrypoint");
   if (req.body.size() > options_.bodyLimit)
-    return refuse(413, "body_too_large",
-                  "the body is larger than the limit of " + std::to_string(options_.bodyLimit) +
-                      " bytes");
+    return refuse(
+        413, error_code::kBodyTooLarge,
+        "the body is larger than the limit of " + std::to_string(options_.bodyLimit) + " bytes");
 
   // Before the route says whether the webhook is moving (see MoveFence).
   MoveFence::IngestPass pass = moveFence_.admitIngest();
   auto route = routes_.lookup(normalizeUuid(rawId));
   if (!route) {
-    if (route.error().isNotFound()) return refuse(404, "not_found", "no such entrypoint");
+    if (route.error().isNotFound()) return refuse(404, error_code::kNotFound, "no such entrypoint");
     spdlog::error("ingest.lookup_failed entrypoint_id={} error=\"{}\"", rawId,
                   route.error().message);
-    return refuse(503, "storage_unavailable", "the event was not stored; retry later");
+    return refuse(503, error_code::kStorageUnavailable, "the event was not stored; retry later");
   }
   if (route.value()->webhookMovingOut) {
     // Senders (and clients behind HAProxy) retry a 503: by then the route
     // leads to the node the webhook moved to.
-    HttpResponse res = errorResponse(503, "webhook_moving",
+    HttpResponse res = errorResponse(503, error_code::kWebhookMoving,
                                      "this webhook is moving to another node; retry shortly");
     res.set_header("Retry-After", "1");
     return respond(std::move(res));
   }
   const Entrypoint& entrypoint = route.value()->entrypoint;
   if (!entrypoint.active)
-    return refuse(410, "entrypoint_inactive", "this entrypoint is not accepting events");
+    return refuse(410, error_code::kEntrypointInactive, "this entrypoint is not accepting events");
   const auto header = [&req](const char* name) { return req.get_header_value(name); };
   if (auto verified = verifyInbound(entrypoint.verification, entrypoint.verificationSecret,
                                     header, req.body, std::chrono::system_clock::now());
@@ -102,25 +102,26 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
       // The operator has to act; the sender learns only that it was refused.
       spdlog::error("ingest.verification_unusable entrypoint_id={} reason={}", entrypoint.id,
                     why.code);
-      return refuse(401, "verification_failed",
+      return refuse(401, error_code::kVerificationFailed,
                     "this entrypoint cannot verify requests until its verification is set again");
     }
     spdlog::info("ingest.verification_failed entrypoint_id={} reason={}", entrypoint.id,
                  why.code);
-    return refuse(401, "signature_invalid", why.message);
+    return refuse(401, error_code::kSignatureInvalid, why.message);
   }
 
   auto idempotencyKey = idempotencyKeyOf(req, entrypoint.verification);
   if (idempotencyKey && (idempotencyKey->empty() || idempotencyKey->size() > kMaxIdempotencyKeyLength))
-    return refuse(400, "invalid_idempotency_key", "the idempotency key must be 1 to 255 characters");
+    return refuse(400, error_code::kInvalidIdempotencyKey,
+                  "the idempotency key must be 1 to 255 characters");
 
   auto db = eventsDbs_.get(entrypoint.webhookId);
   if (!db && db.error().isNotFound())  // the webhook was deleted meanwhile
-    return refuse(404, "not_found", "no such entrypoint");
+    return refuse(404, error_code::kNotFound, "no such entrypoint");
   if (!db) {
     spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint.webhookId,
                   db.error().message);
-    return refuse(503, "storage_unavailable", "the event was not stored; retry later");
+    return refuse(503, error_code::kStorageUnavailable, "the event was not stored; retry later");
   }
 
   InboundEvent event;
@@ -154,8 +155,9 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
         routeAndStore(std::move(r), std::move(d), std::move(e), std::move(answer), std::move(p));
       })) {
     auto& answer = std::get<Respond>(*job);
-    HttpResponse res = errorResponse(503, "routing_busy",
-                                     "too many events are waiting for their routing; retry shortly");
+    HttpResponse res =
+        errorResponse(503, error_code::kRoutingBusy,
+                      "too many events are waiting for their routing; retry shortly");
     res.set_header("Retry-After", "1");
     answer(std::move(res));
     job.reset();
@@ -197,8 +199,8 @@ void IngestHandler::finish(const IngestRoute& route, const RoutedEvent& routed,
   if (!stored) {
     spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", webhookId,
                   stored.error().message);
-    return respond(
-        errorResponse(503, "storage_unavailable", "the event was not stored; retry later"));
+    return respond(errorResponse(503, error_code::kStorageUnavailable,
+                                 "the event was not stored; retry later"));
   }
   // Committed: from here on the event is never lost, whatever happens next.
   HttpResponse res;

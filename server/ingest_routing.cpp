@@ -64,7 +64,7 @@ RoutedEvent IngestRouting::route(const IngestRoute& route, const InboundEvent& e
     if (pass && !t.routing.filterJq.empty()) {
       if (!input) input = jqInput(out.eventType, event.headers, event.body, receivedAt);
       Result<bool> passed = evaluator_ ? evaluator_->passes(t.routing.filterJq, *input)
-                                       : makeError(jq_error::kUnavailable, "jq is not running");
+                                       : makeError(error_code::kJqUnavailable, "jq is not running");
       if (!passed) {
         spdlog::warn("routing.filter_failed entrypoint_id={} target_id={} reason={} error=\"{}\"",
                      route.entrypoint.id, t.id, passed.error().code, passed.error().message);

@@ -36,17 +36,17 @@ void sendError(HttpResponse& res, const Error& error) {
 std::optional<nlohmann::json> parseJsonObject(const HttpRequest& req,
                                               HttpResponse& res) {
   if (!jsonDepthWithin(req.body)) {
-    sendError(res, 400, "invalid_json",
+    sendError(res, 400, error_code::kInvalidJson,
               "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     return std::nullopt;
   }
   auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
-    sendError(res, 400, "invalid_json", "the request body is not valid JSON");
+    sendError(res, 400, error_code::kInvalidJson, "the request body is not valid JSON");
     return std::nullopt;
   }
   if (!body.is_object()) {
-    sendError(res, 400, "expected_object", "the request body must be a JSON object");
+    sendError(res, 400, error_code::kExpectedObject, "the request body must be a JSON object");
     return std::nullopt;
   }
   return body;

@@ -22,7 +22,7 @@ void MoveFence::guard(const std::string& webhookId, HttpResponse& res,
   } leave{*this, webhookId};
   const auto webhook = store_.getWebhook(webhookId);
   if (webhook && webhook->movingTo)
-    return sendError(res, 409, "webhook_moving",
+    return sendError(res, 409, error_code::kWebhookMoving,
                      "the webhook is moving to node " + *webhook->movingTo +
                          ": change it there once the move is done, or roll the move back");
   write();

@@ -9,7 +9,7 @@ namespace webhooker::server {
 namespace {
 
 Error invalidField(const char* key, std::string_view what) {
-  return makeError("invalid_field", fmt::format("{} must be {}", key, what));
+  return makeError(error_code::kInvalidField, fmt::format("{} must be {}", key, what));
 }
 
 }  // namespace
@@ -18,7 +18,7 @@ Result<void> refuseUnknownFields(const nlohmann::json& body,
                                  std::initializer_list<std::string_view> allowed) {
   for (const auto& [key, value] : body.items())
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      return makeError("unknown_field", fmt::format("{} is not a known field", key));
+      return makeError(error_code::kUnknownField, fmt::format("{} is not a known field", key));
   return {};
 }
 

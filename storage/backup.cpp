@@ -25,7 +25,7 @@ bool isEventsDbName(const std::string& name) {
 }
 
 Error invalidArgument(std::string message) {
-  return makeError("invalid_argument", std::move(message));
+  return makeError(error_code::kInvalidArgument, std::move(message));
 }
 
 // Refuses anything but a missing or empty folder; creates a missing one and

@@ -271,12 +271,13 @@ Result<std::string> MainStore::webhookRows(const std::string& id) {
 Result<void> MainStore::importWebhookRows(const std::string& id, const std::string& rowsJson) {
   const auto rows = nlohmann::json::parse(rowsJson, nullptr, /*allow_exceptions=*/false);
   const auto invalid = [](const std::string& why) {
-    return makeError("invalid_transfer", "the webhook's configuration cannot be used: " + why);
+    return makeError(error_code::kInvalidTransfer,
+                     "the webhook's configuration cannot be used: " + why);
   };
   if (!rows.is_object() || !rows.contains("schema_version")) return invalid("not an object");
   return write("import webhook rows", [&](SQLite::Database& db) -> Result<void> {
     if (rows["schema_version"] != storage::schemaVersion(db))
-      return makeError("schema_mismatch",
+      return makeError(error_code::kSchemaMismatch,
                        "the source's main database has another schema version: run the same "
                        "webhooker version on both nodes");
     SQLite::Transaction txn(db);

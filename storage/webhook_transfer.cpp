@@ -145,7 +145,7 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
   }
   // Checked before the copy is opened: a body that is no piece creates nothing.
   const auto invalid = [] {
-    return makeError("invalid_transfer", "the body is not a piece of an events database");
+    return makeError(error_code::kInvalidTransfer, "the body is not a piece of an events database");
   };
   try {
     SQLite::Database check(piece.path().string(), SQLite::OPEN_READONLY);
@@ -163,7 +163,7 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
     attach(db, piece.path());
     if (db.execAndGet("SELECT schema_version FROM piece.transfer").getInt() !=
         storage::schemaVersion(db))
-      return makeError("schema_mismatch",
+      return makeError(error_code::kSchemaMismatch,
                        "the source's events database has another schema version: run the same "
                        "webhooker version on both nodes");
     SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);

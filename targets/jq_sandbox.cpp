@@ -42,11 +42,11 @@ bool waitReady(int fd, short events, Deadline deadline) {
 }
 
 Error timedOut() {
-  return makeError(jq_error::kTimeout, "the jq program did not finish within its time budget");
+  return makeError(error_code::kJqTimeout, "the jq program did not finish within its time budget");
 }
 
 Error workerGone() {
-  return makeError(jq_error::kMemory,
+  return makeError(error_code::kJqMemory,
                    "the jq program stopped its worker (memory budget exceeded or crash)");
 }
 
@@ -132,7 +132,7 @@ JqSandbox::~JqSandbox() {
 Result<JqSandbox::Worker> JqSandbox::spawn() const {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-    return makeError(jq_error::kUnavailable,
+    return makeError(error_code::kJqUnavailable,
                      std::string("no socket for a jq worker: ") + std::strerror(errno));
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
@@ -166,9 +166,9 @@ Result<JqSandbox::Worker> JqSandbox::spawn() const {
   ::close(fds[1]);
   if (spawned != 0) {
     ::close(fds[0]);
-    return makeError(jq_error::kUnavailable,
-                     "cannot start a jq worker (" + options_.executable + "): " +
-                         std::strerror(spawned));
+    return makeError(
+        error_code::kJqUnavailable,
+        "cannot start a jq worker (" + options_.executable + "): " + std::strerror(spawned));
   }
   ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
   // Only a worker that has started takes calls: starting one (loading the
@@ -178,7 +178,7 @@ Result<JqSandbox::Worker> JqSandbox::spawn() const {
     ::kill(pid, SIGKILL);
     ::close(fds[0]);
     ::waitpid(pid, nullptr, 0);
-    return makeError(jq_error::kUnavailable,
+    return makeError(error_code::kJqUnavailable,
                      "a jq worker (" + options_.executable + ") did not start");
   }
   return Worker{pid, fds[0], std::make_shared<std::unordered_set<std::string>>()};
@@ -207,14 +207,14 @@ Result<JqOutputs> JqSandbox::run(std::string_view program, std::string_view inpu
 
 Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::string_view input) {
   if (program.size() > jq::kMaxFrameText || input.size() > jq::kMaxFrameText)
-    return makeError(jq_error::kError, "the program or its input is too large");
+    return makeError(error_code::kJqError, "the program or its input is too large");
   Worker worker;
   {
     MutexLock lock(poolMutex_);
     if (!workerIdle_.wait_for(lock, options_.timeout * kQueueBudgets, [&]() REQUIRES(poolMutex_) {
           return !idle_.empty();
         }))
-      return makeError(jq_error::kTimeout, "no jq worker was free in time");
+      return makeError(error_code::kJqTimeout, "no jq worker was free in time");
     worker = idle_.back();
     idle_.pop_back();
   }
@@ -226,7 +226,7 @@ Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::str
     result = exchange(worker, op, program, input,
                       std::chrono::steady_clock::now() + options_.timeout, retiring);
   }
-  if (!result && result.error().code != jq_error::kError) {
+  if (!result && result.error().code != error_code::kJqError) {
     spdlog::warn("jq.worker_replaced pid={} reason={}", worker.pid, result.error().code);
     replace(worker);
   } else if (retiring) {
@@ -268,7 +268,7 @@ Result<JqOutputs> JqSandbox::exchange(const Worker& worker, uint8_t op, std::str
     outputs.texts.push_back(std::move(text));
   }
   if (static_cast<jq::Outcome>(head[0]) == jq::Outcome::kError)
-    return makeError(jq_error::kError, outputs.texts.empty() ? "jq failed" : outputs.texts[0]);
+    return makeError(error_code::kJqError, outputs.texts.empty() ? "jq failed" : outputs.texts[0]);
   return outputs;
 }
 

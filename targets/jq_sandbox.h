@@ -8,8 +8,8 @@
 // sends the program and its input, and waits for the answer for `timeout`;
 // past it the worker is killed and a fresh one started in the background. So
 // a runaway program holds a worker for one budget, and a caller never waits
-// longer than its queue allowance plus one budget, whatever the program does. Compiling is not running: a worker compiles a
-// program once (libjq 1.6 compiles its builtins with it, tens of
+// longer than its queue allowance plus one budget, whatever the program does. Compiling is not
+// running: a worker compiles a program once (libjq 1.6 compiles its builtins with it, tens of
 // milliseconds) within kCompileTimeout, which programs capped at
 // kMaxProgramLength (routing_rules.h) never come near; the budget then
 // bounds the run. A worker that dies meanwhile (its memory limit,
@@ -19,9 +19,9 @@
 //
 // Threading: every method from any thread; idle workers and the respawn
 // queue are guarded by poolMutex_, a worker in use belongs to its caller.
-// Errors (Error::code): "jq_error" (the program does not compile, or failed;
-// jq's message), "jq_timeout", "jq_memory" (its worker died: memory limit or
-// crash), "jq_unavailable" (no worker could be started).
+// Errors (Error::code): error_code::kJqError (the program does not compile,
+// or failed; jq's message), kJqTimeout, kJqMemory (its worker died: memory
+// limit or crash), kJqUnavailable (no worker could be started).
 #pragma once
 
 #include <sys/types.h>
@@ -41,13 +41,6 @@
 #include "base/result.h"
 
 namespace webhooker {
-
-namespace jq_error {
-inline constexpr std::string_view kError = "jq_error";
-inline constexpr std::string_view kTimeout = "jq_timeout";
-inline constexpr std::string_view kMemory = "jq_memory";
-inline constexpr std::string_view kUnavailable = "jq_unavailable";
-}  // namespace jq_error
 
 inline constexpr std::chrono::seconds kCompileTimeout{5};
 inline constexpr int kQueueBudgets = 10;

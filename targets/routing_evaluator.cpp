@@ -20,12 +20,13 @@ bool truthy(const std::string& output) { return output != "false" && output != "
 
 Result<void> RoutingEvaluator::check(const EventTypeRule& rule) {
   if (rule.source != EventTypeSource::kJq) return {};
-  return compiled(sandbox_, rule.expression, "invalid_event_type", "event_type.jq");
+  return compiled(sandbox_, rule.expression, error_code::kInvalidEventType, "event_type.jq");
 }
 
 Result<void> RoutingEvaluator::check(const TargetRouting& routing) {
-  if (auto r = compiled(sandbox_, routing.filterJq, "invalid_filter", "filter.jq"); !r) return r;
-  return compiled(sandbox_, routing.transformJq, "invalid_transform", "transform.jq");
+  if (auto r = compiled(sandbox_, routing.filterJq, error_code::kInvalidFilter, "filter.jq"); !r)
+    return r;
+  return compiled(sandbox_, routing.transformJq, error_code::kInvalidTransform, "transform.jq");
 }
 
 std::optional<std::string> RoutingEvaluator::eventType(const EventTypeRule& rule,
@@ -57,9 +58,9 @@ Result<TransformedBody> RoutingEvaluator::transform(const TargetRouting& routing
                                                         payload.body, payload.receivedAt));
   if (!out) return out.error();
   if (out->texts.size() != 1)
-    return makeError(jq_error::kError, out->texts.empty()
-                                           ? "the transform gave no output"
-                                           : "the transform gave several outputs");
+    return makeError(error_code::kJqError, out->texts.empty()
+                                               ? "the transform gave no output"
+                                               : "the transform gave several outputs");
   return TransformedBody{std::move(out->texts.front())};
 }
 

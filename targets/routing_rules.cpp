@@ -82,7 +82,7 @@ Result<std::string> programField(const json& value, std::string_view code, const
 }
 
 Result<void> applyFilter(const json& filter, TargetRouting& out) {
-  constexpr std::string_view kCode = "invalid_filter";
+  constexpr std::string_view kCode = error_code::kInvalidFilter;
   out.eventTypes.clear();
   out.filterJq.clear();
   if (filter.is_null()) return {};
@@ -112,7 +112,7 @@ Result<void> applyFilter(const json& filter, TargetRouting& out) {
 }
 
 Result<void> applyTransform(const json& transform, TargetRouting& out) {
-  constexpr std::string_view kCode = "invalid_transform";
+  constexpr std::string_view kCode = error_code::kInvalidTransform;
   out.transformJq.clear();
   if (transform.is_null()) return {};
   if (!transform.is_object() || transform.size() != 1 || !transform.contains("jq"))
@@ -139,7 +139,7 @@ Result<void> applyRateLimit(const json& limit, TargetRouting& out) {
 }  // namespace
 
 Result<EventTypeRule> parseEventTypeRule(const json& value) {
-  constexpr std::string_view kCode = "invalid_event_type";
+  constexpr std::string_view kCode = error_code::kInvalidEventType;
   if (value.is_null()) return EventTypeRule{};
   if (!value.is_object() || value.size() != 1)
     return invalid(kCode,

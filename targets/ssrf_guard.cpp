@@ -80,7 +80,9 @@ std::vector<IpAddress> loopbackAnswer(std::string_view name) {
   return {};
 }
 
-Error blocked(std::string message) { return makeError("blocked_destination", std::move(message)); }
+Error blocked(std::string message) {
+  return makeError(error_code::kBlockedDestination, std::move(message));
+}
 
 // `is` "is" or "resolves to". An operator who means to deliver there (a
 // receiver on the same host, a private network) opens the range; the
@@ -178,7 +180,8 @@ Result<IpAddress> SsrfGuard::vet(const Url& url) const {
     if (!resolved) return resolved.error();
     addresses = std::move(*resolved);
     if (addresses.empty())
-      return makeError("dns_failure", "cannot resolve " + host->display + ": no addresses");
+      return makeError(error_code::kDnsFailure,
+                       "cannot resolve " + host->display + ": no addresses");
   }
   // Every address, not just the one we will use: a caller's retry or a
   // library's fallback must never reach one we did not check.

@@ -211,7 +211,7 @@ void applySigningRotation(const json& before, const json& patch, json& merged, T
 }
 
 Result<RetryPolicy> applyRetryPolicy(const json& retry, RetryPolicy policy) {
-  auto bad = [](std::string m) { return makeError("invalid_retry", std::move(m)); };
+  auto bad = [](std::string m) { return makeError(error_code::kInvalidRetry, std::move(m)); };
   if (!retry.is_object()) return bad("retry must be a JSON object");
   for (const auto& [key, value] : retry.items()) {
     if (key == "jitter") {

@@ -144,13 +144,14 @@ TEST_CASE("settings the verifier cannot use refuse the request (fail closed)") {
   const std::string emptyKeySignature = "sha256=" + hexEncode(hmacSha256("", kGithubBody));
   const auto signedWithEmptyKey = headersOf({{"X-Hub-Signature-256", emptyKeySignature}});
   CHECK(verifyInbound("github", "", signedWithEmptyKey, kGithubBody, at(0)).error().code ==
-        kUnusableSecret);
+        error_code::kUnusableSecret);
   CHECK(verifyInbound("standard", "", headersOf({}), kStdBody, at(kStdTime)).error().code ==
-        kUnusableSecret);
-  CHECK(verifyInbound("sha512", kGithubSecret, signedWithEmptyKey, kGithubBody, at(0))
-            .error()
-            .code == kUnknownScheme);
-  CHECK(verifyInbound("", "", headersOf({}), kGithubBody, at(0)).error().code == kUnknownScheme);
+        error_code::kUnusableSecret);
+  CHECK(
+      verifyInbound("sha512", kGithubSecret, signedWithEmptyKey, kGithubBody, at(0)).error().code ==
+      error_code::kUnknownScheme);
+  CHECK(verifyInbound("", "", headersOf({}), kGithubBody, at(0)).error().code ==
+        error_code::kUnknownScheme);
   CHECK(isUnusableSettings(verifyInbound("", "", headersOf({}), "", at(0)).error()));
   CHECK(verifyInbound("none", "", headersOf({}), kGithubBody, at(0)));
 }

@@ -215,7 +215,7 @@ TEST_CASE("the jq sandbox: outputs, jq's errors, and runaway programs stopped at
   CHECK(jq.run("empty", "null").value().texts.empty());
   const auto failed = jq.run(".a.b", R"({"a":"text"})");
   REQUIRE_FALSE(failed);
-  CHECK(failed.error().code == jq_error::kError);
+  CHECK(failed.error().code == error_code::kJqError);
   CHECK(failed.error().message.find("Cannot index string") != std::string::npos);
   const auto broken = jq.compile("{a: }");
   REQUIRE_FALSE(broken);
@@ -232,7 +232,7 @@ TEST_CASE("the jq sandbox: outputs, jq's errors, and runaway programs stopped at
     const auto r = jq.run(runaway, "null");
     const auto took = std::chrono::steady_clock::now() - started;
     REQUIRE_FALSE(r);
-    CHECK((r.error().code == jq_error::kTimeout || r.error().code == jq_error::kMemory));
+    CHECK((r.error().code == error_code::kJqTimeout || r.error().code == error_code::kJqMemory));
     CHECK(took < 1s);  // the budget plus scheduling, not the program's run
     // The one worker was replaced: the next call is answered.
     const auto next = jq.run(".", "1");
@@ -255,7 +255,7 @@ TEST_CASE("a memory budget stops an allocating program before its time budget") 
   // fraction of a second, however loaded the machine.
   const auto r = sandbox.value()->run("\"x\" | until(length > 1e12; . + .)", "null");
   REQUIRE_FALSE(r);
-  CHECK(r.error().code == jq_error::kMemory);
+  CHECK(r.error().code == error_code::kJqMemory);
 }
 
 }  // namespace webhooker
