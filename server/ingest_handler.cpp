@@ -206,9 +206,10 @@ void IngestHandler::finish(const IngestRoute& route, const RoutedEvent& routed,
   HttpResponse res;
   // The deliveries go to the engine before the answer goes out, so a sender
   // that has its 200 finds them handed over.
+  // A duplicate queues nothing: its count is 0, not the first event's.
   sendJson(res, 200,
            {{"event_id", stored->eventId},
-            {"deliveries", stored->deliveries.size()},
+            {"deliveries", stored->duplicate ? 0 : stored->deliveries.size()},
             {"duplicate", stored->duplicate}});
   if (stored->duplicate) {
     spdlog::info("ingest.duplicate webhook_id={} event_id={}", webhookId, stored->eventId);

@@ -592,17 +592,19 @@ TEST_CASE("idempotency keys: a repeat within 24 h returns the first event and cr
     REQUIRE(statusOf(first) == 200);
     const json a = jsonOf(first);
     CHECK(a["duplicate"] == false);
+    CHECK(a["deliveries"] == 2);
     const std::string eventId = a["event_id"].get<std::string>();
     CHECK(readEvent(hook.eventsDb(), eventId).idempotencyKey == key);
     CHECK(hook.server.dispatcher().batchCount() == 1);
 
-    // Same key, even with another body: the first event, nothing new.
+    // Same key, even with another body: the first event, nothing new, and
+    // nothing queued (the first event's deliveries were counted once).
     auto again = refused(hook, [&] { return postWith(header, key, R"({"n": 2})"); });
     REQUIRE(statusOf(again) == 200);
     const json b = jsonOf(again);
     CHECK(b["event_id"] == eventId);
     CHECK(b["duplicate"] == true);
-    CHECK(b["deliveries"] == 2);
+    CHECK(b["deliveries"] == 0);
     CHECK(hook.events() == eventsBefore + 1);
     CHECK(countRows(hook.eventsDb(), "events", "idempotency_key = '" + key + "'") == 1);
     CHECK(hook.eventsReceived() == receivedBefore + 1);  // a duplicate is no event received
