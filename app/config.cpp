@@ -158,9 +158,10 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->check(CLI::Range(int64_t{64}, int64_t{16'384}))
       ->capture_default_str();
   cmd.add_flag("--debug", c.debug, "log at debug level")->envname("DEBUG");
-  cmd.add_option("--log-level", c.logLevel, "trace, debug, info, warn or error")
+  // "warning" is the name each line carries; "warn" is spdlog's short one.
+  cmd.add_option("--log-level", c.logLevel, "trace, debug, info, warning (or warn) or error")
       ->envname("WEBHOOKER_LOG_LEVEL")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->check(CLI::IsMember({"trace", "debug", "info", "warning", "warn", "error"}))
       ->capture_default_str();
   cmd.add_option("--log-format", c.logFormat, "text, or json for one JSON object per line")
       ->envname("WEBHOOKER_LOG_FORMAT")

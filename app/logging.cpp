@@ -14,8 +14,9 @@ namespace webhooker::app {
 
 namespace {
 
-// Reads `key=value` or `key="quoted \"value\""` from the front of `s`.
-bool nextField(std::string_view& s, std::string& key, std::string& value) {
+// Reads `key=value` or `key="quoted \"value\""` from the front of `s`;
+// `wasQuoted` says which.
+bool nextField(std::string_view& s, std::string& key, std::string& value, bool& wasQuoted) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   const size_t eq = s.find('=');
   const size_t space = s.find(' ');
@@ -24,7 +25,8 @@ bool nextField(std::string_view& s, std::string& key, std::string& value) {
   key = std::string(s.substr(0, eq));
   s.remove_prefix(eq + 1);
   value.clear();
-  if (!s.empty() && s.front() == '"') {
+  wasQuoted = !s.empty() && s.front() == '"';
+  if (wasQuoted) {
     // The value ends at the first quote no backslash escapes.
     size_t end = 1;
     while (end < s.size() && s[end] != '"') end += s[end] == '\\' ? 2 : 1;
@@ -49,6 +51,24 @@ bool nextField(std::string_view& s, std::string& key, std::string& value) {
     s.remove_prefix(end);
   }
   return true;
+}
+
+// An unquoted value written the way JSON writes a number (an integer or a
+// decimal, no leading zero: not an id like 0123) is one: status_code=200
+// comes out as 200, as a log pipeline compares it.
+nlohmann::ordered_json fieldValue(const std::string& value, bool quoted) {
+  if (quoted || value.empty()) return value;
+  size_t i = value[0] == '-' ? 1 : 0;
+  const size_t digits = i;
+  while (i < value.size() && std::isdigit(static_cast<unsigned char>(value[i]))) ++i;
+  if (i == digits || i - digits > 15 || (value[digits] == '0' && i - digits > 1)) return value;
+  if (i < value.size() && value[i] == '.') {
+    const size_t fraction = ++i;
+    while (i < value.size() && std::isdigit(static_cast<unsigned char>(value[i]))) ++i;
+    if (i == fraction) return value;
+  }
+  if (i != value.size()) return value;
+  return nlohmann::ordered_json::parse(value);
 }
 
 class JsonFormatter final : public spdlog::formatter {
@@ -76,9 +96,10 @@ std::string jsonLogLine(const std::string& time, const std::string& level,
   line["event"] = std::string(rest.substr(0, space));
   rest.remove_prefix(space);
   std::string key, value;
-  while (nextField(rest, key, value)) {
+  bool quoted = false;
+  while (nextField(rest, key, value, quoted)) {
     if (key == "time" || key == "level" || key == "event") key = "field_" + key;
-    line[key] = value;
+    line[key] = fieldValue(value, quoted);
   }
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
   if (!rest.empty()) line["message"] = std::string(rest);  // what did not parse as fields

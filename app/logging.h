@@ -10,7 +10,7 @@
 
 namespace webhooker::app {
 
-// level: trace|debug|info|warn|error; format: text|json.
+// level: trace|debug|info|warning (or warn)|error; format: text|json.
 void setupLogging(const std::string& level, const std::string& format);
 
 // The JSON line for one message (exposed for tests).

@@ -724,7 +724,26 @@ TEST_CASE("--log-format json writes only JSON lines to stderr") {
   CHECK(byEvent["event.logged"]["webhook_id"] == hook.id);
   CHECK(byEvent["event.logged"]["target_id"] == logTarget);
   CHECK_FALSE(byEvent["event.logged"].contains("message"));
+  CHECK(byEvent["event.logged"]["size"] == tricky.size());  // a number, not "54"
   CHECK(byEvent["daemon.stopped"]["level"] == "info");
+}
+
+TEST_CASE("--log-level takes \"warning\", the name its lines carry, and logs nothing below it") {
+  TempDir dir;
+  DaemonProcess daemon(dir.path(), daemonOptions({"--log-format", "json", "--log-level", "warning"}));
+  Api api(daemon);
+  const auto hook = api.createWebhook("quiet");
+  const std::string refused = api.createHttpTarget(
+      hook.id, "http://127.0.0.1:" + std::to_string(unusedLoopbackPort()) + "/", {{"max_retries", 0}});
+  api.post(hook.entrypointId, R"({"n": 1})");
+  waitForFinal(eventsDb(dir, hook.id), refused, "failed");
+  REQUIRE(daemon.stop() == 0);
+
+  std::istringstream lines(daemon.stderrText());
+  std::set<std::string> levels;
+  for (std::string line; std::getline(lines, line);) levels.insert(json::parse(line)["level"].get<std::string>());
+  INFO(daemon.stderrText());
+  CHECK(levels == std::set<std::string>{"warning"});  // the dead letter; no info line
 }
 
 }  // namespace webhooker::testing

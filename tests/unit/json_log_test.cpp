@@ -45,7 +45,7 @@ TEST_CASE("event name and key=value fields become one flat JSON object") {
                   {"event", "delivery.delivered"},
                   {"webhook_id", "a"},
                   {"delivery_id", "b"},
-                  {"status_code", "200"}});
+                  {"status_code", 200}});
   // time, level and event first, then the fields in message order.
   CHECK(keysOf(jsonLogLine(kTime, "info", message)) ==
         std::vector<std::string>{"time", "level", "event", "webhook_id", "delivery_id",
@@ -60,7 +60,7 @@ TEST_CASE("quoted values keep their spaces and escaped quotes") {
   CHECK(j["event"] == "delivery.attempt_failed");
   CHECK(j["delivery_id"] == "d1");
   CHECK(j["error"] == R"x(connect to 10.0.0.1: "refused" (after 3 s))x");
-  CHECK(j["retry_in_ms"] == "2000");
+  CHECK(j["retry_in_ms"] == 2000);
   CHECK_FALSE(j.contains("message"));
 
   CHECK(lineOf(R"(x.y empty="" path="C:\\dir")") == json{{"time", kTime},
@@ -80,11 +80,27 @@ TEST_CASE("a value written as a JSON string keeps its newlines, tabs and \\u esc
   const std::string message = "event.logged size=40 body=" + json(body).dump() + " tail=x";
   const json j = lineOf(message);
   CHECK(j["body"] == body);
-  CHECK(j["size"] == "40");
+  CHECK(j["size"] == 40);
   CHECK(j["tail"] == "x");
   CHECK_FALSE(j.contains("message"));
   // Control characters arrive as \u escapes.
   CHECK(lineOf("x.y v=" + json(std::string("a\x01b")).dump())["v"] == std::string("a\x01b"));
+}
+
+TEST_CASE("an unquoted number is a JSON number; a quoted one, an id or a version stays text") {
+  const json j = lineOf(
+      R"(x.y attempts=3 ratio=0.25 delta=-7 quoted="200" id=0123 version=1.2.3 hex=1e5 dot=5. port=)");
+  CHECK(j["attempts"] == 3);
+  CHECK(j["ratio"] == 0.25);
+  CHECK(j["delta"] == -7);
+  CHECK(j["quoted"] == "200");
+  CHECK(j["id"] == "0123");
+  CHECK(j["version"] == "1.2.3");
+  CHECK(j["hex"] == "1e5");
+  CHECK(j["dot"] == "5.");
+  CHECK(j["port"] == "");
+  // Past 15 digits a double would round it: kept as written.
+  CHECK(lineOf("x.y big=12345678901234567890")["big"] == "12345678901234567890");
 }
 
 TEST_CASE("a message with no fields is just the event") {
