@@ -367,8 +367,9 @@ void addVerificationOptions(CLI::App& cmd, const SessionPtr& s, bool required) {
                   "the sender's signing secret (write-only), or - to read it from standard input");
 }
 
-// How an entrypoint finds an event's type: one of three rules, or the default.
-void addEventTypeOptions(CLI::App& cmd, const SessionPtr& s) {
+// How an entrypoint finds an event's type: one of three rules, or (not on
+// create, where it is the default already) back to the default.
+void addEventTypeOptions(CLI::App& cmd, const SessionPtr& s, bool create) {
   auto* header = addBodyOption<std::string>(cmd, s, "--event-type-header", "/event_type/header",
                                             "the event type is this request header's value");
   auto* pointer = addBodyOption<std::string>(
@@ -378,30 +379,34 @@ void addEventTypeOptions(CLI::App& cmd, const SessionPtr& s) {
       cmd, s, "--event-type-jq", "/event_type/jq",
       "the event type is this jq expression's string, over {event_type, headers, body, "
       "received_at}");
-  auto* byDefault = cmd.add_flag_callback(
-      "--default-event-type", [s] { s->body["event_type"] = nullptr; },
-      "back to the default: X-GitHub-Event, then the JSON body's \"type\"");
-  for (CLI::Option* a : {header, pointer, jq, byDefault})
-    for (CLI::Option* b : {header, pointer, jq, byDefault})
+  std::vector<CLI::Option*> rules = {header, pointer, jq};
+  if (!create)
+    rules.push_back(cmd.add_flag_callback(
+        "--default-event-type", [s] { s->body["event_type"] = nullptr; },
+        "back to the default: X-GitHub-Event, then the JSON body's \"type\""));
+  for (CLI::Option* a : rules)
+    for (CLI::Option* b : rules)
       if (a != b) a->excludes(b);
 }
 
-// A target's subscription, transformation and rate limit.
-void addRoutingOptions(CLI::App& cmd, const SessionPtr& s) {
+// A target's subscription, transformation and rate limit; the --no-* flags
+// undo one on update (a new target has none).
+void addRoutingOptions(CLI::App& cmd, const SessionPtr& s, bool create) {
   addBodyOption<std::vector<std::string>>(
       cmd, s, "--event-types", "/filter/event_types",
       "only events of these types: name, prefix.* or * (repeatable; replaces the list)")
       ->delimiter(',');
   addBodyOption<std::string>(cmd, s, "--filter-jq", "/filter/jq",
                              "only events for which this jq expression is true");
-  cmd.add_flag_callback("--no-filter", [s] { s->body["filter"] = nullptr; },
-                        "every event again");
   addBodyOption<std::string>(cmd, s, "--transform-jq", "/transform/jq",
                              "send this jq program's output (JSON) instead of the body received");
-  cmd.add_flag_callback("--no-transform", [s] { s->body["transform"] = nullptr; },
-                        "send the body as received again");
   addBodyOption<double>(cmd, s, "--rate-limit", "/rate_limit/per_second",
                         "deliveries per second at most (0.01 to 10000)");
+  if (create) return;
+  cmd.add_flag_callback("--no-filter", [s] { s->body["filter"] = nullptr; },
+                        "every event again");
+  cmd.add_flag_callback("--no-transform", [s] { s->body["transform"] = nullptr; },
+                        "send the body as received again");
   cmd.add_flag_callback("--no-rate-limit", [s] { s->body["rate_limit"] = nullptr; },
                         "no rate limit");
 }
@@ -440,20 +445,23 @@ void addWebhookFields(CLI::App& cmd, const SessionPtr& s, bool create) {
       cmd, s, "--mask", "/mask_pointers",
       "a JSON pointer (/user/email) whose value is stored as \"[masked]\" once the event's "
       "deliveries are final (repeatable; replaces the list)");
-  cmd.add_flag_callback("--no-masks", [s] { s->body["mask_pointers"] = json::array(); },
-                        "mask nothing in events that finish from now on");
+  if (!create)
+    cmd.add_flag_callback("--no-masks", [s] { s->body["mask_pointers"] = json::array(); },
+                          "mask nothing in events that finish from now on");
 }
 
-// Endpoint health: ordering, when the engine disables it, auto-resume.
-void addTargetHealthFields(CLI::App& cmd, const SessionPtr& s) {
+// Endpoint health: ordering, when the engine disables it, auto-resume (off
+// on a new target: --no-auto-resume only on update).
+void addTargetHealthFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   addBodyOption<std::string>(cmd, s, "--ordering", "/ordering",
                              "parallel (default) or fifo: one at a time, in the order received");
   addBodyOption<int64_t>(cmd, s, "--disable-after-ms", "/disable_after",
                          "disable it after this long without a successful attempt (default 5 days)");
   cmd.add_flag_callback("--auto-resume", [s] { s->body["auto_resume"] = true; },
                         "probe it while disabled for failing, and enable it when a probe succeeds");
-  cmd.add_flag_callback("--no-auto-resume", [s] { s->body["auto_resume"] = false; },
-                        "leave enabling it to an operator");
+  if (!create)
+    cmd.add_flag_callback("--no-auto-resume", [s] { s->body["auto_resume"] = false; },
+                          "leave enabling it to an operator");
   addBodyOption<int64_t>(cmd, s, "--probe-interval-ms", "/probe_interval",
                          "how often an auto-resume probe is sent (default 1 h)");
 }
@@ -483,10 +491,10 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
                          "retries after the first attempt");
   addBodyOption<int64_t>(cmd, s, "--base-delay-ms", "/retry/base_delay_ms", "first retry delay");
   addBodyOption<int64_t>(cmd, s, "--max-delay-ms", "/retry/max_delay_ms", "longest retry delay");
-  addRoutingOptions(cmd, s);
+  addRoutingOptions(cmd, s, create);
   cmd.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                         "deliver nothing to it until activated");
-  addTargetHealthFields(cmd, s);
+  addTargetHealthFields(cmd, s, create);
 }
 
 // `activate` and `deactivate` for entrypoints or targets: PATCH {"active"}.
@@ -540,7 +548,7 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
       [s] { return ApiCall{"POST", webhookPath(*s) + "/entrypoints", s->body}; }, showObject);
   addWebhookIdArg(create, s);
   addVerificationOptions(create, s, false);
-  addEventTypeOptions(create, s);
+  addEventTypeOptions(create, s, true);
   create.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                            "accept nothing on it (410) until activated");
   addActivation(group, s, "entrypoints", "entrypoint");
@@ -555,7 +563,7 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
       [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), s->body}; }, showObject);
   addWebhookIdArg(typing, s);
   addChildIdArg(typing, s, "entrypoint");
-  addEventTypeOptions(typing, s);
+  addEventTypeOptions(typing, s, false);
   auto& remove = addLeaf(
       group, s, "delete", "delete an entrypoint",
       [s] { return ApiCall{"DELETE", childPath(*s, "entrypoints"), {}}; },

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/contains.h"
@@ -601,6 +602,25 @@ TEST_CASE("the CLI's help and errors name the program and what each argument is"
     for (const char* command : {"migrate", "backup", "admin-token"}) {
       CAPTURE(command);
       CHECK_FALSE(contains(runWebhooker({command, "--help"}, {}).out, "--sync-mode"));
+    }
+  }
+  SUBCASE("an undoing --no-* flag only on update, where there is something to undo") {
+    const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> commands = {
+        {{"targets", "create"},
+         {"--no-filter", "--no-transform", "--no-rate-limit", "--no-auto-resume"}},
+        {{"webhooks", "create"}, {"--no-masks"}},
+        {{"entrypoints", "create"}, {"--default-event-type"}}};
+    for (const auto& [create, flags] : commands) {
+      std::vector<std::string> update = create;
+      update.back() = create[0] == "entrypoints" ? "event-type" : "update";
+      const std::string createHelp = runWebhooker({create[0], create[1], "--help"}, {}).out;
+      const std::string updateHelp = runWebhooker({update[0], update[1], "--help"}, {}).out;
+      for (const std::string& flag : flags) {
+        CAPTURE(create[0]);
+        CAPTURE(flag);
+        CHECK_FALSE(contains(createHelp, flag));
+        CHECK(contains(updateHelp, flag));
+      }
     }
   }
   SUBCASE("positional ids say whose id they are, and --limit is a number") {
