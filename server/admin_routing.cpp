@@ -51,12 +51,15 @@ void AdminApi::previewTarget(const HttpRequest& req, HttpResponse& res) {
   const TargetRouting routing = storedTargetRouting(target->routingJson);
   if (!routing_ && (!routing.filterJq.empty() || !routing.transformJq.empty()))
     return sendError(res, 503, error_code::kJqUnavailable, unavailable().message);
-  json out = {{"event_id", eventId},
-              {"event_type", payload->eventType ? json(*payload->eventType) : json(nullptr)},
-              {"filter_error", nullptr},
-              {"transformed", !routing.transformJq.empty()},
-              {"body", nullptr},
-              {"transform_error", nullptr}};
+  // Ordered, so the body keeps the key order the receiver gets.
+  using OrderedJson = nlohmann::ordered_json;
+  OrderedJson out = {
+      {"event_id", eventId},
+      {"event_type", payload->eventType ? OrderedJson(*payload->eventType) : OrderedJson(nullptr)},
+      {"filter_error", nullptr},
+      {"transformed", !routing.transformJq.empty()},
+      {"body", nullptr},
+      {"transform_error", nullptr}};
   bool matched = eventTypesMatch(routing, payload->eventType);
   if (matched && !routing.filterJq.empty()) {
     auto passed = routing_->passes(routing.filterJq, jqInput(payload->eventType, payload->headers,
@@ -67,10 +70,10 @@ void AdminApi::previewTarget(const HttpRequest& req, HttpResponse& res) {
   out["matched"] = matched;
   if (!routing.transformJq.empty()) {
     auto transformed = routing_->transform(routing, payload.value());
-    if (transformed) out["body"] = json::parse(transformed->body, nullptr, false);
+    if (transformed) out["body"] = OrderedJson::parse(transformed->body, nullptr, false);
     else out["transform_error"] = transformed.error().message;
   }
-  sendJson(res, 200, out);
+  sendOrderedJson(res, 200, out);
 }
 
 }  // namespace webhooker::server

@@ -4,10 +4,23 @@
 
 namespace webhooker::server {
 
-void sendJson(HttpResponse& res, int status, const nlohmann::json& body) {
+namespace {
+
+template <typename Json>
+void sendDump(HttpResponse& res, int status, const Json& body) {
   res.status = status;
-  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n",
                   "application/json");
+}
+
+}  // namespace
+
+void sendJson(HttpResponse& res, int status, const nlohmann::json& body) {
+  sendDump(res, status, body);
+}
+
+void sendOrderedJson(HttpResponse& res, int status, const nlohmann::ordered_json& body) {
+  sendDump(res, status, body);
 }
 
 void sendError(HttpResponse& res, int status, std::string_view code,

@@ -13,6 +13,9 @@
 namespace webhooker::server {
 
 void sendJson(HttpResponse& res, int status, const nlohmann::json& body);
+// The same, keeping the order the keys were inserted in (a jq program's
+// output, shown as the receiver would get it).
+void sendOrderedJson(HttpResponse& res, int status, const nlohmann::ordered_json& body);
 void sendError(HttpResponse& res, int status, std::string_view code,
                std::string_view message);
 

@@ -32,6 +32,7 @@ HarnessOptions withJq() {
 struct Answer {
   int status = 0;
   json body;
+  std::string text;  // as sent, in its key order
 };
 
 // An admin API call with the harness's token.
@@ -46,7 +47,7 @@ Answer api(EngineHarness& h, const std::string& method, const std::string& path,
                         : method == "PATCH" ? c.Patch(path, auth, text, "application/json")
                                             : c.Get(path, auth);
   REQUIRE(res);
-  return {res->status, json::parse(res->body, nullptr, false)};
+  return {res->status, json::parse(res->body, nullptr, false), res->body};
 }
 
 std::string webhookPath(const Hook& hook) { return "/api/v1/webhooks/" + hook.webhookId; }
@@ -310,6 +311,21 @@ TEST_CASE("runaway programs: `def f: f; f` and `[range(1e9)]` cost their budget,
   CHECK(ingest(h, hook, R"({"n":2})")["deliveries"] == 2);
   REQUIRE(plain.waitForRequests(2, 10s));
   CHECK(h.jqSandbox().run(".n + 1", R"({"n":1})").value().texts == std::vector<std::string>{"2"});
+}
+
+TEST_CASE("the preview shows a transform's body in jq's key order, as the receiver gets it") {
+  EngineHarness h(withJq());
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const std::string target = createTarget(
+      h, hook, {{"config", {{"url", r.url()}}}, {"transform", {{"jq", "{zeta: .body.n, alpha: 1}"}}}});
+  const json answer = ingest(h, hook, R"({"n":7})");
+  REQUIRE(r.waitForRequests(1, 10s));
+  CHECK(r.requests()[0].body == R"({"zeta":7,"alpha":1})");
+  const Answer preview = api(h, "POST", webhookPath(hook) + "/targets/" + target + "/preview",
+                             {{"event_id", answer["event_id"]}});
+  REQUIRE(preview.status == 200);
+  CHECK(preview.text.find(R"("body":{"zeta":7,"alpha":1})") != std::string::npos);
 }
 
 TEST_CASE("a failed transform ends the delivery at once; retry after the fix delivers") {
