@@ -8,9 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -18,6 +16,7 @@
 
 #include "tests/support/daemon_api.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/doc_commands.h"
 #include "tests/support/receiver.h"
 #include "tests/support/temp_dir.h"
 
@@ -27,62 +26,13 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-struct Recipe {
-  std::string where;    // file:line, for the failure message
-  std::string command;  // as written, continuation lines included
-};
-
-// True while `text` has an unclosed '...' or "..." (shell quoting, no escapes
-// inside single quotes).
-bool openQuote(const std::string& text) {
-  char quote = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quote == 0 && (c == '\'' || c == '"')) quote = c;
-    else if (quote == '"' && c == '\\') ++i;
-    else if (c == quote) quote = 0;
-  }
-  return quote != 0;
-}
-
-// Every command of a fenced code block that starts with `sqlite3 `; a
-// command goes on while a quote is open or a line ends with a backslash.
-std::vector<Recipe> recipesIn(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  REQUIRE_MESSAGE(in, "cannot read " << file);
-  std::vector<Recipe> recipes;
-  bool inCode = false;
-  bool continuing = false;
-  int lineNo = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++lineNo;
-    if (line.starts_with("```")) {
-      inCode = !inCode;
-      continuing = false;
-      continue;
-    }
-    if (!inCode) continue;
-    if (continuing) {
-      recipes.back().command += "\n" + line;
-    } else if (line.starts_with("sqlite3 ")) {
-      recipes.push_back({file.filename().string() + ":" + std::to_string(lineNo), line});
-    } else {
-      continue;
-    }
-    const std::string& command = recipes.back().command;
-    continuing = openQuote(command) || command.ends_with("\\");
-  }
-  return recipes;
-}
-
-std::vector<Recipe> documentedRecipes() {
-  const char* source = std::getenv("WEBHOOKER_SOURCE_DIR");
-  REQUIRE_MESSAGE(source, "WEBHOOKER_SOURCE_DIR is not set (tests/meson.build sets it)");
-  const std::filesystem::path root(source);
-  std::vector<Recipe> recipes = recipesIn(root / "README.md");
-  for (const auto& entry : std::filesystem::directory_iterator(root / "docs"))
-    if (entry.path().extension() == ".md")
-      for (Recipe& r : recipesIn(entry.path())) recipes.push_back(std::move(r));
+std::vector<DocCommand> documentedRecipes() {
+  std::vector<DocCommand> recipes;
+  for (const std::filesystem::path& file : documentationFiles())
+    for (DocCommand& r : docCommands(file, "", [](const std::string& line) {
+           return line.starts_with("sqlite3 ");
+         }))
+      recipes.push_back(std::move(r));
   return recipes;
 }
 
@@ -107,7 +57,7 @@ bool waitForStatuses(const DaemonApi& api, const std::string& webhookId,
 }  // namespace
 
 TEST_CASE("every sqlite3 recipe of the documentation runs against a real data folder") {
-  const std::vector<Recipe> recipes = documentedRecipes();
+  const std::vector<DocCommand> recipes = documentedRecipes();
   // The README's walk-through and docs/operations.md's recipes hold a
   // dozen; finding far fewer means the extraction broke, not the recipes.
   REQUIRE(recipes.size() >= 10);
@@ -152,7 +102,7 @@ TEST_CASE("every sqlite3 recipe of the documentation runs against a real data fo
   REQUIRE(waitForStatuses(api, webhookId, {{"delivered", 2}, {"failed", 2}, {"retrying", 2}}));
 
   const std::vector<std::string> env = {"D=data", "WH=" + webhookId, "EV=" + eventId};
-  for (const Recipe& recipe : recipes) {
+  for (const DocCommand& recipe : recipes) {
     CAPTURE(recipe.where);
     CAPTURE(recipe.command);
     const CommandResult r =
