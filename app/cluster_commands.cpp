@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -44,11 +45,14 @@ std::string statusCell(const json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-void printStatusTable(const json& rows) {
-  const std::vector<std::string> keys = {"node", "url", "ready", "webhooks", "pending",
-                                         "retrying", "version"};
-  std::vector<std::vector<std::string>> lines = {
-      {"NODE", "URL", "READY", "WEBHOOKS", "PENDING", "RETRYING", "VERSION"}};
+// One column per key, headed by the key in capitals; a missing value is "-".
+void printTable(const std::vector<std::string>& keys, const json& rows) {
+  std::vector<std::vector<std::string>> lines(1);
+  for (const std::string& key : keys) {
+    std::string& header = lines[0].emplace_back(key);
+    std::transform(header.begin(), header.end(), header.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  }
   for (const json& row : rows) {
     std::vector<std::string>& line = lines.emplace_back();
     for (const std::string& key : keys) line.push_back(statusCell(row.value(key, json())));
@@ -63,6 +67,10 @@ void printStatusTable(const json& rows) {
                                              : std::string());
     std::cout << text << "\n";
   }
+}
+
+void printStatusTable(const json& rows) {
+  printTable({"node", "url", "ready", "webhooks", "pending", "retrying", "version"}, rows);
   for (const json& row : rows)
     if (row.contains("error")) std::cout << "node " << statusCell(row["node"]) << ": " << statusCell(row["error"]) << "\n";
 }
@@ -136,6 +144,43 @@ void runCreateWebhook(ClusterSession& s) {
   } else {
     std::cout << "created webhook " << created->value("id", std::string()) << " on node "
               << chosen.value()->node().name << "\n";
+    // Routed by now: senders can be given it.
+    for (const json& entrypoint : created->value("entrypoints", json::array()))
+      std::cout << "entrypoint " << entrypoint.value("id", std::string()) << ": POST /hooks/"
+                << entrypoint.value("id", std::string()) << "\n";
+  }
+  s.exitCode = 0;
+}
+
+// Every node's webhooks, with the node that holds each; a node that does
+// not answer fails the command (a list without it would look whole).
+void runListWebhooks(ClusterSession& s) {
+  s.exitCode = 1;
+  const auto nodes = connectNodes(s);
+  if (!nodes) return;
+  json rows = json::array();
+  for (const NodeClient& node : *nodes) {
+    auto listed = node.call("GET", "/api/v1/webhooks");
+    if (!listed) return reportError(listed.error());
+    for (json webhook : listed->value("webhooks", json::array())) {
+      webhook["node"] = node.node().name;
+      rows.push_back(std::move(webhook));
+    }
+  }
+  if (s.rawJson) {
+    std::cout << json{{"webhooks", rows}}.dump() << "\n";
+  } else {
+    json table = json::array();
+    for (const json& webhook : rows) {
+      std::string entrypoints;
+      for (const json& entrypoint : webhook.value("entrypoints", json::array()))
+        entrypoints += (entrypoints.empty() ? "" : ",") + entrypoint.value("id", std::string());
+      table.push_back({{"node", webhook["node"]},
+                       {"id", webhook.value("id", json())},
+                       {"name", webhook.value("name", json())},
+                       {"entrypoints", entrypoints}});
+    }
+    printTable({"node", "id", "name", "entrypoints"}, table);
   }
   s.exitCode = 0;
 }
@@ -230,6 +275,12 @@ void addClusterCommands(CLI::App& app, int& exitCode) {
   create->add_option("--node", s->node, "create it on this node instead");
   create->add_flag("--json", s->rawJson, "print the node's answer as JSON");
   create->callback([s] { runCreateWebhook(*s); });
+
+  CLI::App* list = cluster->add_subcommand(
+      "list-webhooks", "every node's webhooks, with the node that holds each and its entrypoints");
+  nodesOption(list);
+  list->add_flag("--json", s->rawJson, "print JSON");
+  list->callback([s] { runListWebhooks(*s); });
 
   CLI::App* move = cluster->add_subcommand(
       "move", "move a webhook, its settings and events, to another node while its events keep "

@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,9 +32,11 @@
 #include "tests/support/contains.h"
 #include "tests/support/daemon_api.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/doc_commands.h"
 #include "tests/support/haproxy_process.h"
 #include "tests/support/receiver.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/text_pattern.h"
 
 namespace webhooker::testing {
 namespace {
@@ -313,6 +316,102 @@ TEST_CASE("cluster commands refuse bad input and change nothing; placement repor
                                          {DaemonApi::adminTokenEnv()}, 10s);
   CHECK(other.exitCode == 2);
   CHECK_MESSAGE(contains(other.err, "belongs to node b, not c"), other.err);
+}
+
+TEST_CASE("docs/scaling.md's HAProxy configuration starts as given once its map is made as said") {
+  skipWithoutHaproxy();
+  const char* source = std::getenv("WEBHOOKER_SOURCE_DIR");
+  REQUIRE(source);
+  const fs::path doc = fs::path(source) / "docs" / "scaling.md";
+  std::ifstream in(doc);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string page = text.str();
+  const size_t start = page.find("```\nglobal\n");
+  REQUIRE_MESSAGE(start != std::string::npos, "no HAProxy configuration in " << doc);
+  const size_t end = page.find("```", start + 4);
+  REQUIRE(end != std::string::npos);
+  std::string config = page.substr(start + 4, end - start - 4);
+
+  // Only what this machine cannot have changes: paths into the test's
+  // folder, loopback for the nodes, plain HTTP (no certificate here); the
+  // elided backend ("...") goes.
+  TempDir dir;
+  const std::map<std::string, std::string> local = {
+      {"/etc/haproxy/webhooker.map", (dir / "webhooker.map").string()},
+      {"/run/haproxy/admin.sock", (dir / "admin.sock").string()},
+      {"bind :443 ssl crt /etc/haproxy/webhooker.pem",
+       "bind 127.0.0.1:" + std::to_string(freeLoopbackPort())},
+      {"10.0.0.1", "127.0.0.1"},
+      {"backend node_b\n  ...\n", ""}};
+  for (const auto& [from, to] : local) {
+    CAPTURE(from);
+    CHECK(contains(config, from));
+    replaceAll(config, from, to);
+  }
+  const fs::path file = dir / "haproxy.cfg";
+  std::ofstream(file) << config;
+  const auto check = [&] { return runCommand({haproxyBin().value(), "-c", "-f", file.string()}); };
+
+  const CommandResult without = check();  // what the doc warns about
+  CHECK(without.exitCode != 0);
+  CHECK(contains(without.out + without.err, "webhooker.map"));
+
+  const auto steps = docCommands(doc, "sh", [](const std::string& line) { return !line.empty(); });
+  REQUIRE(steps.size() == 1);
+  std::string makeMap = steps[0].command;
+  replaceAll(makeMap, "/etc/haproxy/webhooker.map", (dir / "webhooker.map").string());
+  const CommandResult made = runCommand({"bash", "-c", makeMap});
+  REQUIRE_MESSAGE(made.exitCode == 0, made.err);
+
+  const CommandResult with = check();
+  CHECK_MESSAGE(with.exitCode == 0, with.out << with.err);
+}
+
+TEST_CASE("create-webhook prints the entrypoint it routed; list-webhooks lists every node's") {
+  skipWithoutHaproxy();
+  Nodes nodes({"a", "b"});
+  HaproxyProcess haproxy(nodes.ports());
+  const std::vector<std::string> routing = routingArgs(nodes, haproxy);
+
+  const CommandResult created =
+      cluster(withArgs({"create-webhook", "--name", "shop", "--node", "b"}, routing));
+  REQUIRE_MESSAGE(created.exitCode == 0, created.err);
+  const json placed = nodes.placement("b");
+  REQUIRE(placed["webhooks"].size() == 1);
+  const std::string webhookId = placed["webhooks"][0]["id"];
+  const std::string entrypointId = placed["webhooks"][0]["entrypoints"][0];
+  CHECK(contains(created.out, "created webhook " + webhookId + " on node b"));
+  CHECK(contains(created.out, "entrypoint " + entrypointId + ": POST /hooks/" + entrypointId));
+  // Routed when printed: HAProxy takes an event for it.
+  httplib::Client viaHaproxy(haproxy.url());
+  const auto sent = viaHaproxy.Post("/hooks/" + entrypointId, R"({"n":1})", "application/json");
+  REQUIRE(sent);
+  CHECK(sent->status == 200);
+
+  const json other = nodes.api("a").createWebhook("billing");
+  const std::string otherId = other["id"];
+  const std::vector<std::string> nodeList = {"--nodes", nodes.nodesArgument()};
+  const CommandResult table = cluster(withArgs({"list-webhooks"}, nodeList));
+  REQUIRE_MESSAGE(table.exitCode == 0, table.err);
+  CHECK(contains(table.out, "NODE"));
+  CHECK(firstMatch(table.out, "\\nb +" + webhookId + " +shop +" + entrypointId + "\\n"));
+  CHECK(firstMatch(table.out, "\\na +" + otherId + " +billing +"));
+
+  const CommandResult asJson = cluster(withArgs({"list-webhooks", "--json"}, nodeList));
+  REQUIRE_MESSAGE(asJson.exitCode == 0, asJson.err);
+  const json listed = json::parse(asJson.out)["webhooks"];
+  REQUIRE(listed.size() == 2);
+  std::map<std::string, std::string> nodeOf;
+  for (const json& w : listed) nodeOf[w["id"].get<std::string>()] = w["node"].get<std::string>();
+  CHECK(nodeOf == std::map<std::string, std::string>{{webhookId, "b"}, {otherId, "a"}});
+
+  // A node that does not answer fails the list: it would look whole without it.
+  const CommandResult partial = cluster(withArgs(
+      {"list-webhooks"},
+      {"--nodes", nodes.nodesArgument() + ",c=http://127.0.0.1:" + std::to_string(freeLoopbackPort())}));
+  CHECK(partial.exitCode == 1);
+  CHECK(contains(partial.err, "did not answer"));
 }
 
 TEST_CASE("three nodes behind HAProxy: spread, routed, stored once, delivered; a killed node "
