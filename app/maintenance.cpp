@@ -1,7 +1,10 @@
 // `webhooker migrate` and `webhooker admin-token --reset`: work on the data
 // folder directly, with or without a running daemon.
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 
+#include "app/admin_token_handover.h"
 #include "app/commands.h"
 #include "base/clock.h"
 #include "base/private_folder.h"
@@ -66,6 +69,17 @@ int runAdminTokenReset(const Config& config) {
   }
   std::cout << "New admin token (shown once; the old one no longer works):\n  " << token.value()
             << "\n";
+  // A token the first start handed over in a file is revoked now: the file
+  // must not go on looking like the way in.
+  const auto handedOver = config.dataPath() / kAdminTokenFile;
+  std::error_code ec;
+  if (std::filesystem::remove(handedOver, ec)) {
+    std::cout << "Removed " << handedOver.string() << ", which held the old token.\n";
+  } else if (ec) {
+    std::cerr << "webhooker: " << handedOver.string() << " holds the old token and could not be "
+              << "removed (" << ec.message() << "); delete it\n";
+    return 1;
+  }
   return 0;
 }
 

@@ -187,6 +187,9 @@ TEST_CASE("admin-token --reset takes effect on the running daemon") {
   REQUIRE(printed.size() == 1);
   const std::string newToken = *printed.begin();
   CHECK(newToken != oldToken);
+  // The file the first start handed the old token over in is gone with it.
+  CHECK_FALSE(std::filesystem::exists(dir / "admin-token.txt"));
+  CHECK(contains(reset.out, "which held the old token"));
   CHECK(listStatus(daemon, oldToken) == 401);
   CHECK(listStatus(daemon, newToken) == 200);
 }

@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import stat
 import subprocess
 
@@ -68,6 +69,24 @@ with temp_dir() as name:
     unit = installed_file(root, "system", "webhooker.service")
     environment_file = installed_file(root, "default", "webhooker")
     assert installed_file(root, "nginx", "webhooker.conf").is_file()
+    # Everything under the build's prefix, the unit too.
+    prefix = next(o["value"] for o in json.loads(
+        run(["meson", "introspect", "--buildoptions", str(build)]).stdout) if o["name"] == "prefix")
+    assert str(unit).startswith(str(root) + prefix + "/"), f"the unit is not under {prefix}: {unit}"
+    # The docs, side by side as the README links them, and the man page.
+    readme = installed_file(root, "webhooker", "README.md")
+    assert (readme.parent / "docs" / "architecture.md").is_file(), "docs/ is not installed"
+    if shutil.which("help2man"):
+        page = installed_file(root, "man1", "webhooker.1").read_text()
+        for subcommand in ("serve", "webhooks", "targets", "cluster"):
+            assert subcommand in page, f"the man page does not mention {subcommand}"
+        assert "/etc/default/webhooker" in page, "the man page has no FILES section"
+    # What the installed files point to in the README exists there.
+    headings = set(re.findall(r"^#+ (.+)$", readme.read_text(), re.M))
+    for text in (environment_file.read_text(),
+                 installed_file(root, "nginx", "webhooker.conf").read_text()):
+        for section in re.findall(r'README,\s*#?\s*"([^"]+)"', text):
+            assert section in headings, f'README has no section "{section}"'
     assert stat.S_IMODE(environment_file.stat().st_mode) == 0o600, "the environment file is not 0600"
     assert re.search(r"^EnvironmentFile=-/.*/default/webhooker$", unit.read_text(), re.M)
     assert f"ExecStart={'/' + str(binary.relative_to(root))} serve" in unit.read_text(), \
