@@ -15,6 +15,18 @@
 
 namespace webhooker {
 
+namespace {
+
+// Page cache of each connection, KiB. SQLite's default (2 MB) fills with
+// what the writer wrote: 512 MB over 1,000 open files. The writer keeps the
+// right-hand path of each b-tree it appends to; a reader's pages go stale
+// with the next commit anyway. Dirty pages beyond it spill to the WAL
+// (cache_spill, on by default).
+constexpr int kWriterCacheKiB = 64;
+constexpr int kReaderCacheKiB = 32;
+
+}  // namespace
+
 EventsDb::EventsDb(std::unique_ptr<SQLite::Database> db, const std::filesystem::path& file,
                    const DbOptions& options, const Clock& clock)
     : clock_(clock),
@@ -30,6 +42,7 @@ Result<std::shared_ptr<EventsDb>> EventsDb::open(const std::filesystem::path& fi
                                                  const DbOptions& options, const Clock& clock) {
   auto db = storage::openDatabase(file, options, eventsMigrations());
   if (!db) return db.error();
+  if (auto sized = limitCache(*db.value(), kWriterCacheKiB); !sized) return sized.error();
   return std::shared_ptr<EventsDb>(new EventsDb(std::move(db.value()), file, options, clock));
 }
 
@@ -279,9 +292,19 @@ Result<void> EventsDb::deferDelivery(const std::string& deliveryId, TimePoint ne
   });
 }
 
+Result<void> EventsDb::limitCache(SQLite::Database& db, int kib) {
+  try {
+    db.exec("PRAGMA cache_size = -" + std::to_string(kib));
+    return {};
+  } catch (const std::exception& e) {
+    return storage::storageError("size the page cache", e);
+  }
+}
+
 Result<std::unique_ptr<SQLite::Database>> EventsDb::openSnapshot() const {
   auto reader = storage::openReader(file_, options_);
   if (!reader) return reader.error();
+  if (auto sized = limitCache(*reader.value(), kReaderCacheKiB); !sized) return sized.error();
   try {
     reader.value()->exec("BEGIN");
   } catch (const std::exception& e) {
@@ -294,6 +317,7 @@ Result<void> EventsDb::openIfClosed(ReadConnection& connection) const {
   if (connection.db) return {};
   auto opened = storage::openReader(file_, options_);
   if (!opened) return opened.error();
+  if (auto sized = limitCache(*opened.value(), kReaderCacheKiB); !sized) return sized.error();
   connection.db = std::move(opened.value());
   connection.statements = std::make_unique<storage::StatementCache>(*connection.db);
   return {};

@@ -243,6 +243,8 @@ class EventsDb {
   // ingests and result writes for as long, nor on reader_, whose lock every
   // payload load takes. Closing it ends the transaction.
   Result<std::unique_ptr<SQLite::Database>> openSnapshot() const;
+  // Sets `db`'s page cache to `kib`.
+  static Result<void> limitCache(SQLite::Database& db, int kib);
 
   // A read-only connection of the file, opened on first use
   // (openIfClosed), with the statements prepared on it.

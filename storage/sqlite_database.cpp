@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <optional>
 #include <stdexcept>
 
 #include "base/clock.h"
@@ -19,6 +20,13 @@ namespace {
 void configureLibraryOnce() {
   static const bool configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
   (void)configured;
+}
+
+// Lookaside (SQLite's per-connection arena for small allocations) of 16 KiB
+// rather than the default 120 KiB: with thousands of connections open the
+// default is most of their memory. Before the connection's first statement.
+void shrinkLookaside(SQLite::Database& db) {
+  sqlite3_db_config(db.getHandle(), SQLITE_DBCONFIG_LOOKASIDE, nullptr, 256, 64);
 }
 
 }  // namespace
@@ -46,14 +54,21 @@ Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations)
                                    "{}; upgrade webhooker or restore a matching backup",
                                    db.getFilename(), current, known));
     }
+    if (current == known) return 0;
+    // A new file is made in one transaction: one disk flush, and a crash
+    // leaves it empty (the next open makes it again), never half made. An
+    // existing file moves one migration per transaction.
+    const bool fresh = current == 0;
+    std::optional<SQLite::Transaction> whole;
+    if (fresh) whole.emplace(db);
+    db.exec(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
     int applied = 0;
-    if (current < known)
-      db.exec(
-          "CREATE TABLE IF NOT EXISTS schema_migrations ("
-          " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
     for (const Migration& m : migrations) {
       if (m.version <= current) continue;
-      SQLite::Transaction txn(db);
+      std::optional<SQLite::Transaction> one;
+      if (!fresh) one.emplace(db);
       db.exec(std::string(m.sql));
       SQLite::Statement record(db,
                                "INSERT INTO schema_migrations (version, name, applied_at) "
@@ -62,9 +77,10 @@ Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations)
       record.bind(2, std::string(m.name));
       record.bind(3, formatTime(SystemClock().now()));
       record.exec();
-      txn.commit();
+      if (one) one->commit();
       ++applied;
     }
+    if (whole) whole->commit();
     return applied;
   } catch (const std::exception& e) {
     return storageError("migrate", e);
@@ -80,6 +96,7 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     auto db = std::make_unique<SQLite::Database>(
         file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX,
         options.busyTimeoutMs);
+    shrinkLookaside(*db);
     // SQLite quietly opens a file it may not write (an immutable file, a
     // read-only mount) read-only. Such a handle would refuse every write
     // even after the cause is gone, and a pool would keep it: refuse it, so
@@ -104,11 +121,18 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     // does not linger in free pages (user data; see docs/decisions.md).
     // Some builds default to it; others do not.
     db->exec("PRAGMA secure_delete = ON");
-    db->exec(options.sync == SyncMode::kFull ? "PRAGMA synchronous = FULL"
-                                             : "PRAGMA synchronous = NORMAL");
-    if (versionBefore) *versionBefore = schemaVersion(*db);
+    const int version = schemaVersion(*db);
+    if (versionBefore) *versionBefore = version;
+    // A new file's schema is written without a flush of its own: its WAL
+    // frames reach the disk with the file's first flushed commit (frames
+    // are appended in order, and SQLite syncs the folder with the WAL's
+    // first flush) or its first checkpoint. A power cut before that tears
+    // them off, leaving an empty file the next open makes whole again.
+    if (version == 0) db->exec("PRAGMA synchronous = NORMAL");
     auto applied = migrate(*db, migrations);
     if (!applied) return applied.error();
+    db->exec(options.sync == SyncMode::kFull ? "PRAGMA synchronous = FULL"
+                                             : "PRAGMA synchronous = NORMAL");
     return db;
   } catch (const std::exception& e) {
     return storageError("open", e);
@@ -133,8 +157,10 @@ Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path
                                                      const DbOptions& options) {
   configureLibraryOnce();
   try {
-    return std::make_unique<SQLite::Database>(
+    auto db = std::make_unique<SQLite::Database>(
         file.string(), SQLite::OPEN_READONLY | SQLite::OPEN_FULLMUTEX, options.busyTimeoutMs);
+    shrinkLookaside(*db);
+    return db;
   } catch (const std::exception& e) {
     return storageError("open reader", e);
   }

@@ -158,11 +158,29 @@ TEST_CASE("migrate applies only the migrations newer than the file, each recorde
             .getString() == "one,two,three");
 }
 
+TEST_CASE("a new file is made in one transaction: a failing migration leaves it empty") {
+  TempDir dir;
+  SQLite::Database db((dir / "m.db").string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  const Migration all[] = {{1, "one", "CREATE TABLE a (x INTEGER);"},
+                           {2, "broken", "CREATE TABLE c (z INTEGER); THIS IS NOT SQL;"}};
+  auto r = storage::migrate(db, all);
+  REQUIRE_FALSE(r.ok());
+  CHECK(storage::schemaVersion(db) == 0);
+  CHECK_FALSE(db.tableExists("a"));
+  CHECK_FALSE(db.tableExists("schema_migrations"));
+  // The next open makes it whole.
+  auto again = storage::migrate(db, std::span<const Migration>(all, 1));
+  REQUIRE(again.ok());
+  CHECK(again.value() == 1);
+  CHECK(db.tableExists("a"));
+}
+
 TEST_CASE("a failing migration is rolled back and leaves the version where it was") {
   TempDir dir;
   SQLite::Database db((dir / "m.db").string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
   const Migration all[] = {{1, "one", "CREATE TABLE a (x INTEGER);"},
                            {2, "broken", "CREATE TABLE c (z INTEGER); THIS IS NOT SQL;"}};
+  REQUIRE(storage::migrate(db, std::span<const Migration>(all, 1)).ok());
   auto r = storage::migrate(db, all);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == "storage_error");
