@@ -265,7 +265,9 @@ int runServe(const Config& config) {
     spdlog::shutdown();
     std::_Exit(0);
   }
-  spdlog::info("daemon.stopped");
+  const auto commits = EventsDbPool::commitCounts();
+  spdlog::info("daemon.stopped commit_rounds={} wal_flushes={}", commits.rounds,
+               commits.walFlushes);
   return 0;
 }
 

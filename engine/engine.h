@@ -19,8 +19,8 @@
 // thread; engineMutex_ guards the scheduler, held_ and the worker pool;
 // handoffs_ and the target cache (TargetCache) have their own locks. No
 // events DB is read under engineMutex_: a worker that drains an overflowed
-// lane only asks, and the refill thread reads. A hold may be released on an
-// events DB's flusher thread; the destructor waits for every hold.
+// lane only asks, and the refill thread reads. A hold may be released on a
+// commit thread of the events DBs; the destructor waits for every hold.
 #pragma once
 
 #include <chrono>

@@ -16,7 +16,7 @@
 // the count and the first and last of them) goes out when the minute ends.
 //
 // Threading: any thread. publish() and deadLettered() only queue the event
-// (they may be called on an events DB's flusher thread, which must not open
+// (they may be called on a commit thread of the events DBs, which must not open
 // or write another events DB); a thread of its own stores the queue in the
 // operational webhook's events DB, hands the deliveries to the engine and
 // sends minute summaries. An event is durable once stored, a few ms after

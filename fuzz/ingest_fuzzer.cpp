@@ -228,7 +228,7 @@ void oneRequest(Fixture& f, FuzzedDataProvider& in, std::map<std::string, std::s
   const int64_t before = f.events();
   f.dispatcher.clear();
 
-  // Answered at once or from the events DB's flusher after the commit.
+  // Answered at once or from a commit thread after the commit.
   req.body = body;
   std::promise<webhooker::server::HttpResponse> answered;
   auto pending = answered.get_future();

@@ -8,7 +8,7 @@
 //
 // Threading: handle() runs on the HTTP server's event loop and never waits
 // for a commit: the request is parked in the events DB's group commit and
-// answered from its flusher thread (EventsDb::ingestAsync). It reads the
+// answered from a commit thread (EventsDb::ingestAsync). It reads the
 // main DB only when an entrypoint is not cached, and opens an events DB only
 // when the pool does not hold it open; an event whose routing runs jq is
 // routed and queued for its commit from IngestRouting's threads instead.
@@ -76,7 +76,7 @@ class IngestHandler {
   // until then.
   void routeAndStore(std::shared_ptr<const IngestRoute> route, std::shared_ptr<EventsDb> db,
                      InboundEvent event, Respond respond, MoveFence::IngestPass pass);
-  // On the flusher, after the commit: the answer, then the deliveries.
+  // On a commit thread, after the commit: the answer, then the deliveries.
   void finish(const IngestRoute& route, const RoutedEvent& routed, Result<IngestOutcome> stored,
               InboundEvent& event, const Respond& respond);
   void unpark();

@@ -8,7 +8,8 @@
 // frequent small writes (ingest, attempt results, deferrals) of concurrent
 // callers are group-committed: one transaction and one fsync for all of
 // them, each caller answered once the commit holding its write is done
-// (storage/group_commit.h). Owned through shared_ptr by EventsDbPool and
+// (storage/group_commit.h); the submitted ones of every EventsDb share a few
+// commit threads and their flushes (storage/commit_threads.h). Owned through shared_ptr by EventsDbPool and
 // whoever is using it right now.
 #pragma once
 
@@ -57,8 +58,8 @@ class EventsDb {
                                std::chrono::milliseconds idempotencyWindow);
   // The same write without waiting for it: returns at once, and `then` gets
   // what ingest() would have returned, with the event back (to hand its body
-  // on without a copy), once the commit holding the write is done — on this
-  // EventsDb's flusher thread, with the same rules as recordAttemptAsync's
+  // on without a copy), once the commit holding the write is done — on a
+  // commit thread (storage/commit_threads.h), with the same rules as recordAttemptAsync's
   // `then`. So a request waiting for its commit holds no thread, and one
   // commit takes as many events as are in flight.
   using IngestDone = std::function<void(Result<IngestOutcome>, InboundEvent&)>;
@@ -79,12 +80,12 @@ class EventsDb {
   Result<void> recordAttempt(const AttemptRecord& attempt);
   // The same write without waiting for it: returns at once, and `then` gets
   // what recordAttempt() would have returned once the commit holding the
-  // write is done, on this EventsDb's flusher thread (group commit). So a
+  // write is done, on a commit thread (group commit). So a
   // delivery worker goes on to its next attempt while the result is written.
   // The commit survives the process being killed; a power cut may lose it
   // (no disk flush of its own), which can only send the delivery again.
-  // `then` must not throw, and must not wait for another write of this
-  // EventsDb (the flusher may be the thread that would have to lead it).
+  // `then` must not throw, and must not wait for a submitted write of any
+  // EventsDb (the commit threads may be the ones that would have to lead it).
   void recordAttemptAsync(AttemptRecord attempt, std::function<void(Result<void>)> then);
   // Writes queued for a group or running in one, waited for or not.
   size_t writesWaiting() const;

@@ -211,6 +211,10 @@ uint64_t EventsDbPool::closingsLocked(const std::string& webhookId) const {
   return it == closings_.end() ? 0 : it->second;
 }
 
+storage::CommitThreads::Counts EventsDbPool::commitCounts() {
+  return storage::CommitThreads::shared().counts();
+}
+
 size_t EventsDbPool::openCount() const {
   MutexLock lock(poolMutex_);
   return lru_.size();

@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/result.h"
+#include "storage/commit_threads.h"
 #include "storage/db_options.h"
 #include "storage/delivery_records.h"
 #include "storage/events_db.h"
@@ -118,6 +119,9 @@ class EventsDbPool {
 
   std::filesystem::path pathFor(const std::string& webhookId) const;
   size_t openCount() const;
+  // The process's commit rounds and WAL flushes so far (every pool's: the
+  // commit threads are shared, storage/commit_threads.h).
+  static storage::CommitThreads::Counts commitCounts();
 
  private:
   using Lru = std::list<std::pair<std::string, std::shared_ptr<EventsDb>>>;

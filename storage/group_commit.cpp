@@ -6,27 +6,25 @@
 #include <stdexcept>
 #include <string>
 
-#include "base/thread_name.h"
 #include "storage/sqlite_database.h"
 
 namespace webhooker::storage {
 
 GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements,
-                         SyncMode sync, std::chrono::microseconds linger)
+                         SyncMode sync, std::chrono::microseconds linger, CommitThreads& threads)
     : db_(db),
       dbMutex_(dbMutex),
       statements_(statements),
       openedSync_(sync),
       linger_(linger),
+      threads_(threads),
       currentSync_(sync) {}
 
 GroupCommit::~GroupCommit() {
-  {
-    MutexLock lock(queueMutex_);
-    stopping_ = true;
-  }
-  flushWanted_.notify_one();
-  if (flusher_.joinable()) flusher_.join();
+  MutexLock lock(queueMutex_);
+  stopping_ = true;
+  endLingerIfDueLocked();
+  unscheduled_.wait(lock, [&]() REQUIRES(queueMutex_) { return !scheduled_; });
 }
 
 Result<void> GroupCommit::run(const char* operation, const Work& work, size_t bytes) {
@@ -35,18 +33,20 @@ Result<void> GroupCommit::run(const char* operation, const Work& work, size_t by
   queue_.push_back(&self);
   ++flushedQueued_;
   endLingerIfDueLocked();
-  self.wake.wait(lock, [&]() REQUIRES(queueMutex_) {
-    return self.finished || (!leading_ && queue_.front() == &self);
-  });
-  if (self.finished) return std::move(*self.result);
-  auto submitted = leadLocked();
-  if (!submitted.empty()) {
-    // Their callbacks are the flusher's: this caller (an ingest, say) is
-    // answered now, not after someone else's bookkeeping.
-    for (auto& w : submitted) unreported_.push_back(std::move(w));
-    flushWanted_.notify_one();
+  while (true) {
+    self.wake.wait(lock, [&]() REQUIRES(queueMutex_) { return self.finished || !leading_; });
+    if (self.finished) return std::move(*self.result);
+    // Nobody leads: this caller commits the group at the head, its own
+    // write in it unless the group is full before it.
+    const std::vector<Writer*> group = takeGroupLocked();
+    queueMutex_.unlock();
+    commit(group);
+    queueMutex_.lock();
+    // Their callbacks are a commit thread's: this caller (an ingest, say)
+    // is answered now, not after someone else's bookkeeping.
+    for (auto& w : finishGroupLocked(group)) unreported_.push_back(std::move(w));
+    scheduleIfWantedLocked();
   }
-  return std::move(*self.result);
 }
 
 void GroupCommit::submit(const char* operation, Work work, Done done, size_t bytes,
@@ -59,27 +59,28 @@ void GroupCommit::submit(const char* operation, Work work, Done done, size_t byt
   writer->done = std::move(done);
   writer->durability = durability;
   MutexLock lock(queueMutex_);
-  if (!flusher_.joinable()) flusher_ = std::thread([this] { flush(); });
   if (durability != Durability::kBuffered) ++flushedQueued_;
   queue_.push_back(writer.release());
-  if (!leading_ && queue_.size() == 1) flushWanted_.notify_one();
+  if (!leading_) handOffLocked();
   endLingerIfDueLocked();
 }
 
-void GroupCommit::endLingerIfDueLocked() {
-  if (lingering_ && (flushedQueued_ > 0 || queue_.size() >= kLingerGroup)) {
-    lingering_ = false;
-    flushWanted_.notify_one();
-  }
+void GroupCommit::scheduleIfWantedLocked() {
+  if (scheduled_) return;
+  const bool headLeaderless = !leading_ && !queue_.empty() && queue_.front()->done;
+  if (!headLeaderless && unreported_.empty()) return;
+  scheduled_ = true;
+  lingering_ = unreported_.empty() && !stopping_ && lastGroupSize_ > 1 && flushedQueued_ == 0 &&
+               queue_.size() < kLingerGroup;
+  const auto now = CommitThreads::Clock::now();
+  threads_.schedule(this, lingering_ ? now + linger_ : now);
 }
 
-void GroupCommit::lingerLocked(MutexLock& lock) {
-  if (lastGroupSize_ <= 1 || flushedQueued_ > 0 || queue_.size() >= kLingerGroup) return;
-  lingering_ = true;
-  flushWanted_.wait_for(lock, linger_, [&]() REQUIRES(queueMutex_) {
-    return !lingering_ || stopping_;
-  });
-  lingering_ = false;
+void GroupCommit::endLingerIfDueLocked() {
+  if (lingering_ && (flushedQueued_ > 0 || queue_.size() >= kLingerGroup || stopping_)) {
+    lingering_ = false;
+    threads_.hurry(this);
+  }
 }
 
 size_t GroupCommit::waiting() const {
@@ -87,7 +88,7 @@ size_t GroupCommit::waiting() const {
   return queue_.size();
 }
 
-std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked() {
+std::vector<GroupCommit::Writer*> GroupCommit::takeGroupLocked() {
   leading_ = true;
   std::vector<Writer*> group;
   size_t groupBytes = 0;
@@ -98,9 +99,11 @@ std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked() {
     group.push_back(w);
     groupBytes += w->bytes;
   }
-  queueMutex_.unlock();
-  commit(group);
-  queueMutex_.lock();
+  return group;
+}
+
+std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::finishGroupLocked(
+    const std::vector<Writer*>& group) {
   leading_ = false;
   std::vector<std::unique_ptr<Writer>> submitted;
   lastGroupSize_ = group.size();
@@ -116,46 +119,56 @@ std::vector<std::unique_ptr<GroupCommit::Writer>> GroupCommit::leadLocked() {
 }
 
 void GroupCommit::handOffLocked() {
-  if (queue_.empty()) return;
-  if (queue_.front()->done) flushWanted_.notify_one();
-  else queue_.front()->wake.notify_one();
+  for (Writer* w : queue_) {
+    if (!w->done) {
+      w->wake.notify_one();  // a waiting caller leads
+      return;
+    }
+  }
+  scheduleIfWantedLocked();
 }
 
-void GroupCommit::flush() {
-  nameThisThread("wh-commit");
+GroupCommit::Round GroupCommit::beginRound() {
   MutexLock lock(queueMutex_);
-  const auto mine = [&]() REQUIRES(queueMutex_) {
-    return !leading_ && !queue_.empty() && queue_.front()->done;
-  };
-  while (true) {
-    flushWanted_.wait(lock, [&]() REQUIRES(queueMutex_) {
-      return mine() || !unreported_.empty() || (stopping_ && queue_.empty());
-    });
-    std::vector<std::unique_ptr<Writer>> committed = std::move(unreported_);
-    unreported_.clear();
-    if (mine() && committed.empty()) lingerLocked(lock);
-    if (mine()) {
-      for (auto& w : leadLocked()) committed.push_back(std::move(w));
-    } else if (committed.empty()) {
-      return;  // stopping, and everything is committed and reported
-    }
-    lock.unlock();
-    for (auto& w : committed) w->done(std::move(*w->result));
-    committed.clear();  // a Done's captures go before the lock is taken again
-    lock.lock();
-  }
+  lingering_ = false;
+  Round round;
+  round.committed = std::move(unreported_);
+  unreported_.clear();
+  if (!leading_ && !queue_.empty() && queue_.front()->done) round.group = takeGroupLocked();
+  round.flushes = flushes(round.group);
+  return round;
+}
+
+void GroupCommit::commitRound(Round& round) {
+  if (!round.group.empty()) commit(round.group);
+}
+
+bool GroupCommit::flushes(const std::vector<Writer*>& group) const {
+  return openedSync_ == SyncMode::kFull &&
+         std::any_of(group.begin(), group.end(),
+                     [](const Writer* w) { return w->durability == Durability::kFlushed; });
+}
+
+void GroupCommit::endRound(Round& round) {
+  MutexLock lock(queueMutex_);
+  if (!round.group.empty())
+    for (auto& w : finishGroupLocked(round.group)) round.committed.push_back(std::move(w));
+  lock.unlock();
+  for (auto& w : round.committed) w->done(std::move(*w->result));
+  round.committed.clear();  // a Done's captures go before the lock is taken again
+  lock.lock();
+  scheduled_ = false;
+  scheduleIfWantedLocked();
+  if (!scheduled_) unscheduled_.notify_all();
 }
 
 void GroupCommit::commit(const std::vector<Writer*>& group) {
   const auto failAll = [&](const char* operation, const std::exception& e) {
     for (Writer* w : group) w->result = storageError(operation, e);
   };
-  const bool buffered = std::none_of(group.begin(), group.end(), [](const Writer* w) {
-    return w->durability == Durability::kFlushed;
-  });
   MutexLock lock(dbMutex_);
   try {
-    useSync(buffered ? SyncMode::kNormal : openedSync_);
+    useSync(flushes(group) ? SyncMode::kFull : SyncMode::kNormal);
     transact(group);
   } catch (const std::exception& e) {
     failAll("commit", e);

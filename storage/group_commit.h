@@ -22,32 +22,42 @@
 //
 // A submitted write (submit()) does not wait: its caller goes on, and a
 // `Done` callback gets the result after the commit. Its caller's thread is
-// not there to lead, so when such a write heads the queue the flusher
-// thread leads (started with the first submit, one per GroupCommit). Every
-// Done runs on the flusher, so a waiting writer that led is answered at once.
+// not there to lead, so when nobody leads and no caller waits to, a commit
+// thread leads (CommitThreads: a few threads for every GroupCommit of the
+// process, not one each, whose rounds commit many files' groups at once).
+// A run() caller waiting behind submitted writes leads them itself when
+// nobody leads, so it never waits for a commit thread. Every Done runs on a
+// commit thread, in commit order.
 //
 // Ownership: owned with the connection it writes to (an EventsDb), together
 // with that connection's statement cache; destroying it commits what is
-// still queued first. Threading: run() and submit() from any thread;
-// queueMutex_ guards queue_, leading_, unreported_ and stopping_. The leader holds the
-// connection's mutex (`dbMutex`, given at construction) for the whole
-// transaction. A Work runs on the leader's thread: it may use its caller's
-// locals (run() waits), but must not take `dbMutex` itself. A Done runs on
-// the flusher after the commit, with no lock of this class held.
+// still queued first (so it must not be destroyed on a commit thread: a
+// Done must not hold the last reference to its owner). Threading: run() and
+// submit() from any thread; queueMutex_ guards the queue state. The leader
+// holds the connection's mutex (`dbMutex`, given at construction) for the
+// whole transaction. A Work runs on the leader's thread: it may use its
+// caller's locals (run() waits), but must not take `dbMutex` itself. A Done
+// runs on a commit thread after the commit, with no lock of this class
+// held; it must not wait for a submitted write (every commit thread may be
+// waiting so).
 //
 // Durability: a group is committed with the connection's synchronous mode
 // (SyncMode) unless every write in it is kBuffered; such a group commits
 // under synchronous=NORMAL, without a disk flush. WAL frames are appended in
 // order, so the next flushed commit makes the buffered ones durable too.
-// The connection goes back to its opened mode after every group: others
-// commit on it directly (EventsDb's redrive and retention).
+// Whoever leads, a group's writes are visible only once its commit (and
+// flush) is done, and a commit whose flush fails is SQLite's failed commit:
+// every writer of the group gets the error. The connection goes back to
+// its opened mode after every group: others commit on it directly
+// (EventsDb's redrive and retention).
 //
 // Lingering: a commit costs about the same for one write as for ten (the
 // transaction's locks, the WAL frames of the pages it touched). When only
 // buffered writes are queued and the last group held more than one (writes
-// are streaming in), the flusher waits up to kLinger for kLingerGroup of
-// them before it leads. A flushed write, a run() caller or the destructor
-// ends the wait at once; a lone stream of writes is never held.
+// are streaming in), a commit thread leads no sooner than kLinger later,
+// or once kLingerGroup of them are queued. A flushed write, a run() caller
+// or the destructor ends the wait at once; a lone stream of writes is never
+// held.
 #pragma once
 
 #include <chrono>
@@ -57,11 +67,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "base/mutex.h"
 #include "base/result.h"
+#include "storage/commit_threads.h"
 #include "storage/db_options.h"
 #include "storage/statement_cache.h"
 
@@ -92,9 +102,11 @@ class GroupCommit {
   using Done = std::function<void(Result<void>)>;
 
   // `sync` is the mode `db` was opened with; `linger` the longest wait of
-  // buffered writes for company (see "Lingering").
+  // buffered writes for company (see "Lingering"); `threads` lead the
+  // submitted writes.
   GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements, SyncMode sync,
-              std::chrono::microseconds linger = kLinger);
+              std::chrono::microseconds linger = kLinger,
+              CommitThreads& threads = CommitThreads::shared());
   ~GroupCommit();
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
@@ -106,7 +118,7 @@ class GroupCommit {
   // kMaxGroupBytes.
   Result<void> run(const char* operation, const Work& work, size_t bytes = 0);
   // Queues `work` for the next group and returns at once; `done` gets what
-  // run() would have returned, on the flusher thread.
+  // run() would have returned, on a commit thread.
   void submit(const char* operation, Work work, Done done, size_t bytes = 0,
               Durability durability = Durability::kFlushed);
 
@@ -114,6 +126,8 @@ class GroupCommit {
   size_t waiting() const;
 
  private:
+  friend class CommitThreads;
+
   struct Writer {
     const char* operation;
     const Work* work;  // run(): the caller's; submit(): `owned`
@@ -123,27 +137,47 @@ class GroupCommit {
     Durability durability = Durability::kFlushed;
     std::optional<Result<void>> result;
     bool finished = false;
-    std::condition_variable_any wake;  // run(): finished, or heading a leaderless queue
+    std::condition_variable_any wake;  // run(): finished, or nobody leads
   };
 
-  // Commits one group from the head of the queue. Called and returns with
-  // queueMutex_ held, which it releases while committing; the group's
-  // writers are finished and the lead handed on.
-  // Returns the group's submitted writers, whose Done is still to run.
-  std::vector<std::unique_ptr<Writer>> leadLocked() REQUIRES(queueMutex_);
-  // Wakes whoever must lead the queue's head now that nobody leads.
+  // --- A commit thread's round (CommitThreads::round) ----------------------
+  // This file's part of a round.
+  struct Round {
+    std::vector<Writer*> group;  // led by the round; empty if there was none to lead
+    std::vector<std::unique_ptr<Writer>> committed;  // submitted writes whose Done is due
+    bool flushes = false;  // the group's commit flushes the disk
+  };
+  // Takes the lead of the queue's head, if nobody leads and a submitted
+  // write heads it, and the results a run() caller left to report.
+  Round beginRound() EXCLUDES(queueMutex_);
+  // Commits the round's group, as run() would; on any thread.
+  void commitRound(Round& round) EXCLUDES(queueMutex_);
+  // Answers the round's writers, runs the due Dones, and asks for a commit
+  // thread again if there is work left; the last this class touches of
+  // *this when it does not (the destructor may go on).
+  void endRound(Round& round) EXCLUDES(queueMutex_);
+
+  // The group at the head of the queue (up to kMaxGroupSize,
+  // kMaxGroupBytes), now led by the caller.
+  std::vector<Writer*> takeGroupLocked() REQUIRES(queueMutex_);
+  // Ends the lead of `group`, whose results are set: its writers are
+  // finished and taken off the queue, the lead handed on. Returns the
+  // group's submitted writers, whose Done is still to run.
+  std::vector<std::unique_ptr<Writer>> finishGroupLocked(const std::vector<Writer*>& group)
+      REQUIRES(queueMutex_);
+  // Wakes a waiting run() caller to lead, or asks for a commit thread.
   void handOffLocked() REQUIRES(queueMutex_);
-  // The flusher, about to lead buffered writes: waits for more to join them
-  // while writes stream in (see "Lingering").
-  void lingerLocked(MutexLock& lock) REQUIRES(queueMutex_);
-  // Ends a linger early once the queue need not wait any more.
+  // Asks the commit threads for a round unless one is asked for already
+  // or there is nothing for it (see "Lingering" for when it is due).
+  void scheduleIfWantedLocked() REQUIRES(queueMutex_);
+  // Makes a lingering round due now once the queue need not wait any more.
   void endLingerIfDueLocked() REQUIRES(queueMutex_);
-  // The flusher thread: leads while a submitted write heads the queue, and
-  // runs the Done of every committed submitted write.
-  void flush();
   // The leader's part: one transaction for `group` in the synchronous mode
   // it needs; sets every result.
   void commit(const std::vector<Writer*>& group) EXCLUDES(queueMutex_);
+  // Whether `group`'s commit flushes the disk: the connection is FULL and
+  // not every write in it is kBuffered.
+  bool flushes(const std::vector<Writer*>& group) const;
   // commit()'s transaction; throws when SQLite cannot begin or commit it.
   void transact(const std::vector<Writer*>& group) REQUIRES(dbMutex_);
   // How a run of a group's works ended.
@@ -165,6 +199,7 @@ class GroupCommit {
   StatementCache& statements_;
   const SyncMode openedSync_;
   const std::chrono::microseconds linger_;
+  CommitThreads& threads_;
   SyncMode currentSync_ GUARDED_BY(dbMutex_);
 
   // Guards the members below and every queued Writer's result and finished.
@@ -172,16 +207,16 @@ class GroupCommit {
   // front: the leader's group; submitted writers owned here
   std::deque<Writer*> queue_ GUARDED_BY(queueMutex_);
   bool leading_ GUARDED_BY(queueMutex_) = false;  // a group is being committed
-  bool lingering_ GUARDED_BY(queueMutex_) = false;  // the flusher waits for more
+  // A round is asked for or running (CommitThreads holds this object).
+  bool scheduled_ GUARDED_BY(queueMutex_) = false;
+  bool lingering_ GUARDED_BY(queueMutex_) = false;  // that round is due later
   size_t flushedQueued_ GUARDED_BY(queueMutex_) = 0;  // queued writes not kBuffered
   size_t lastGroupSize_ GUARDED_BY(queueMutex_) = 0;
-  // Submitted writes a run() caller committed; the flusher runs their Done.
+  // Submitted writes a run() caller committed; a round runs their Done.
   std::vector<std::unique_ptr<Writer>> unreported_ GUARDED_BY(queueMutex_);
-  // The destructor runs: the flusher ends once all is reported.
+  // The destructor runs: rounds go on until all is reported.
   bool stopping_ GUARDED_BY(queueMutex_) = false;
-  std::condition_variable_any flushWanted_;
-  // Started by the first submit(); joined by the destructor.
-  std::thread flusher_ GUARDED_BY(queueMutex_);
+  std::condition_variable_any unscheduled_;  // scheduled_ cleared
 };
 
 }  // namespace webhooker::storage

@@ -6,7 +6,7 @@
 // Threading: any thread. attemptSucceeded/attemptFailed/receiverGone are
 // called on the delivery worker, before the attempt's result is queued for
 // writing, and may write the main DB; deadLettered is called once the dead
-// letter is committed, on the events DB's flusher thread, and must neither
+// letter is committed, on a commit thread of the events DBs, and must neither
 // block nor wait for an events DB write of its own.
 #pragma once
 

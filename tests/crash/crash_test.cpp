@@ -53,6 +53,7 @@ using Rng = std::mt19937_64;
 // than any receiver outage here; the target with 1 dead-letters now and then.
 constexpr int kMaxRetries = 8;
 constexpr int kFewRetries = 1;
+constexpr int kQuietWebhooks = 12;
 constexpr const char* kSigningSecret = "whsec_Y3Jhc2gtdGVzdC1zaWduaW5nLWtleS0wMTIzNDU2Nzg=";
 
 uint64_t envNumber(const char* name, uint64_t fallback) {
@@ -327,7 +328,9 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
   CrashingDaemon daemon(dir.path());
 
   // Three webhooks: several http targets (one with a single lane slot and
-  // a single retry, one FIFO), and the fire-and-forget database and log targets.
+  // a single retry, one FIFO), and the fire-and-forget database and log
+  // targets; then quiet webhooks with a log target each, so that one commit
+  // round often holds the events of several webhooks' files.
   const DaemonApi api(daemon.process().url());
   std::vector<std::string> hooks;
   std::vector<std::filesystem::path> dbs;
@@ -335,13 +338,15 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
   std::map<std::string, std::string> typeOfTarget;
   std::map<std::string, int> attemptsOfTarget;  // http targets: max_retries + 1
   std::string fifoTargetId;
-  const std::vector<std::vector<json>> layout = {
+  std::vector<std::vector<json>> layout = {
       {httpTarget("a", receiver.url("/w0/a"), 4), httpTarget("b", receiver.url("/w0/b"), 4),
        {{"name", "archive"}, {"type", "database"}, {"config", json::object()}}},
       {httpTarget("c", receiver.url("/w1/c"), 2),
        {{"name", "audit"}, {"type", "log"}, {"config", json::object()}},
        fifoTarget("f", receiver.url("/w1/fifo"))},
       {httpTarget("d", receiver.url("/w2/d"), 1, kFewRetries)}};
+  for (int quiet = 0; quiet < kQuietWebhooks; ++quiet)
+    layout.push_back({{{"name", "audit"}, {"type", "log"}, {"config", json::object()}}});
   for (size_t w = 0; w < layout.size(); ++w) {
     const json webhook = api.createWebhook("crash-" + std::to_string(w));
     hooks.push_back(DaemonApi::hookPath(webhook));

@@ -21,9 +21,12 @@
 #include <utility>
 #include <vector>
 
+#include "storage/commit_threads.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/fault_vfs.h"
+#include "tests/support/group_file.h"
 #include "tests/support/receiver.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_server.h"
 
 namespace webhooker::testing {
@@ -106,7 +109,7 @@ auto readWhileStalled(StalledIngest& ingest, Read read) {
 
 TEST_CASE("ingest into an events DB that cannot be written answers 503 and stores nothing") {
   FaultVfs::install();  // before the harness opens any file
-  for (const Fault fault : {Fault::kDiskFull, Fault::kReadOnly}) {
+  for (const Fault fault : {Fault::kDiskFull, Fault::kReadOnly, Fault::kSyncFails}) {
     CAPTURE(static_cast<int>(fault));
     EngineHarness harness;
     const Hook shop = harness.createWebhook("shop");
@@ -329,6 +332,66 @@ TEST_CASE("an ingest is answered only once its commit is flushed to the disk") {
   CHECK(second.status() == -1);  // its commit waits for the flush, and so does the answer
   CHECK(second.answer() == 200);
   CHECK(rowsIn(harness, shop, "events") == 2);
+}
+
+}  // namespace webhooker::testing
+
+namespace webhooker::testing {
+
+TEST_CASE("a commit round over several files: a file whose flush fails fails its own writers") {
+  FaultVfs::install();
+  TempDir dir;
+  storage::CommitThreads threads(1, 2);  // one commit thread: rounds follow each other
+  GroupFile held(dir, "held.db", threads), failing(dir, "failing.db", threads),
+      fine(dir, "fine.db", threads), alsoFine(dir, "also-fine.db", threads);
+
+  // The only commit thread reports `held`'s write and waits there, so the
+  // next three files' writes queue up for one round.
+  std::promise<void> release;
+  held.holdCommitThread(release.get_future().share());
+  const auto roundsBefore = threads.counts().rounds;
+  auto failed = failing.submitInsert(1);
+  auto stored = fine.submitInsert(2);
+  auto alsoStored = alsoFine.submitInsert(3);
+  InjectedFault fault("failing.db", Fault::kSyncFails);
+  release.set_value();
+
+  const Result<void> failedResult = failed.get();
+  REQUIRE_FALSE(failedResult.ok());
+  CHECK(failedResult.error().code == "storage_error");
+  CHECK(stored.get().ok());
+  CHECK(alsoStored.get().ok());
+  const auto counts = threads.counts();
+  CHECK(counts.rounds == roundsBefore + 1);  // the three files in one round
+  fault.clear();
+  CHECK(failing.rows() == 0);  // SQLite's failed commit: nothing of it visible
+  CHECK(fine.rows() == 1);
+  CHECK(alsoFine.rows() == 1);
+  // The file takes writes again once its disk does.
+  CHECK(failing.submitInsert(4).get().ok());
+  CHECK(failing.rows() == 1);
+}
+
+TEST_CASE("a commit round answers none of its writers before every file's flush is done") {
+  FaultVfs::install();
+  TempDir dir;
+  storage::CommitThreads threads(1, 2);
+  GroupFile held(dir, "held.db", threads), stalled(dir, "stalled.db", threads),
+      fine(dir, "fine.db", threads);
+  std::promise<void> release;
+  held.holdCommitThread(release.get_future().share());
+  auto slow = stalled.submitInsert(1);
+  auto quick = fine.submitInsert(2);
+  InjectedFault fault("stalled.db", Fault::kStall);
+  release.set_value();
+  REQUIRE(FaultVfs::install().waitForStalledSync(std::chrono::seconds(10)));
+  // `fine` is committed and flushed, but its writer waits for the round.
+  CHECK(quick.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+  CHECK(stalled.rows() == 0);  // not visible before its flush
+  fault.clear();
+  CHECK(slow.get().ok());
+  CHECK(quick.get().ok());
+  CHECK(stalled.rows() == 1);
 }
 
 }  // namespace webhooker::testing

@@ -79,6 +79,7 @@ int FaultVfs::writeFault(sqlite3_file* f) {
     case Fault::kDiskFull: return SQLITE_FULL;
     case Fault::kReadOnly: return SQLITE_IOERR_WRITE;
     case Fault::kStall:
+    case Fault::kSyncFails:
     case Fault::kNone: break;
   }
   return SQLITE_OK;
@@ -133,6 +134,7 @@ sqlite3_io_methods FaultVfs::makeMethods(int version) {
     return real(f)->pMethods->xTruncate(real(f), size);
   };
   m.xSync = [](sqlite3_file* f, int flags) {
+    if (install().faultFor(*fileOf(f).name) == Fault::kSyncFails) return SQLITE_IOERR_FSYNC;
     install().waitWhileStalled(f);
     return real(f)->pMethods->xSync(real(f), flags);
   };

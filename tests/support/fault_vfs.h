@@ -10,7 +10,9 @@
 //              open(O_RDWR) is refused;
 //   kStall     xSync waits until the fault is cleared (a disk that takes its
 //              time to flush): a commit under synchronous=FULL stops with
-//              its frames written, not yet visible, its connection held.
+//              its frames written, not yet visible, its connection held;
+//   kSyncFails xSync answers SQLITE_IOERR_FSYNC (fsync() gave EIO: the disk
+//              could not write back what the file holds).
 // Everything above it — SQLite's rollback, SQLiteCpp, storage/, the server,
 // the engine — runs unchanged. Needs no root, unlike the real faults in
 // storage_faults_test.
@@ -31,7 +33,7 @@ namespace webhooker::testing {
 
 class FaultVfs {
  public:
-  enum class Fault { kNone, kDiskFull, kReadOnly, kStall };
+  enum class Fault { kNone, kDiskFull, kReadOnly, kStall, kSyncFails };
 
   // Registers the VFS as the default, once per process.
   static FaultVfs& install();

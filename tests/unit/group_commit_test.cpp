@@ -23,10 +23,13 @@
 #include <thread>
 #include <vector>
 
+#include "storage/commit_threads.h"
 #include "storage/events_db.h"
 #include "storage/group_commit.h"
 #include "storage/statement_cache.h"
 #include "tests/support/db_file.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/group_file.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -527,4 +530,68 @@ TEST_CASE_FIXTURE(EventsFixture, "ingests queued together with one idempotency k
   SQLite::Database reader(file.string(), SQLite::OPEN_READONLY);
   CHECK(reader.execAndGet("SELECT COUNT(*) FROM events").getInt() == 1);
   CHECK(reader.execAndGet("SELECT COUNT(*) FROM deliveries").getInt() == 1);
+}
+
+namespace {
+
+size_t processThreads() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("submitted writes of many files queued meanwhile share one commit round") {
+  TempDir dir;
+  webhooker::storage::CommitThreads threads(1, 2);  // one commit thread: rounds follow each other
+  webhooker::testing::GroupFile held(dir, "held.db", threads);
+  std::vector<std::unique_ptr<webhooker::testing::GroupFile>> files;
+  for (int i = 0; i < 20; ++i)
+    files.push_back(std::make_unique<webhooker::testing::GroupFile>(
+        dir, "file-" + std::to_string(i) + ".db", threads));
+  std::promise<void> release;
+  held.holdCommitThread(release.get_future().share());
+  const auto before = threads.counts();
+  std::vector<std::future<Result<void>>> results;
+  for (int i = 0; i < 20; ++i) results.push_back(files[i]->submitInsert(i));
+  release.set_value();
+  for (auto& r : results) CHECK(r.get().ok());
+  const auto after = threads.counts();
+  CHECK(after.rounds == before.rounds + 1);
+  CHECK(after.walFlushes == before.walFlushes + 20);  // each file's commit flushed its own WAL
+  for (const auto& f : files) CHECK(f->rows() == 1);
+}
+
+TEST_CASE("open events DBs add no thread of their own") {
+  TempDir dir;
+  webhooker::testing::FakeClock clock;
+  // The shared commit threads are running before the count starts.
+  auto first = webhooker::EventsDb::open(dir / "events-first.db", webhooker::DbOptions{}, clock);
+  REQUIRE(first.ok());
+  std::promise<void> firstDone;
+  first.value()->recordAttemptAsync({}, [&](Result<void>) { firstDone.set_value(); });
+  firstDone.get_future().wait();
+  const size_t before = processThreads();
+
+  constexpr int kFiles = 50;
+  std::vector<std::shared_ptr<webhooker::EventsDb>> dbs;
+  std::vector<std::future<Result<webhooker::IngestOutcome>>> stored;
+  for (int i = 0; i < kFiles; ++i) {
+    auto db = webhooker::EventsDb::open(dir / ("events-" + std::to_string(i) + ".db"),
+                                        webhooker::DbOptions{}, clock);
+    REQUIRE(db.ok());
+    auto done = std::make_shared<std::promise<Result<webhooker::IngestOutcome>>>();
+    stored.push_back(done->get_future());
+    webhooker::InboundEvent e;
+    e.method = "POST";
+    e.body = "event " + std::to_string(i);
+    db.value()->ingestAsync(std::move(e), {"t1"}, 24h,
+                            [done](Result<webhooker::IngestOutcome> r, webhooker::InboundEvent&) {
+                              done->set_value(std::move(r));
+                            });
+    dbs.push_back(std::move(db.value()));
+  }
+  for (auto& s : stored) CHECK(s.get().ok());
+  CHECK(processThreads() <= before);
 }

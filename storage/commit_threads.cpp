@@ -1,0 +1,161 @@
+#include "storage/commit_threads.h"
+
+#include "base/thread_name.h"
+#include "storage/group_commit.h"
+
+namespace webhooker::storage {
+
+CommitThreads::CommitThreads(size_t commitThreads, size_t flushThreads) {
+  for (size_t i = 0; i < commitThreads; ++i) threads_.emplace_back([this] { commitLoop(); });
+  for (size_t i = 0; i < flushThreads; ++i) threads_.emplace_back([this] { flushLoop(); });
+}
+
+CommitThreads::~CommitThreads() {
+  {
+    MutexLock lock(mutex_);
+    stopping_ = true;
+  }
+  readyChanged_.notify_all();
+  flushesChanged_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+CommitThreads& CommitThreads::shared() {
+  // Two rounds at a time; up to 22 flushes at once, so that the senders in
+  // flight over many webhooks (64 connections) wait for about one flush
+  // each, not a queue of them (20 threads in all beside the daemon's 36
+  // keeps it under 64). Never destroyed: a GroupCommit destroyed during
+  // exit may still need it.
+  static CommitThreads* const threads = new CommitThreads(2, 20);
+  return *threads;
+}
+
+void CommitThreads::schedule(GroupCommit* file, Clock::time_point due) {
+  {
+    MutexLock lock(mutex_);
+    if (due > Clock::now()) {
+      lingering_.emplace(file, due);
+    } else {
+      ready_.push_back(file);
+    }
+  }
+  readyChanged_.notify_one();
+}
+
+void CommitThreads::hurry(GroupCommit* file) {
+  {
+    MutexLock lock(mutex_);
+    if (lingering_.erase(file) == 0) return;  // its round has begun
+    ready_.push_back(file);
+  }
+  readyChanged_.notify_one();
+}
+
+CommitThreads::Counts CommitThreads::counts() const {
+  MutexLock lock(mutex_);
+  return counts_;
+}
+
+void CommitThreads::commitLoop() {
+  nameThisThread("wh-commit");
+  MutexLock lock(mutex_);
+  while (!stopping_) {
+    // Lingering files whose time has come join the ready ones.
+    auto wakeAt = Clock::time_point::max();
+    const auto now = Clock::now();
+    for (auto it = lingering_.begin(); it != lingering_.end();) {
+      if (it->second <= now) {
+        ready_.push_back(it->first);
+        it = lingering_.erase(it);
+      } else {
+        wakeAt = std::min(wakeAt, it->second);
+        ++it;
+      }
+    }
+    if (ready_.empty()) {
+      if (wakeAt == Clock::time_point::max()) readyChanged_.wait(lock);
+      else readyChanged_.wait_until(lock, wakeAt);
+      continue;
+    }
+    std::vector<GroupCommit*> files;
+    while (!ready_.empty() && files.size() < kMaxFilesPerRound) {
+      files.push_back(ready_.front());
+      ready_.pop_front();
+    }
+    // Others may start the next round meanwhile.
+    if (!ready_.empty()) readyChanged_.notify_one();
+    lock.unlock();
+    round(files);
+    lock.lock();
+  }
+}
+
+void CommitThreads::round(const std::vector<GroupCommit*>& files) {
+  std::vector<GroupCommit::Round> parts;
+  parts.reserve(files.size());
+  for (GroupCommit* file : files) parts.push_back(file->beginRound());
+  // A commit without a flush only costs CPU: it runs here. Those that
+  // wait for the disk wait together.
+  bool committed = false;
+  std::vector<std::function<void()>> flushing;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (parts[i].group.empty()) continue;
+    committed = true;
+    if (parts[i].flushes)
+      flushing.push_back([file = files[i], &part = parts[i]] { file->commitRound(part); });
+    else
+      files[i]->commitRound(parts[i]);
+  }
+  if (!flushing.empty()) runTogether(flushing);
+  {
+    MutexLock lock(mutex_);
+    if (committed) ++counts_.rounds;
+    counts_.walFlushes += flushing.size();
+  }
+  for (size_t i = 0; i < files.size(); ++i) files[i]->endRound(parts[i]);
+}
+
+void CommitThreads::runTogether(std::vector<std::function<void()>>& jobs) {
+  size_t undone = jobs.size();
+  MutexLock lock(mutex_);
+  // The first stays with this thread; the others go to whichever is free.
+  for (size_t i = 1; i < jobs.size(); ++i) flushes_.push_back({&jobs[i], &undone});
+  if (jobs.size() > 1) flushesChanged_.notify_all();
+  std::function<void()>* mine = &jobs[0];
+  while (true) {
+    if (mine) {
+      lock.unlock();
+      (*mine)();
+      lock.lock();
+      if (--undone == 0) flushesChanged_.notify_all();
+    }
+    if (undone == 0) return;
+    mine = nullptr;
+    // Help with this round's commits not taken yet; else wait for them.
+    for (auto it = flushes_.begin(); it != flushes_.end(); ++it) {
+      if (it->undone == &undone) {
+        mine = it->job;
+        flushes_.erase(it);
+        break;
+      }
+    }
+    if (!mine) flushesChanged_.wait(lock);
+  }
+}
+
+void CommitThreads::flushLoop() {
+  nameThisThread("wh-flush");
+  MutexLock lock(mutex_);
+  while (true) {
+    flushesChanged_.wait(lock, [&]() REQUIRES(mutex_) { return stopping_ || !flushes_.empty(); });
+    if (flushes_.empty()) return;  // stopping
+    const FlushJob job = flushes_.front();
+    flushes_.pop_front();
+    lock.unlock();
+    (*job.job)();
+    lock.lock();
+    if (--*job.undone == 0) flushesChanged_.notify_all();
+  }
+}
+
+}  // namespace webhooker::storage

@@ -1,0 +1,102 @@
+// Internal to storage/: the threads that commit the submitted writes of every
+// GroupCommit (every events DB) of the process, so a node with thousands of
+// webhooks runs a few commit threads, not one per open file.
+//
+// A GroupCommit whose queue is headed by a submitted write (or holds
+// results to report) asks for a commit thread (schedule()). A commit
+// thread takes up to kMaxFilesPerRound of the files waiting and makes one
+// round of them: each file's group is committed as its own leader would
+// (synchronous=FULL: SQLite writes and flushes the file's WAL), those that
+// flush all at once on the flush threads, the others (buffered writes: CPU
+// only) on the commit thread, and only once every commit of the round is
+// done is any of its writers answered. Concurrent flushes are joined by the
+// file system into one journal commit and by the disk into one cache flush,
+// so a round costs about the time of one flush however many files it holds:
+// a thousand quiet webhooks share flushes as the writes of one busy webhook
+// do. Each commit, and so each flush, stays its file's own: a file whose
+// flush fails fails its own writers only, and no write is visible before
+// its file's flush (GroupCommit, "Durability").
+//
+// Lingering: a GroupCommit may ask to be led no sooner than a given time
+// (schedule()'s `due`, see GroupCommit's "Lingering"); hurry() makes it due
+// now.
+//
+// Ownership: shared() is the process's, never destroyed; a test may make
+// its own, which must outlive every GroupCommit using it. Threading: every
+// method from any thread. A GroupCommit calls schedule() and hurry() with
+// its queue mutex held, so this class never calls a GroupCommit with
+// mutex_ held. A GroupCommit is in a queue here only while its
+// `scheduled_` is set, which its destructor waits to see cleared.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/mutex.h"
+
+namespace webhooker::storage {
+
+class GroupCommit;
+
+class CommitThreads {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kMaxFilesPerRound = 256;
+
+  // `commitThreads` lead rounds; the commits of a round that flush run on
+  // the `flushThreads` (and on its commit thread) at once, so that their
+  // flushes are issued together. shared() has the daemon's numbers.
+  CommitThreads(size_t commitThreads, size_t flushThreads);
+  ~CommitThreads();
+  CommitThreads(const CommitThreads&) = delete;
+  CommitThreads& operator=(const CommitThreads&) = delete;
+
+  // The process's threads, started on first use.
+  static CommitThreads& shared();
+
+  // `file` has work for a commit thread, no sooner than `due`. Once per
+  // scheduling: not again until a round of it has begun.
+  void schedule(GroupCommit* file, Clock::time_point due);
+  // A scheduled `file` that waits for its `due` is led as soon as may be.
+  void hurry(GroupCommit* file);
+
+  // Counts since start, for the metrics and the bench.
+  struct Counts {
+    uint64_t rounds = 0;      // rounds with at least one commit
+    uint64_t walFlushes = 0;  // commits of rounds that flushed their WAL (fdatasync)
+  };
+  Counts counts() const;
+
+ private:
+  void commitLoop();
+  void flushLoop();
+  // One round over `files`: their commits at once, then the answers.
+  void round(const std::vector<GroupCommit*>& files);
+  // Runs every job of `jobs` on the flush threads and this one; returns
+  // once all are done.
+  void runTogether(std::vector<std::function<void()>>& jobs) EXCLUDES(mutex_);
+
+  mutable Mutex mutex_;
+  std::deque<GroupCommit*> ready_ GUARDED_BY(mutex_);
+  std::unordered_map<GroupCommit*, Clock::time_point> lingering_ GUARDED_BY(mutex_);
+  std::condition_variable_any readyChanged_;
+  // Commits waiting for a flush thread, and how many of each round are undone.
+  struct FlushJob {
+    std::function<void()>* job;
+    size_t* undone;
+  };
+  std::deque<FlushJob> flushes_ GUARDED_BY(mutex_);
+  std::condition_variable_any flushesChanged_;  // a job queued, or one done
+  Counts counts_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::vector<std::thread> threads_;  // last: joined before the members above go
+};
+
+}  // namespace webhooker::storage
