@@ -17,6 +17,8 @@ BenchConfig BenchConfig::normal() { return {}; }
 BenchConfig BenchConfig::large() {
   BenchConfig c;
   c.scaleShapes = {{10'000, 100'000}, {1'000, 1'000'000}};
+  c.tenants = 10'000;
+  c.tenantEvents = 40'000;
   return c;
 }
 
@@ -39,6 +41,8 @@ BenchConfig BenchConfig::smokeSized() {
   c.memoryTargets = 3;
   c.memoryEvents = 50;
   c.fifoEvents = 40;
+  c.tenants = 20;
+  c.tenantEvents = 200;
   return c;
 }
 

@@ -85,7 +85,9 @@ LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies)
           r.due = std::chrono::steady_clock::now();
         }
         const httplib::Headers headers = {{kSeqHeader, std::to_string(r.seq)}};
-        auto res = client.Post(spec.path, headers, bodies[i % bodies.size()], "application/json");
+        const std::string& path =
+            spec.paths.empty() ? spec.path : spec.paths[pathIndex(i, spec.paths.size())];
+        auto res = client.Post(path, headers, bodies[i % bodies.size()], "application/json");
         r.latencyMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r.due)
                           .count();
         r.status = res ? res->status : 0;
@@ -95,6 +97,13 @@ LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies)
   connections.clear();  // joins
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+size_t pathIndex(size_t i, size_t count) {
+  uint64_t x = i + 0x9e3779b97f4a7c15ULL;  // splitmix64
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<size_t>((x ^ (x >> 31)) % count);
 }
 
 }  // namespace webhooker::bench

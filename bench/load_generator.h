@@ -22,6 +22,9 @@ namespace webhooker::bench {
 struct LoadSpec {
   std::string baseUrl;  // http://127.0.0.1:port
   std::string path;     // /hooks/<uuid>
+  // If set, request i goes to paths[pathIndex(i)] instead (spread at random
+  // over many webhooks, the same way in every run).
+  std::vector<std::string> paths;
   int connections = 8;
   size_t requests = 0;  // how many to send in all
   double rate = 0;      // requests per second in all; 0 = closed loop
@@ -54,6 +57,9 @@ struct LoadResult {
 };
 
 LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies);
+
+// Which of `count` paths request `i` goes to: a fixed pseudo-random spread.
+size_t pathIndex(size_t i, size_t count);
 
 // A fresh range of `n` X-Bench-Seq numbers, unique in the process.
 int64_t reserveSeqs(size_t n);

@@ -58,6 +58,10 @@ struct BenchConfig {
   int memoryWebhooks = 10;
   int memoryTargets = 100;
   size_t memoryEvents = 1'000;
+  // tenants: webhooks made through the API, and the ingest load (at
+  // ingestAloneConnections) spread over them at random.
+  int tenants = 1'000;
+  size_t tenantEvents = 20'000;
   // fifo: events drained to a receiver answering in 1 ms (a quarter of them
   // for the one answering in 10 ms).
   size_t fifoEvents = 1'000;
@@ -81,5 +85,6 @@ void runMemory(const BenchConfig& config, Report& report);
 void runFifo(const BenchConfig& config, Report& report);
 void runSlowClients(const BenchConfig& config, Report& report);
 void runCluster(const BenchConfig& config, Report& report);
+void runTenants(const BenchConfig& config, Report& report);
 
 }  // namespace webhooker::bench

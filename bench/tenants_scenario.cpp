@@ -1,0 +1,162 @@
+// tenants: many webhooks on one node, each its own events DB. The daemon
+// first gets the ingest load (64 connections, no targets) to one webhook;
+// a second daemon then creates `tenants` webhooks through the admin API,
+// 8 requests in flight, and gets the same load spread at random over all of
+// them. Figures: the many-webhook ingest rate against the one-webhook rate;
+// the daemon's threads and peak RSS after each run; how long creating the
+// webhooks took; and, from the daemon's own counts at its stop, the commit
+// rounds and WAL flushes per acknowledged event (a round's flushes are
+// issued together: the disk sees about one flush per round).
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/load_generator.h"
+#include "bench/scenario_support.h"
+#include "bench/scenarios.h"
+#include "tests/support/temp_dir.h"
+
+namespace webhooker::bench {
+
+namespace {
+
+constexpr int kCreatorsInFlight = 8;
+
+// A line of /proc/<pid>/status, as a number ("Threads:", "VmHWM:" in kB).
+double statusValue(pid_t pid, const std::string& key) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
+  return 0;
+}
+
+// Creates `count` webhooks through the admin API, kCreatorsInFlight
+// requests at a time, each creator on a keep-alive connection of its own.
+std::vector<CreatedWebhook> createWebhooks(const BenchDaemon& daemon, int count) {
+  std::vector<CreatedWebhook> created(static_cast<size_t>(count));
+  std::atomic<int> next{0};
+  std::mutex failureMutex;
+  std::string failure;
+  std::vector<std::jthread> creators;
+  for (int c = 0; c < kCreatorsInFlight; ++c) {
+    creators.emplace_back([&] {
+      httplib::Client client(daemon.url());
+      client.set_keep_alive(true);
+      client.set_read_timeout(30, 0);
+      const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kAdminToken}};
+      for (int i = next++; i < count; i = next++) {
+        const std::string body = nlohmann::json{{"name", "tenant-" + std::to_string(i)}}.dump();
+        auto res = client.Post("/api/v1/webhooks", auth, body, "application/json");
+        if (!res || res->status != 201) {
+          std::lock_guard lock(failureMutex);
+          failure = res ? res->body : "no answer";
+          return;
+        }
+        const auto webhook = nlohmann::json::parse(res->body);
+        created[static_cast<size_t>(i)] = {
+            webhook.at("id").get<std::string>(),
+            webhook.at("entrypoints").at(0).at("url").get<std::string>()};
+      }
+    });
+  }
+  creators.clear();  // joins
+  if (!failure.empty()) throw std::runtime_error("creating a webhook failed: " + failure);
+  return created;
+}
+
+struct DaemonAfterLoad {
+  LoadResult load;
+  double threads = 0;
+  double peakRssMb = 0;
+  double commitRounds = 0;
+  double walFlushes = 0;
+};
+
+// Posts `spec` through `daemon` (already holding the webhooks), then reads
+// its threads and peak RSS, stops it and reads its commit counts.
+DaemonAfterLoad loadAndStop(BenchDaemon& daemon, const LoadSpec& spec,
+                            const std::vector<std::string>& bodies) {
+  DaemonAfterLoad out;
+  out.load = runLoad(spec, bodies);
+  out.threads = statusValue(daemon.pid(), "Threads:");
+  out.peakRssMb = daemon.peakRssMb();
+  daemon.stop();
+  out.commitRounds = daemon.logValue("daemon.stopped", "commit_rounds").value_or(0);
+  out.walFlushes = daemon.logValue("daemon.stopped", "wal_flushes").value_or(0);
+  return out;
+}
+
+}  // namespace
+
+void runTenants(const BenchConfig& config, Report& report) {
+  const int tenants = config.tenants;
+  LoadSpec spec;
+  spec.connections = config.ingestAloneConnections;
+  spec.requests = config.tenantEvents;
+
+  DaemonAfterLoad one;
+  {
+    testing::TempDir data;
+    BenchDaemon daemon(data.path(), config.daemonSettings());
+    const CreatedWebhook webhook = daemon.createWebhook("one");
+    spec.baseUrl = daemon.url();
+    spec.path = webhook.hookPath;
+    spec.firstSeq = reserveSeqs(spec.requests);
+    one = loadAndStop(daemon, spec, config.bodies);
+  }
+
+  testing::TempDir data;
+  BenchDaemon daemon(data.path(), config.daemonSettings());
+  const auto creationStart = std::chrono::steady_clock::now();
+  const std::vector<CreatedWebhook> webhooks = createWebhooks(daemon, tenants);
+  const double creationSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - creationStart).count();
+  spec.baseUrl = daemon.url();
+  spec.paths.clear();
+  for (const CreatedWebhook& w : webhooks) spec.paths.push_back(w.hookPath);
+  spec.firstSeq = reserveSeqs(spec.requests);
+  const DaemonAfterLoad many = loadAndStop(daemon, spec, config.bodies);
+
+  const std::string at = " at " + std::to_string(tenants) + " webhooks";
+  report.add({"tenants", "events/s acknowledged" + at, many.load.steadyRatePerSecond(), "1/s",
+              one.load.steadyRatePerSecond(), "the same load to one webhook",
+              Goal{Goal::Kind::kRatioAtLeast, 0.8}});
+  report.add({"tenants", "daemon threads after the load" + at, many.threads, "threads",
+              one.threads, "one webhook", Goal{Goal::Kind::kValueAtMost, 64}});
+  report.add({"tenants", "daemon peak RSS" + at, many.peakRssMb, "MB", one.peakRssMb,
+              "one webhook",
+              Goal{Goal::Kind::kValueAtMost, tenants > 1'000 ? 400.0 : 150.0}});
+  // 10,000 in 20 s: 2 ms each.
+  report.add({"tenants", "creating " + std::to_string(tenants) + " webhooks, 8 in flight",
+              creationSeconds, "s", 0, "-",
+              Goal{Goal::Kind::kValueAtMost, 20.0 * tenants / 10'000}});
+  const auto perEvent = [](double count, const DaemonAfterLoad& run) {
+    return run.load.ok() > 0 ? count / static_cast<double>(run.load.ok()) : 0;
+  };
+  report.add({"tenants", "commit rounds per acknowledged event" + at,
+              perEvent(many.commitRounds, many), "1", perEvent(one.commitRounds, one),
+              "one webhook", std::nullopt});
+  report.add({"tenants", "WAL flushes per acknowledged event" + at,
+              perEvent(many.walFlushes, many), "1", perEvent(one.walFlushes, one), "one webhook",
+              std::nullopt});
+
+  // Every acknowledged event is in its webhook's file.
+  std::map<size_t, std::vector<int64_t>> seqsOf;
+  for (size_t i = 0; i < many.load.requests.size(); ++i) {
+    const RequestOutcome& r = many.load.requests[i];
+    if (r.status / 100 == 2) seqsOf[pathIndex(i, webhooks.size())].push_back(r.seq);
+  }
+  CorrectnessSpec check{data.path(), {}, {}, {}, {}};
+  for (auto& [index, seqs] : seqsOf) check.webhooks.push_back({webhooks[index].id, {}, std::move(seqs)});
+  addCheckAfterWait(report, "tenants", config, true, check);
+}
+
+}  // namespace webhooker::bench
