@@ -83,6 +83,28 @@ void collectError(void* data, jv message) {
   *messages += textOf(message);
 }
 
+// Defined before every program, on its first line (jq's line numbers stay
+// the program's own). Shadowing the builtins gives a program that asks for
+// more input than its one event, or writes to the daemon's stderr, an answer
+// of its own instead of a worker crash. And since `module`, `import` and
+// `include` may only open a program, the prelude makes each a syntax error:
+// a program reads no file, whatever its module metadata or path says.
+constexpr std::string_view kPrelude =
+    "def input: error(\"input: a program sees one event, there is no other input\"); "
+    "def inputs: empty; def debug: .; def stderr: .; def input_filename: null; "
+    "def modulemeta: error(\"modulemeta: jq programs read no file\"); ";
+
+// jq's message with the prelude taken out, and a refused module directive
+// said plainly.
+std::string compileMessage(std::string message) {
+  for (size_t at; (at = message.find(kPrelude)) != std::string::npos;)
+    message.erase(at, kPrelude.size());
+  for (const char* directive : {"unexpected import", "unexpected include", "unexpected module"})
+    if (message.find(directive) != std::string::npos)
+      return "module, import and include are refused: jq programs read no file";
+  return message;
+}
+
 class Programs {
  public:
   ~Programs() { clear(); }
@@ -98,13 +120,14 @@ class Programs {
     }
     std::string messages;
     jq_set_error_cb(state, collectError, &messages);
-    // No module search path: `import`/`include` can read no file.
+    // No module search path either (defence in depth; see kPrelude).
     jq_set_attr(state, jv_string("JQ_LIBRARY_PATH"), jv_array());
-    const bool ok = jq_compile(state, text.c_str()) != 0;
+    const std::string source = std::string(kPrelude) + text;
+    const bool ok = jq_compile(state, source.c_str()) != 0;
     jq_set_error_cb(state, nullptr, nullptr);
     if (!ok || text.find('\0') != std::string::npos) {
       jq_teardown(&state);
-      error = messages.empty() ? "the program does not compile" : messages;
+      error = messages.empty() ? "the program does not compile" : compileMessage(messages);
       return nullptr;
     }
     compiled_.emplace(text, state);
@@ -154,6 +177,13 @@ Reply run(jq_state* state, const std::string& input) {
   }
   jq_set_error_cb(state, nullptr, nullptr);
   if (!runtimeError.empty()) return errorReply(runtimeError);
+  if (jq_halted(state)) {
+    // `halt` ends the outputs; `halt_error` fails the run with its message.
+    jv message = jq_get_error_message(state);
+    if (jv_get_kind(message) != JV_KIND_NULL && jv_is_valid(message))
+      return errorReply("halt_error: " + textOf(message));
+    jv_free(message);
+  }
   return reply;
 }
 

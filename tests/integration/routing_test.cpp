@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -404,6 +406,51 @@ TEST_CASE("after a restart, the pending deliveries of a rate-limited target keep
   const auto requests = r.requests();
   CHECK(requests.back().at - requests.front().at >= 950ms);  // 1 at once, then one per 200 ms
   REQUIRE(h.waitForCount(hook.webhookId, target.id, "delivered", 6, 5s));
+}
+
+
+TEST_CASE("jq reads no file: import and include are refused, input and debug have an answer") {
+  EngineHarness h(withJq());
+  const Hook hook = h.createWebhook();
+  const std::filesystem::path dir = h.dataDir() / "modules";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "secret.json") << R"({"token":"s3cr3t-file"})";
+  std::ofstream(dir / "lib.jq") << R"(def leak: "s3cr3t-file";)";
+  const std::string d = dir.string();
+  const std::vector<std::string> programs = {
+      "import \"" + d + "/secret\" as $s; $s", "include \"lib\" {search: \"" + d + "\"}; leak",
+      "import \"lib\" as l {search: \"" + d + "\"}; l::leak",
+      "module {search: \"" + d + "\"}; include \"lib\"; leak", "include \"lib\"; leak"};
+  for (const std::string& program : programs) {
+    INFO(program);
+    const Answer a = api(h, "POST", webhookPath(hook) + "/targets",
+                         {{"name", "t"}, {"type", "log"}, {"transform", {{"jq", program}}}});
+    REQUIRE(a.status == 400);
+    CHECK(a.body["error"]["code"] == "invalid_transform");
+    CHECK(a.body.dump().find("read no file") != std::string::npos);
+    CHECK(a.body.dump().find("s3cr3t") == std::string::npos);
+    const auto ran = h.jqSandbox().run(program, "null");
+    REQUIRE_FALSE(ran);
+    CHECK(ran.error().code == jq_error::kError);
+  }
+  // A module's metadata is not read either.
+  const auto meta = h.jqSandbox().run("\"" + d + "/lib\" | modulemeta", "null");
+  CHECK((!meta || meta->texts.at(0).find("s3cr3t") == std::string::npos));
+
+  // One event is a program's only input; debug and stderr pass it through.
+  JqSandbox& jq = h.jqSandbox();
+  const auto input = jq.run("input", "1");
+  REQUIRE_FALSE(input);
+  CHECK(input.error().code == jq_error::kError);
+  CHECK(input.error().message == "input: a program sees one event, there is no other input");
+  CHECK(jq.run("[inputs]", "1").value().texts == std::vector<std::string>{"[]"});
+  CHECK(jq.run("[debug, stderr, input_filename, $__loc__.line]", "1").value().texts ==
+        std::vector<std::string>{"[1,1,null,1]"});
+  const auto halted = jq.run("\"stop\" | halt_error", "1");
+  REQUIRE_FALSE(halted);
+  CHECK(halted.error().message == "halt_error: stop");
+  // None of them cost a worker: each gave jq's own kind of answer above.
+  CHECK(jq.run(".n", R"({"n":3})").value().texts == std::vector<std::string>{"3"});
 }
 
 }  // namespace webhooker::testing
