@@ -71,6 +71,7 @@ inline constexpr std::string_view kJqError = "jq_error";
 inline constexpr std::string_view kJqTimeout = "jq_timeout";
 inline constexpr std::string_view kJqMemory = "jq_memory";
 inline constexpr std::string_view kJqUnavailable = "jq_unavailable";
+inline constexpr std::string_view kJqBusy = "jq_busy";
 
 // Outbound destinations.
 inline constexpr std::string_view kBlockedDestination = "blocked_destination";  // SSRF guard

@@ -12,14 +12,14 @@ namespace webhooker {
 
 bool transformBody(const TargetCache::Target& target, const Task& task, EventsDb& db,
                    EventPayload& payload, const AttemptHold& hold, const EngineRouting& routing,
-                   AttemptObserver& observer) {
+                   AttemptObserver& observer, Scheduler& scheduler, const Clock& clock) {
   if (target.routing.transformJq.empty()) return true;
   // From the stored event at every attempt, so a fixed program applies on
   // a retry; the stored event stays as received.
   Result<TransformedBody> transformed =
-      routing.evaluator ? routing.evaluator->transform(target.routing, payload)
-                        : Result<TransformedBody>(
-                              makeError(error_code::kJqUnavailable, "no jq evaluator is running"));
+      routing.evaluator ? routing.evaluator->transform(target.routing, payload, task.webhookId)
+                         : Result<TransformedBody>(makeError(error_code::kJqUnavailable,
+                                                             "no jq evaluator is running"));
   if (transformed) {
     payload.body = std::move(transformed->body);
     payload.contentType = "application/json";
@@ -32,10 +32,21 @@ bool transformBody(const TargetCache::Target& target, const Task& task, EventsDb
     payload.headers.emplace_back("Content-Type", "application/json");
     return true;
   }
-  // Deterministic: the same program fails the same way on every retry, so
-  // the delivery ends at once (a `retry` after the program is fixed works).
   if (routing.metrics)
     routing.metrics->programFailed(RoutingStage::kTransform, transformed.error().code);
+  if (jq_error::isRetryable(transformed.error())) {
+    // The program did not run: nothing is known of it, no attempt is used.
+    if (auto r = db.deferDelivery(task.deliveryId, clock.now() + kTransformRetryDelay); !r)
+      spdlog::warn("delivery.defer_failed delivery_id={} error=\"{}\"", task.deliveryId,
+                   r.error().message);
+    spdlog::info("delivery.transform_deferred webhook_id={} delivery_id={} target_id={} "
+                 "error=\"{}\"",
+                 task.webhookId, task.deliveryId, task.targetId, transformed.error().message);
+    scheduler.scheduleRetry(task, kTransformRetryDelay);
+    return false;
+  }
+  // Deterministic: the same program fails the same way on every retry, so
+  // the delivery ends at once (a `retry` after the program is fixed works).
   AttemptRecord record;
   record.deliveryId = task.deliveryId;
   record.attempt = task.attempt;

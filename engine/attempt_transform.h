@@ -6,6 +6,9 @@
 // until a jq worker answers.
 #pragma once
 
+#include <chrono>
+
+#include "base/clock.h"
 #include "engine/routing_metrics.h"
 #include "engine/target_cache.h"
 #include "storage/event_payload.h"
@@ -27,9 +30,13 @@ struct EngineRouting {
 // Replaces `payload` with the transformed body (JSON; the headers that
 // described the old body go). False when the transform failed: the
 // delivery is then failed as transform_failed and recorded, with `hold`
-// kept until the record is written and `observer` told.
+// kept until the record is written and `observer` told. Also false when
+// the program could not run (jq_error::isRetryable: no jq worker for its
+// webhook): the delivery is put off kTransformRetryDelay through
+// `scheduler`, at no attempt, as an open breaker does.
+inline constexpr std::chrono::seconds kTransformRetryDelay{1};
 bool transformBody(const TargetCache::Target& target, const Task& task, EventsDb& db,
                    EventPayload& payload, const AttemptHold& hold, const EngineRouting& routing,
-                   AttemptObserver& observer);
+                   AttemptObserver& observer, Scheduler& scheduler, const Clock& clock);
 
 }  // namespace webhooker

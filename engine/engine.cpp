@@ -424,7 +424,8 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
     payload = std::move(loaded.value());
   }
   task.targetType = target->type;
-  if (!transformBody(*target, task, *db.value(), payload, hold, routing_, observer_)) return;
+  if (!transformBody(*target, task, *db.value(), payload, hold, routing_, observer_, *this, clock_))
+    return;
   DeliveryContext context{*db.value(),     *target, target->config,
                           payload,         *this,   observer_,
                           std::move(hold), health_, !target->routing.transformJq.empty()};

@@ -11,8 +11,8 @@ namespace webhooker {
 namespace {
 
 constexpr std::array<std::string_view, 3> kStages = {"event_type", "filter", "transform"};
-constexpr std::array<std::string_view, 4> kReasons = {error_code::kJqError, error_code::kJqTimeout,
-                                                      error_code::kJqMemory,
+constexpr std::array<std::string_view, 5> kReasons = {error_code::kJqError, error_code::kJqTimeout,
+                                                      error_code::kJqMemory, error_code::kJqBusy,
                                                       error_code::kJqUnavailable};
 
 prometheus::Labels typeLabels(std::string_view targetType) {

@@ -62,14 +62,16 @@ void AdminApi::previewTarget(const HttpRequest& req, HttpResponse& res) {
       {"transform_error", nullptr}};
   bool matched = eventTypesMatch(routing, payload->eventType);
   if (matched && !routing.filterJq.empty()) {
-    auto passed = routing_->passes(routing.filterJq, jqInput(payload->eventType, payload->headers,
-                                                             payload->body, payload->receivedAt));
+    auto passed = routing_->passes(routing.filterJq,
+                                   jqInput(payload->eventType, payload->headers, payload->body,
+                                           payload->receivedAt),
+                                   *id);
     if (!passed) out["filter_error"] = passed.error().message;
     matched = passed && passed.value();
   }
   out["matched"] = matched;
   if (!routing.transformJq.empty()) {
-    auto transformed = routing_->transform(routing, payload.value());
+    auto transformed = routing_->transform(routing, payload.value(), *id);
     if (transformed) out["body"] = OrderedJson::parse(transformed->body, nullptr, false);
     else out["transform_error"] = transformed.error().message;
   }

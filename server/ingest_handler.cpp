@@ -150,19 +150,22 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
                                          MoveFence::IngestPass>>(
       std::move(route.value()), std::move(db.value()), std::move(event), std::move(respond),
       std::move(pass));
-  if (!routing_.post([this, job]() {
+  const std::string webhookId = entrypoint.webhookId;
+  if (!routing_.post(webhookId, [this, job]() {
         auto& [r, d, e, answer, p] = *job;
         routeAndStore(std::move(r), std::move(d), std::move(e), std::move(answer), std::move(p));
       })) {
-    auto& answer = std::get<Respond>(*job);
-    HttpResponse res =
-        errorResponse(503, error_code::kRoutingBusy,
-                      "too many events are waiting for their routing; retry shortly");
-    res.set_header("Retry-After", "1");
-    answer(std::move(res));
+    std::get<Respond>(*job)(routingBusy());
     job.reset();
     unpark();
   }
+}
+
+HttpResponse IngestHandler::routingBusy() {
+  HttpResponse res = errorResponse(503, error_code::kRoutingBusy,
+                                   "too many events are waiting for their routing; retry shortly");
+  res.set_header("Retry-After", "1");
+  return res;
 }
 
 void IngestHandler::unpark() {
@@ -175,6 +178,17 @@ void IngestHandler::routeAndStore(std::shared_ptr<const IngestRoute> route,
                                   std::shared_ptr<EventsDb> db, InboundEvent event,
                                   Respond respond, MoveFence::IngestPass pass) {
   RoutedEvent routed = routing_.route(*route, event);
+  if (routed.retryLater) {
+    // Stored now, the event would keep a verdict no program gave.
+    spdlog::info("ingest.routing_deferred webhook_id={} reason={} error=\"{}\"",
+                 route->entrypoint.webhookId, routed.retryLater->code,
+                 routed.retryLater->message);
+    respond(routingBusy());
+    respond = nullptr;
+    pass = nullptr;
+    unpark();
+    return;
+  }
   event.eventType = routed.eventType;
   std::vector<std::string> targetIds = std::move(routed.targetIds);
   db->ingestAsync(

@@ -80,6 +80,8 @@ class IngestHandler {
   void finish(const IngestRoute& route, const RoutedEvent& routed, Result<IngestOutcome> stored,
               InboundEvent& event, const Respond& respond);
   void unpark();
+  // 503 routing_busy with Retry-After: the event was not stored, send it again.
+  static HttpResponse routingBusy();
 
   IngestRoutes routes_;
   EventsDbPool& eventsDbs_;

@@ -9,7 +9,11 @@ namespace webhooker::server {
 
 IngestRouting::IngestRouting(RoutingEvaluator* evaluator, RoutingMetrics* metrics, int threads,
                              size_t maxQueued)
-    : evaluator_(evaluator), metrics_(metrics), maxQueued_(maxQueued) {
+    : evaluator_(evaluator),
+      metrics_(metrics),
+      maxQueued_(maxQueued),
+      maxQueuedPerWebhook_(std::max<size_t>(1, maxQueued / 4)),
+      maxRunningPerWebhook_(std::max(1, threads / 2)) {
   for (int i = 0; i < std::max(1, threads); ++i)
     threads_.emplace_back([this](std::stop_token st) { runJobs(st); });
 }
@@ -20,28 +24,61 @@ IngestRouting::~IngestRouting() {
   threads_.clear();
 }
 
-bool IngestRouting::post(std::function<void()> job) {
+bool IngestRouting::post(const std::string& webhookId, std::function<void()> job) {
   {
     MutexLock lock(queueMutex_);
-    if (jobs_.size() >= maxQueued_) return false;
-    jobs_.push_back(std::move(job));
+    WebhookJobs& mine = webhooks_[webhookId];
+    if (queuedTotal_ >= maxQueued_ || mine.queued.size() >= maxQueuedPerWebhook_) {
+      if (mine.queued.empty() && mine.running == 0) webhooks_.erase(webhookId);
+      return false;
+    }
+    if (mine.queued.empty()) turns_.push_back(webhookId);
+    mine.queued.push_back(std::move(job));
+    ++queuedTotal_;
   }
   queued_.notify_one();
   return true;
+}
+
+std::function<void()> IngestRouting::nextJobLocked(std::string& webhookId) {
+  for (size_t i = 0; i < turns_.size(); ++i) {
+    WebhookJobs& jobs = webhooks_[turns_[i]];
+    if (jobs.running >= maxRunningPerWebhook_) continue;
+    webhookId = turns_[i];
+    turns_.erase(turns_.begin() + static_cast<std::ptrdiff_t>(i));
+    std::function<void()> job = std::move(jobs.queued.front());
+    jobs.queued.pop_front();
+    --queuedTotal_;
+    ++jobs.running;
+    if (!jobs.queued.empty()) turns_.push_back(webhookId);  // its next job waits its turn
+    return job;
+  }
+  return {};
 }
 
 void IngestRouting::runJobs(std::stop_token stop) {
   nameThisThread("wh-routing");
   while (true) {
     std::function<void()> job;
+    std::string webhookId;
     {
       MutexLock lock(queueMutex_);
-      queued_.wait(lock, stop, [&]() REQUIRES(queueMutex_) { return !jobs_.empty(); });
-      if (jobs_.empty()) return;  // stopping, and nothing left: a posted job always runs
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      queued_.wait(lock, stop, [&]() REQUIRES(queueMutex_) {
+        job = nextJobLocked(webhookId);
+        return static_cast<bool>(job);
+      });
+      // Stopping, and nothing left that may run: a posted job always runs,
+      // on the thread of its webhook's running job at the latest.
+      if (!job) return;
     }
     job();
+    {
+      MutexLock lock(queueMutex_);
+      WebhookJobs& jobs = webhooks_[webhookId];
+      --jobs.running;
+      if (jobs.queued.empty() && jobs.running == 0) webhooks_.erase(webhookId);
+    }
+    queued_.notify_all();  // its webhook may take a thread again
   }
 }
 
@@ -49,10 +86,17 @@ RoutedEvent IngestRouting::route(const IngestRoute& route, const InboundEvent& e
   RoutedEvent out;
   const std::string receivedAt = formatTime(std::chrono::system_clock::now());
   const EventTypeRule& rule = route.eventTypeRule;
+  const std::string& webhookId = route.entrypoint.webhookId;
   if (rule.source != EventTypeSource::kJq) {
     out.eventType = eventTypeWithoutJq(rule, event.headers, event.body);
   } else if (evaluator_) {
-    out.eventType = evaluator_->eventType(rule, event.headers, event.body, receivedAt);
+    auto type = evaluator_->eventType(rule, event.headers, event.body, receivedAt, webhookId);
+    if (!type) {
+      if (metrics_) metrics_->programFailed(RoutingStage::kEventType, type.error().code);
+      out.retryLater = type.error();
+      return out;
+    }
+    out.eventType = std::move(type.value());
   }
   std::optional<std::string> input;  // built once, for the first jq filter
   for (const IngestRoute::ActiveTarget& t : route.targets) {
@@ -63,13 +107,17 @@ RoutedEvent IngestRouting::route(const IngestRoute& route, const InboundEvent& e
     bool pass = eventTypesMatch(t.routing, out.eventType);
     if (pass && !t.routing.filterJq.empty()) {
       if (!input) input = jqInput(out.eventType, event.headers, event.body, receivedAt);
-      Result<bool> passed = evaluator_ ? evaluator_->passes(t.routing.filterJq, *input)
-                                       : makeError(error_code::kJqUnavailable, "jq is not running");
-      if (!passed) {
+      Result<bool> passed = evaluator_
+                                ? evaluator_->passes(t.routing.filterJq, *input, webhookId)
+                                : makeError(error_code::kJqUnavailable, "jq is not running");
+      if (!passed && metrics_) metrics_->programFailed(RoutingStage::kFilter, passed.error().code);
+      if (!passed && jq_error::isRetryable(passed.error())) {
+        out.retryLater = passed.error();
+        return out;
+      }
+      if (!passed)
         spdlog::warn("routing.filter_failed entrypoint_id={} target_id={} reason={} error=\"{}\"",
                      route.entrypoint.id, t.id, passed.error().code, passed.error().message);
-        if (metrics_) metrics_->programFailed(RoutingStage::kFilter, passed.error().code);
-      }
       pass = passed && passed.value();
     }
     if (pass) out.targetIds.push_back(t.id);

@@ -96,7 +96,8 @@ Result<uint32_t> receiveSize(int fd, Deadline deadline) {
 
 }  // namespace
 
-JqSandbox::JqSandbox(JqSandboxOptions options) : options_(std::move(options)) {}
+JqSandbox::JqSandbox(JqSandboxOptions options)
+    : options_(std::move(options)), shares_(options_.workers, options_.timeout) {}
 
 Result<std::unique_ptr<JqSandbox>> JqSandbox::start(JqSandboxOptions options) {
   std::unique_ptr<JqSandbox> sandbox(new JqSandbox(std::move(options)));
@@ -185,7 +186,7 @@ Result<JqSandbox::Worker> JqSandbox::spawn() const {
 }
 
 Result<void> JqSandbox::compile(std::string_view program) {
-  auto r = call(static_cast<uint8_t>(jq::Op::kCompile), program, "");
+  auto r = call(static_cast<uint8_t>(jq::Op::kCompile), program, "", "");
   if (!r) return r.error();
   return {};
 }
@@ -201,23 +202,45 @@ Result<void> JqSandbox::compileIn(Worker& worker, std::string_view program, bool
   return {};
 }
 
-Result<JqOutputs> JqSandbox::run(std::string_view program, std::string_view input) {
-  return call(static_cast<uint8_t>(jq::Op::kRun), program, input);
+Result<JqOutputs> JqSandbox::run(std::string_view program, std::string_view input,
+                                 std::string_view tenant) {
+  return call(static_cast<uint8_t>(jq::Op::kRun), program, input, tenant);
 }
 
-Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::string_view input) {
+Result<JqSandbox::Worker> JqSandbox::take(std::string_view tenant) {
+  using std::chrono::steady_clock;
+  MutexLock lock(poolMutex_);
+  shares_.waiting(tenant);
+  std::optional<steady_clock::time_point> throttled;
+  const bool turn =
+      workerIdle_.wait_for(lock, options_.timeout * kQueueBudgets, [&]() REQUIRES(poolMutex_) {
+        const auto now = steady_clock::now();
+        throttled = shares_.throttledUntil(tenant, now);
+        return throttled || (!idle_.empty() && shares_.isTurnOf(tenant, now));
+      });
+  if (!turn || throttled) {
+    shares_.gaveUp(tenant);
+    workerIdle_.notify_all();  // the turn may be another webhook's now
+    if (!throttled) return makeError(error_code::kJqBusy, "no jq worker was free in time");
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*throttled - steady_clock::now());
+    return makeError(error_code::kJqBusy,
+                     "this webhook's jq programs keep overrunning their budget: throttled for " +
+                         std::to_string(left.count()) + " ms");
+  }
+  shares_.took(tenant);
+  Worker worker = idle_.back();
+  idle_.pop_back();
+  if (!idle_.empty()) workerIdle_.notify_all();  // the next turn, if it is another's
+  return worker;
+}
+
+Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::string_view input,
+                                  std::string_view tenant) {
   if (program.size() > jq::kMaxFrameText || input.size() > jq::kMaxFrameText)
     return makeError(error_code::kJqError, "the program or its input is too large");
-  Worker worker;
-  {
-    MutexLock lock(poolMutex_);
-    if (!workerIdle_.wait_for(lock, options_.timeout * kQueueBudgets, [&]() REQUIRES(poolMutex_) {
-          return !idle_.empty();
-        }))
-      return makeError(error_code::kJqTimeout, "no jq worker was free in time");
-    worker = idle_.back();
-    idle_.pop_back();
-  }
+  auto taken = take(tenant);
+  if (!taken) return taken.error();
+  Worker worker = taken.value();
   bool retiring = false;  // a worker retires only after a run
   Result<JqOutputs> result = JqOutputs{};
   if (auto compiled = compileIn(worker, program, retiring); !compiled) {
@@ -226,7 +249,12 @@ Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::str
     result = exchange(worker, op, program, input,
                       std::chrono::steady_clock::now() + options_.timeout, retiring);
   }
-  if (!result && result.error().code != error_code::kJqError) {
+  const bool overran = !result && result.error().code != error_code::kJqError;
+  {
+    MutexLock lock(poolMutex_);
+    shares_.returned(tenant, overran, std::chrono::steady_clock::now());
+  }
+  if (overran) {
     spdlog::warn("jq.worker_replaced pid={} reason={}", worker.pid, result.error().code);
     replace(worker);
   } else if (retiring) {
@@ -234,8 +262,10 @@ Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::str
   } else {
     MutexLock lock(poolMutex_);
     idle_.push_back(worker);
-    workerIdle_.notify_one();
   }
+  // A returned share may make it another webhook's turn, even before the
+  // replacement worker is up.
+  workerIdle_.notify_all();
   return result;
 }
 
@@ -304,7 +334,7 @@ void JqSandbox::respawnLoop(std::stop_token stop) {
       --missing;
       MutexLock lock(poolMutex_);
       idle_.push_back(worker.value());
-      workerIdle_.notify_one();
+      workerIdle_.notify_all();
     }
     if (missing > 0) {
       MutexLock lock(poolMutex_);

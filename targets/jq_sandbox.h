@@ -3,13 +3,18 @@
 // one worker, never a thread of ours: libjq has no interrupt, and a runaway
 // jq_next() can only be stopped from outside its process.
 //
-// A call takes an idle worker (waiting at most kQueueBudgets budgets for
-// one: under a burst, a legitimate program waits its turn rather than fail),
-// sends the program and its input, and waits for the answer for `timeout`;
-// past it the worker is killed and a fresh one started in the background. So
-// a runaway program holds a worker for one budget, and a caller never waits
-// longer than its queue allowance plus one budget, whatever the program does. Compiling is not
-// running: a worker compiles a program once (libjq 1.6 compiles its builtins with it, tens of
+// A call takes an idle worker when it is its webhook's turn (jq_shares.h:
+// webhooks take turns, and one whose programs keep overrunning their budget
+// is throttled), waiting at most kQueueBudgets budgets for one: under a
+// burst, a legitimate program waits its turn rather than fail. A call that
+// gets no worker (the wait ran out, its webhook is throttled) fails
+// "jq_busy": the caller retries it, it says nothing of the program. One that
+// gets a worker sends the program and its input, and waits for the answer
+// for `timeout`; past it the worker is killed and a fresh one started in the
+// background. So a runaway program holds a worker for one budget, and a
+// caller never waits longer than its queue allowance plus one budget,
+// whatever the program does. Compiling is not running: a worker compiles a
+// program once (libjq 1.6 compiles its builtins with it, tens of
 // milliseconds) within kCompileTimeout, which programs capped at
 // kMaxProgramLength (routing_rules.h) never come near; the budget then
 // bounds the run. A worker that dies meanwhile (its memory limit,
@@ -21,7 +26,9 @@
 // queue are guarded by poolMutex_, a worker in use belongs to its caller.
 // Errors (Error::code): error_code::kJqError (the program does not compile,
 // or failed; jq's message), kJqTimeout, kJqMemory (its worker died: memory
-// limit or crash), kJqUnavailable (no worker could be started).
+// limit or crash), kJqBusy (no worker for it in time), kJqUnavailable (no
+// worker could be started). Only the first three are the program's own outcome;
+// isRetryable() tells the others.
 #pragma once
 
 #include <sys/types.h>
@@ -39,8 +46,17 @@
 
 #include "base/mutex.h"
 #include "base/result.h"
+#include "targets/jq_shares.h"
 
 namespace webhooker {
+
+namespace jq_error {
+// The call never ran the program (error_code::kJqBusy, kJqUnavailable):
+// retry it later, it is no verdict.
+inline bool isRetryable(const Error& e) {
+  return e.code == error_code::kJqBusy || e.code == error_code::kJqUnavailable;
+}
+}  // namespace jq_error
 
 inline constexpr std::chrono::seconds kCompileTimeout{5};
 inline constexpr int kQueueBudgets = 10;
@@ -70,8 +86,10 @@ class JqSandbox {
 
   // Compiles `program` (a check when it is saved).
   Result<void> compile(std::string_view program);
-  // Runs `program` on `input` (JSON text).
-  Result<JqOutputs> run(std::string_view program, std::string_view input);
+  // Runs `program` on `input` (JSON text) for `tenant`, the webhook whose
+  // share of the workers it uses ("" for the admin API's own runs).
+  Result<JqOutputs> run(std::string_view program, std::string_view input,
+                        std::string_view tenant = {});
 
   const JqSandboxOptions& options() const { return options_; }
 
@@ -85,7 +103,10 @@ class JqSandbox {
 
   explicit JqSandbox(JqSandboxOptions options);
   Result<Worker> spawn() const;
-  Result<JqOutputs> call(uint8_t op, std::string_view program, std::string_view input);
+  Result<JqOutputs> call(uint8_t op, std::string_view program, std::string_view input,
+                         std::string_view tenant);
+  // An idle worker, once it is `tenant`'s turn; "jq_busy" if none comes.
+  Result<Worker> take(std::string_view tenant);
   // Compiles `program` in `worker` unless it has; kCompileTimeout.
   Result<void> compileIn(Worker& worker, std::string_view program, bool& retiring);
   // Sends the request and reads the reply on `worker` by `deadline`; sets
@@ -101,6 +122,7 @@ class JqSandbox {
   Mutex poolMutex_;
   std::condition_variable_any workerIdle_;
   std::condition_variable_any respawnWanted_;
+  JqShares shares_ GUARDED_BY(poolMutex_);
   std::vector<Worker> idle_ GUARDED_BY(poolMutex_);
   std::vector<Worker> dead_ GUARDED_BY(poolMutex_);  // to reap, each replaced
   std::jthread respawner_;

@@ -29,33 +29,41 @@ Result<void> RoutingEvaluator::check(const TargetRouting& routing) {
   return compiled(sandbox_, routing.transformJq, error_code::kInvalidTransform, "transform.jq");
 }
 
-std::optional<std::string> RoutingEvaluator::eventType(const EventTypeRule& rule,
-                                                       const HeaderList& headers,
-                                                       const std::string& body,
-                                                       const std::string& receivedAt) {
-  if (rule.source != EventTypeSource::kJq) return eventTypeWithoutJq(rule, headers, body);
-  auto out = sandbox_.run(rule.expression, jqInput(std::nullopt, headers, body, receivedAt));
+Result<std::optional<std::string>> RoutingEvaluator::eventType(const EventTypeRule& rule,
+                                                               const HeaderList& headers,
+                                                               const std::string& body,
+                                                               const std::string& receivedAt,
+                                                               const std::string& webhookId) {
+  using Found = std::optional<std::string>;
+  if (rule.source != EventTypeSource::kJq) return Found(eventTypeWithoutJq(rule, headers, body));
+  auto out =
+      sandbox_.run(rule.expression, jqInput(std::nullopt, headers, body, receivedAt), webhookId);
+  if (!out && jq_error::isRetryable(out.error())) return out.error();
   if (!out) {
     spdlog::info("routing.event_type_failed reason={} error=\"{}\"", out.error().code,
                  out.error().message);
-    return std::nullopt;
+    return Found();
   }
-  if (out->texts.empty()) return std::nullopt;
+  if (out->texts.empty()) return Found();
   const auto value = nlohmann::json::parse(out->texts.front(), nullptr, false);
-  if (!value.is_string() || !isEventTypeValue(value.get<std::string>())) return std::nullopt;
-  return value.get<std::string>();
+  if (!value.is_string() || !isEventTypeValue(value.get<std::string>())) return Found();
+  return Found(value.get<std::string>());
 }
 
-Result<bool> RoutingEvaluator::passes(const std::string& program, const std::string& input) {
-  auto out = sandbox_.run(program, input);
+Result<bool> RoutingEvaluator::passes(const std::string& program, const std::string& input,
+                                      const std::string& webhookId) {
+  auto out = sandbox_.run(program, input, webhookId);
   if (!out) return out.error();
   return !out->texts.empty() && truthy(out->texts.front());
 }
 
 Result<TransformedBody> RoutingEvaluator::transform(const TargetRouting& routing,
-                                                    const EventPayload& payload) {
-  auto out = sandbox_.run(routing.transformJq, jqInput(payload.eventType, payload.headers,
-                                                        payload.body, payload.receivedAt));
+                                                    const EventPayload& payload,
+                                                    const std::string& webhookId) {
+  auto out = sandbox_.run(routing.transformJq,
+                          jqInput(payload.eventType, payload.headers, payload.body,
+                                  payload.receivedAt),
+                          webhookId);
   if (!out) return out.error();
   if (out->texts.size() != 1)
     return makeError(error_code::kJqError, out->texts.empty()

@@ -33,19 +33,27 @@ class RoutingEvaluator {
   Result<void> check(const EventTypeRule& rule);
   Result<void> check(const TargetRouting& routing);
 
-  // The event's type by `rule` (nullopt: none; a failing jq rule is logged
-  // and gives none).
-  std::optional<std::string> eventType(const EventTypeRule& rule, const HeaderList& headers,
-                                       const std::string& body, const std::string& receivedAt);
+  // Programs run for `webhookId`, in its share of the jq workers; an error
+  // jq_error::isRetryable() accepts means the program did not run.
+
+  // The event's type by `rule` (nullopt: none; a jq rule that fails is
+  // logged and gives none). Errors: only the retryable ones.
+  Result<std::optional<std::string>> eventType(const EventTypeRule& rule,
+                                               const HeaderList& headers, const std::string& body,
+                                               const std::string& receivedAt,
+                                               const std::string& webhookId);
 
   // Whether the jq filter `program` lets the event whose jqInput() is
-  // `input` through: its first output is neither false nor null. Errors
-  // ("jq_*" codes) count as no match for the caller.
-  Result<bool> passes(const std::string& program, const std::string& input);
+  // `input` through: its first output is neither false nor null. The
+  // program's own errors ("jq_error", "jq_timeout", "jq_memory") count as
+  // no match for the caller.
+  Result<bool> passes(const std::string& program, const std::string& input,
+                      const std::string& webhookId);
 
   // The body `routing`'s transform makes of `payload`: exactly one output
   // or an error whose message is jq's (or says none/several).
-  Result<TransformedBody> transform(const TargetRouting& routing, const EventPayload& payload);
+  Result<TransformedBody> transform(const TargetRouting& routing, const EventPayload& payload,
+                                    const std::string& webhookId);
 
  private:
   JqSandbox& sandbox_;

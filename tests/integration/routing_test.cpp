@@ -6,14 +6,17 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "targets/webhook_signature.h"
 #include "tests/support/engine_harness.h"
+#include "tests/support/eventually.h"
 #include "tests/support/receiver.h"
 
 namespace webhooker::testing {
@@ -309,8 +312,20 @@ TEST_CASE("runaway programs: `def f: f; f` and `[range(1e9)]` cost their budget,
   CHECK(looped.requestCount() == 0);
   CHECK(hungry.requestCount() == 0);
 
-  // The killed workers were replaced: programs still run.
-  CHECK(ingest(h, hook, R"({"n":2})")["deliveries"] == 2);
+  // The killed workers were replaced: programs still run. The webhook's own
+  // overruns throttle it a while (503 routing_busy, Retry-After), then its
+  // next event gets its verdict again.
+  json again;
+  REQUIRE(eventually(
+      [&] {
+        httplib::Client c("127.0.0.1", h.port());
+        auto res = c.Post("/hooks/" + hook.entrypointId, R"({"n":2})", "application/json");
+        if (!res || res->status != 200) return false;
+        again = json::parse(res->body);
+        return true;
+      },
+      10s));
+  CHECK(again["deliveries"] == 2);
   REQUIRE(plain.waitForRequests(2, 10s));
   CHECK(h.jqSandbox().run(".n + 1", R"({"n":1})").value().texts == std::vector<std::string>{"2"});
 }
@@ -431,7 +446,7 @@ TEST_CASE("jq reads no file: import and include are refused, input and debug hav
     CHECK(a.body.dump().find("s3cr3t") == std::string::npos);
     const auto ran = h.jqSandbox().run(program, "null");
     REQUIRE_FALSE(ran);
-    CHECK(ran.error().code == jq_error::kError);
+    CHECK(ran.error().code == error_code::kJqError);
   }
   // A module's metadata is not read either.
   const auto meta = h.jqSandbox().run("\"" + d + "/lib\" | modulemeta", "null");
@@ -441,7 +456,7 @@ TEST_CASE("jq reads no file: import and include are refused, input and debug hav
   JqSandbox& jq = h.jqSandbox();
   const auto input = jq.run("input", "1");
   REQUIRE_FALSE(input);
-  CHECK(input.error().code == jq_error::kError);
+  CHECK(input.error().code == error_code::kJqError);
   CHECK(input.error().message == "input: a program sees one event, there is no other input");
   CHECK(jq.run("[inputs]", "1").value().texts == std::vector<std::string>{"[]"});
   CHECK(jq.run("[debug, stderr, input_filename, $__loc__.line]", "1").value().texts ==
@@ -451,6 +466,77 @@ TEST_CASE("jq reads no file: import and include are refused, input and debug hav
   CHECK(halted.error().message == "halt_error: stop");
   // None of them cost a worker: each gave jq's own kind of answer above.
   CHECK(jq.run(".n", R"({"n":3})").value().texts == std::vector<std::string>{"3"});
+}
+
+TEST_CASE("a webhook whose filter keeps overrunning is throttled with 503s; another keeps its verdicts") {
+  EngineHarness h(withJq());
+  Receiver hostileReceiver, fairReceiver;
+  const Hook hostile = h.createWebhook("hostile");
+  const Hook fair = h.createWebhook("fair");
+  createTarget(h, hostile,
+               {{"config", {{"url", hostileReceiver.url()}}}, {"filter", {{"jq", "def f: f; f"}}}});
+  createTarget(h, fair, {{"config", {{"url", fairReceiver.url()}}}, {"filter", {{"jq", ".body.n > 0"}}}});
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> stored{0}, refused{0}, otherAnswers{0};
+  std::vector<std::thread> senders;
+  for (int i = 0; i < 6; ++i) {
+    senders.emplace_back([&] {
+      httplib::Client c("127.0.0.1", h.port());
+      c.set_read_timeout(10s);
+      while (!stop) {
+        auto res = c.Post("/hooks/" + hostile.entrypointId, R"({"n":1})", "application/json");
+        if (res && res->status == 200 && json::parse(res->body)["deliveries"] == 0) ++stored;
+        else if (res && res->status == 503 && res->get_header_value("Retry-After") == "1" &&
+                 json::parse(res->body)["error"]["code"] == "routing_busy")
+          ++refused;
+        else ++otherAnswers;
+      }
+    });
+  }
+  // Every event of the other webhook gets its own filter's verdict.
+  int verdicts = 0;
+  for (int n = 1; n <= 15; ++n) {
+    httplib::Client c("127.0.0.1", h.port());
+    c.set_read_timeout(10s);
+    auto res = c.Post("/hooks/" + fair.entrypointId, "{\"n\":" + std::to_string(n) + "}",
+                      "application/json");
+    if (res && res->status == 200 && json::parse(res->body)["deliveries"] == 1) ++verdicts;
+  }
+  const bool throttled = eventually([&] { return refused > 0; }, 10s);
+  stop = true;
+  for (auto& t : senders) t.join();
+  REQUIRE(throttled);
+  CHECK(verdicts == 15);
+  CHECK(otherAnswers == 0);
+  // A refused event was not stored: the hostile webhook holds only what got a verdict.
+  SQLite::Database db = openReadOnlyDb(h.eventsDbPath(hostile.webhookId));
+  CHECK(db.execAndGet("SELECT COUNT(*) FROM events").getInt() == stored.load());
+  CHECK(hostileReceiver.requestCount() == 0);
+  REQUIRE(fairReceiver.waitForRequests(15, 10s));
+}
+
+TEST_CASE("a transform its webhook's throttle keeps from running is put off, never failed for it") {
+  EngineHarness h(withJq());
+  Receiver r;
+  const Hook hook = h.createWebhook();
+  const std::string target = createTarget(
+      h, hook, {{"config", {{"url", r.url()}}}, {"transform", {{"jq", "def f: f; f"}}}});
+  std::vector<std::string> events;
+  for (int i = 0; i < 6; ++i) events.push_back(ingest(h, hook, R"({"n":1})")["event_id"]);
+  // The first overrun throttles the webhook: the engine's calls refused
+  // meanwhile come back later instead of failing.
+  REQUIRE(h.waitForCount(hook.webhookId, target, "failed", 6, 30s));
+  for (const std::string& id : events) {
+    const DeliveryRef d = h.deliveryOf(hook.webhookId, id, target);
+    CHECK(h.delivery(d).failureReason == "transform_failed");
+    const auto rows = h.resultRows(d);
+    REQUIRE(rows.size() == 1);  // each failed on its own budget, once
+    REQUIRE(rows[0].error);
+    CHECK((rows[0].error->find("time budget") != std::string::npos ||
+           rows[0].error->find("memory") != std::string::npos));
+  }
+  CHECK(r.requestCount() == 0);
 }
 
 }  // namespace webhooker::testing

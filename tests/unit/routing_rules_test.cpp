@@ -229,13 +229,14 @@ TEST_CASE("the jq sandbox: outputs, jq's errors, and runaway programs stopped at
     INFO(runaway);
     REQUIRE(jq.compile(runaway));  // they compile: only running them is unbounded
     const auto started = std::chrono::steady_clock::now();
-    const auto r = jq.run(runaway, "null");
+    // Each its own webhook's: an overrun throttles the webhook it ran for.
+    const auto r = jq.run(runaway, "null", runaway);
     const auto took = std::chrono::steady_clock::now() - started;
     REQUIRE_FALSE(r);
     CHECK((r.error().code == error_code::kJqTimeout || r.error().code == error_code::kJqMemory));
     CHECK(took < 1s);  // the budget plus scheduling, not the program's run
     // The one worker was replaced: the next call is answered.
-    const auto next = jq.run(".", "1");
+    const auto next = jq.run(".", "1", "another webhook");
     REQUIRE(next);
     CHECK(next->texts == std::vector<std::string>{"1"});
   }
