@@ -77,6 +77,11 @@ class AdminApi {
   void getOperationalWebhook(const HttpRequest& req, HttpResponse& res);
   void putOperationalWebhook(const HttpRequest& req, HttpResponse& res);
   void deleteOperationalWebhook(const HttpRequest& req, HttpResponse& res);
+  // What the operational webhook must stay, whatever route writes to it:
+  // no entrypoint (nobody posts into it), a target that signs. The errors:
+  // "operational_webhook" (409), "invalid_config".
+  Result<void> refuseOperationalEntrypoint(const std::string& webhookId) const;
+  Result<void> checkOperationalTarget(const TargetRecord& target) const;
 
   // --- Path references (admin_api.cpp) ---
   // The webhook the path names (matches[1]) or its target (matches[2]): an

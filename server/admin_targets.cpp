@@ -193,6 +193,7 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
   const std::string configBefore = target->configJson;
   if (auto r = applyCommonFields(*body, guard_, target.value(), generated, enable); !r)
     return sendError(res, r.error());
+  if (auto r = checkOperationalTarget(target.value()); !r) return sendError(res, r.error());
   if (auto r = checkPrograms(storedTargetRouting(target->routingJson)); !r)
     return sendError(res, r.error());
   auto updated = store_.updateTarget(target.value());

@@ -252,6 +252,8 @@ void AdminApi::listEntrypoints(const HttpRequest& req, HttpResponse& res) {
 void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
+  if (auto r = refuseOperationalEntrypoint(*id); !r)
+    return sendError(res, 409, r.error().code, r.error().message);
   // An empty body is fine; a body, if sent, must be a JSON object with
   // nothing but "active" and "verification". One INSERT: a refused request
   // creates nothing.

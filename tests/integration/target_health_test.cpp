@@ -58,7 +58,8 @@ json send(EngineHarness& h, const std::string& method, const std::string& path, 
   httplib::Result res = method == "PUT"     ? c.Put(path, body.dump(), "application/json")
                         : method == "PATCH" ? c.Patch(path, body.dump(), "application/json")
                         : method == "POST"  ? c.Post(path, body.dump(), "application/json")
-                                            : c.Get(path);
+                        : method == "DELETE" ? c.Delete(path)
+                                             : c.Get(path);
   REQUIRE(res);
   INFO(res->body);
   REQUIRE(res->status == expectedStatus);
@@ -401,6 +402,39 @@ TEST_CASE("the operational webhook's own dead letters and disables produce no op
   CHECK(ops.requestCount() == 1);
   CHECK(json::parse(ops.requests().front().body).at("type") == "delivery.dead_lettered");
   CHECK(json::parse(ops.requests().front().body).at("data").at("target_id") == target.id);
+}
+
+TEST_CASE("the operational webhook keeps its invariants: no entrypoint, a signing secret") {
+  EngineHarness h;
+  Receiver ops;
+  setOperationalWebhook(h, ops);
+  const json setting = send(h, "GET", "/api/v1/settings/operational-webhook", json(), 200);
+  const std::string webhook = "/api/v1/webhooks/" + setting.at("webhook_id").get<std::string>();
+  const std::string target = webhook + "/targets/" + setting.at("target_id").get<std::string>();
+
+  // Nobody may post into it: no entrypoint, with a body or without.
+  const json refused = send(h, "POST", webhook + "/entrypoints", json::object(), 409);
+  CHECK(refused.at("error").at("code") == "operational_webhook");
+  httplib::Client c = adminClient(h);
+  auto bare = c.Post(webhook + "/entrypoints", "", "application/json");
+  REQUIRE(bare);
+  CHECK(bare->status == 409);
+  CHECK(send(h, "GET", webhook + "/entrypoints", json(), 200).at("entrypoints").empty());
+
+  // Its target signs every request: the secret can change, never go.
+  for (const json& config : {json{{"signing_secret", nullptr}}, json{{"signing_secret", ""}}}) {
+    INFO(config.dump());
+    const json r = send(h, "PATCH", target, {{"config", config}}, 400);
+    CHECK(r.at("error").at("code") == "invalid_config");
+  }
+  const json view = send(h, "GET", target, json(), 200);
+  CHECK(view.at("config").at("signing_secret") == "[redacted]");
+  send(h, "PATCH", target, {{"config", {{"signing_secret", "generate"}}}}, 200);
+  send(h, "PATCH", target, {{"name", "ops"}}, 200);
+
+  // Once it is no longer the operational webhook, it is an ordinary one.
+  send(h, "DELETE", "/api/v1/settings/operational-webhook", json(), 204);
+  send(h, "POST", webhook + "/entrypoints", json::object(), 201);
 }
 
 TEST_CASE("bad input: unknown fields, states and event types, SSRF-failing URLs are 400") {
