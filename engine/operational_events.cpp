@@ -104,35 +104,39 @@ void OperationalEvents::deadLettered(nlohmann::json data) {
       concernsOperationalWebhookLocked(data))
     return;
   const TimePoint now = clock_.now();
-  if (windowStart_ && now - *windowStart_ >= std::chrono::minutes(1)) summarizeLocked();
-  if (!windowStart_) {
-    windowStart_ = now;
-    windowCount_ = 0;
-  }
-  if (++windowCount_ > kDeadLettersPerMinute) {
-    if (suppressed_++ == 0) suppressedFirst_ = data;
-    suppressedLast_ = std::move(data);
+  summarizeEndedLocked(now);
+  const std::string webhookId = data.value("webhook_id", "");
+  auto [it, fresh] = windows_.try_emplace(webhookId);
+  DeadLetterWindow& window = it->second;
+  if (fresh) window.start = now;
+  if (++window.count > kDeadLettersPerMinute) {
+    if (window.suppressed++ == 0) window.suppressedFirst = data;
+    window.suppressedLast = std::move(data);
     return;
   }
   enqueueLocked(OperationalEventType::kDeadLettered, std::move(data));
 }
 
-void OperationalEvents::summarizeLocked() {
-  if (suppressed_ > 0 && setting_) {
-    enqueueLocked(OperationalEventType::kDeadLettered,
-                  {{"summary", true},
-                   {"count", suppressed_},
-                   {"reason", "more_than_limit_per_minute"},
-                   {"limit_per_minute", kDeadLettersPerMinute},
-                   {"window_start", formatTime(*windowStart_)},
-                   {"first", std::move(suppressedFirst_)},
-                   {"last", std::move(suppressedLast_)}});
+void OperationalEvents::summarizeEndedLocked(TimePoint now) {
+  for (auto it = windows_.begin(); it != windows_.end();) {
+    DeadLetterWindow& window = it->second;
+    if (now - window.start < std::chrono::minutes(1)) {
+      ++it;
+      continue;
+    }
+    if (window.suppressed > 0 && setting_) {
+      enqueueLocked(OperationalEventType::kDeadLettered,
+                    {{"summary", true},
+                     {"webhook_id", it->first},
+                     {"count", window.suppressed},
+                     {"reason", "more_than_limit_per_minute"},
+                     {"limit_per_minute", kDeadLettersPerMinute},
+                     {"window_start", formatTime(window.start)},
+                     {"first", std::move(window.suppressedFirst)},
+                     {"last", std::move(window.suppressedLast)}});
+    }
+    it = windows_.erase(it);
   }
-  suppressed_ = 0;
-  suppressedFirst_ = nullptr;
-  suppressedLast_ = nullptr;
-  windowStart_.reset();
-  windowCount_ = 0;
 }
 
 void OperationalEvents::run(std::stop_token stop) {
@@ -142,7 +146,7 @@ void OperationalEvents::run(std::stop_token stop) {
     // Wakes for queued events, and once a second for a minute that ended.
     wake_.wait_for(lock, stop, std::chrono::seconds(1),
                    [&]() REQUIRES(mutex_) { return !queue_.empty(); });
-    if (windowStart_ && clock_.now() - *windowStart_ >= std::chrono::minutes(1)) summarizeLocked();
+    summarizeEndedLocked(clock_.now());
     while (!queue_.empty()) {
       Queued event = std::move(queue_.front());
       queue_.pop_front();

@@ -11,9 +11,11 @@
 // itself never becomes an operational event, so a failing operational
 // endpoint cannot feed itself.
 //
-// Dead letters: one event each, up to kDeadLettersPerMinute in a minute;
-// beyond that they are counted and one summary event (data.summary true,
-// the count and the first and last of them) goes out when the minute ends.
+// Dead letters: one event each, up to kDeadLettersPerMinute in a minute per
+// webhook (one webhook's flood hides no other's); beyond that they are
+// counted and one summary event per webhook (data.summary true, its
+// webhook_id, the count and the first and last of them) goes out when its
+// minute ends.
 //
 // Threading: any thread. publish() and deadLettered() only queue the event
 // (they may be called on a commit thread of the events DBs, which must not open
@@ -29,6 +31,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <thread>
 #include <optional>
 #include <set>
@@ -115,8 +118,16 @@ class OperationalEvents {
   };
   bool concernsOperationalWebhookLocked(const nlohmann::json& data) const REQUIRES(mutex_);
   void enqueueLocked(OperationalEventType type, nlohmann::json data) REQUIRES(mutex_);
-  // Queues the summary of a minute that has ended.
-  void summarizeLocked() REQUIRES(mutex_);
+  // One webhook's minute of dead letters.
+  struct DeadLetterWindow {
+    TimePoint start;
+    int count = 0;
+    nlohmann::json suppressedFirst;  // the first one past the limit
+    nlohmann::json suppressedLast;
+    int suppressed = 0;
+  };
+  // Queues the summaries of the minutes that have ended at `now`.
+  void summarizeEndedLocked(TimePoint now) REQUIRES(mutex_);
   void run(std::stop_token stop);
   // Stores the event and hands its delivery to the engine.
   void store(Queued event);
@@ -128,12 +139,8 @@ class OperationalEvents {
 
   mutable Mutex mutex_;
   std::optional<OperationalWebhookSetting> setting_ GUARDED_BY(mutex_);
-  // The current minute of dead letters.
-  std::optional<TimePoint> windowStart_ GUARDED_BY(mutex_);
-  int windowCount_ GUARDED_BY(mutex_) = 0;
-  nlohmann::json suppressedFirst_ GUARDED_BY(mutex_);  // the first one past the limit
-  nlohmann::json suppressedLast_ GUARDED_BY(mutex_);
-  int suppressed_ GUARDED_BY(mutex_) = 0;
+  // The current minute of dead letters of each webhook that had one.
+  std::map<std::string, DeadLetterWindow> windows_ GUARDED_BY(mutex_);
   std::deque<Queued> queue_ GUARDED_BY(mutex_);
   uint64_t queuedCount_ GUARDED_BY(mutex_) = 0;  // ever queued
   uint64_t storedCount_ GUARDED_BY(mutex_) = 0;  // of those, taken and stored (or dropped)

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/operational_events.h"
 #include "targets/webhook_signature.h"
 #include "tests/support/contains.h"
 #include "tests/support/daemon_api.h"
@@ -435,6 +436,45 @@ TEST_CASE("the operational webhook keeps its invariants: no entrypoint, a signin
   // Once it is no longer the operational webhook, it is an ordinary one.
   send(h, "DELETE", "/api/v1/settings/operational-webhook", json(), 204);
   send(h, "POST", webhook + "/entrypoints", json::object(), 201);
+}
+
+TEST_CASE("dead-letter notices are capped per webhook: one webhook's flood hides no other's") {
+  FakeClock clock;
+  HarnessOptions options;
+  options.clock = &clock;
+  EngineHarness h(options);
+  Receiver ops;
+  const std::string secret = setOperationalWebhook(h, ops);
+  Receiver down;
+  down.setDefault(respond(404));
+  const Hook noisy = h.createWebhook("noisy");
+  const Hook quiet = h.createWebhook("quiet");
+  const TargetRecord noisyTarget = h.createHttpTarget(noisy.webhookId, down.url("/n"), retryPolicy(0, 50));
+  const TargetRecord quietTarget = h.createHttpTarget(quiet.webhookId, down.url("/q"), retryPolicy(0, 50));
+  const int limit = OperationalEvents::kDeadLettersPerMinute;
+  for (int i = 0; i < limit + 3; ++i) h.post(noisy.entrypointId, R"({"n":1})");
+  REQUIRE(h.waitForCount(noisy.webhookId, noisyTarget.id, "failed", limit + 3, 10s));
+  for (int i = 0; i < 2; ++i) h.post(quiet.entrypointId, R"({"n":1})");
+  REQUIRE(h.waitForCount(quiet.webhookId, quietTarget.id, "failed", 2, 10s));
+  REQUIRE(ops.waitForRequests(limit + 2, 10s));
+
+  // The minute ends: the noisy webhook's summary counts what it held back.
+  clock.advance(61s);
+  REQUIRE(ops.waitForRequests(limit + 3, 10s));
+  const std::vector<json> events = operationalEvents(ops, secret);
+  int noisyNotices = 0, quietNotices = 0;
+  json summary;
+  for (const json& e : events) {
+    const json& data = e.at("data");
+    if (data.value("summary", false)) summary = data;
+    else if (data.at("webhook_id") == noisy.webhookId) ++noisyNotices;
+    else if (data.at("webhook_id") == quiet.webhookId) ++quietNotices;
+  }
+  CHECK(noisyNotices == limit);
+  CHECK(quietNotices == 2);
+  REQUIRE(summary.is_object());
+  CHECK(summary.at("count") == 3);
+  CHECK(summary.at("webhook_id") == noisy.webhookId);
 }
 
 TEST_CASE("bad input: unknown fields, states and event types, SSRF-failing URLs are 400") {
