@@ -76,11 +76,14 @@ bool isShownHeader(std::string_view headerName) {
 Result<json> validateHttp(json config) {
   if (auto r = refuseUnknownFields(config,
                                    {"url", "method", "headers", "timeout_ms", "signing_secret",
-                                    "previous_signing_secret", "previous_secret_expires_at"},
+                                    "previous_signing_secret", "previous_secret_expires_at",
+                                    "pass_forwarding_headers"},
                                    "http");
       !r)
     return r.error();
   if (auto r = checkUrl(config, "url"); !r) return r.error();
+  if (config.contains("pass_forwarding_headers") && !config["pass_forwarding_headers"].is_boolean())
+    return invalid("config.pass_forwarding_headers must be true or false");
 
   if (!config.contains("method")) config["method"] = "POST";
   if (!config["method"].is_string()) return invalid("config.method must be a string");
@@ -140,6 +143,30 @@ Result<json> validateSlack(const json& config) {
   return config;
 }
 
+// A path segment that reads as a credential (the token of Discord, Teams or
+// Slack-style URLs): 16 or more characters mixing letters and digits. Words,
+// numeric ids and short codes stay readable.
+bool looksLikeToken(std::string_view segment) {
+  if (segment.size() < 16) return false;
+  const bool digit = std::any_of(segment.begin(), segment.end(),
+                                 [](unsigned char c) { return std::isdigit(c) != 0; });
+  const bool letter = std::any_of(segment.begin(), segment.end(),
+                                  [](unsigned char c) { return std::isalpha(c) != 0; });
+  return digit && letter;
+}
+
+std::string redactPathTokens(std::string_view path) {
+  std::string out;
+  for (size_t start = 0; start <= path.size();) {
+    const size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view segment = path.substr(start, end - start);
+    out += looksLikeToken(segment) ? std::string_view(kRedacted) : segment;
+    if (end < path.size()) out += '/';
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string redactUrl(const std::string& text, bool hidePath) {
   const auto url = parseHttpUrl(text);
   if (!url) return kRedacted;
@@ -148,7 +175,8 @@ std::string redactUrl(const std::string& text, bool hidePath) {
   if (!defaultPort) out += ":" + std::to_string(url->port);
   if (hidePath) return out + "/" + kRedacted;
   const size_t q = url->target.find('?');
-  return out + (q == std::string::npos ? url->target : url->target.substr(0, q + 1) + kRedacted);
+  const std::string_view path = std::string_view(url->target).substr(0, q);
+  return out + redactPathTokens(path) + (q == std::string::npos ? "" : std::string("?") + kRedacted);
 }
 
 }  // namespace

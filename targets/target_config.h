@@ -2,7 +2,8 @@
 // writes it, and how it is shown back with its secrets redacted.
 //
 //   http:     {"url", "method", "headers", "timeout_ms", "signing_secret",
-//              "previous_signing_secret", "previous_secret_expires_at"}
+//              "previous_signing_secret", "previous_secret_expires_at",
+//              "pass_forwarding_headers"}
 //   slack:    {"webhook_url"}
 //   database: {}          log: {}
 //
@@ -29,7 +30,9 @@ bool isTargetType(std::string_view type);
 Result<nlohmann::json> validateTargetConfig(std::string_view type, const nlohmann::json& config);
 
 // The config as the API shows it: signing secrets, the Slack webhook URL's
-// path, URL query strings and every header value replaced, except those of
+// path, an http URL's path segments that read as tokens (16+ characters
+// mixing letters and digits), URL query strings and every header value
+// replaced, except those of
 // a few headers that never carry credentials (Content-Type, User-Agent,
 // Accept, Accept-Language, Content-Language).
 nlohmann::json redactTargetConfig(std::string_view type, const nlohmann::json& config);

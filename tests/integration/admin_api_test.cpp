@@ -611,6 +611,37 @@ TEST_CASE("targets: create fills defaults, get and list show the same, secrets s
   CHECK(mainDump.find(kSlackPath) != std::string::npos);
 }
 
+TEST_CASE("targets: a token in an http URL's path is redacted, the path's words are kept") {
+  TestServer server;
+  auto admin = server.client();
+  const std::string id = server.createWebhook("chat")["id"].get<std::string>();
+  const std::string targets = kWebhooks + "/" + id + "/targets";
+  const std::string discordToken =
+      "dWqY3xN8-kQe7Zt1LrV0pS2mH9aBcJ4fGoUi6TyE5wXnR_lKzMvD3sPq0hA7jCbN1gF8uWo2";
+  const std::string teamsToken = "8d4c2b1ae7f94e56b0c3d2a1f0e9d8c7";
+  const std::map<std::string, std::string> urls = {
+      {"https://discord.com/api/webhooks/1234567890123456789/" + discordToken,
+       "https://discord.com/api/webhooks/1234567890123456789/[redacted]"},
+      {"https://acme.webhook.office.com/webhookb2/IncomingWebhook/" + teamsToken + "/v2",
+       "https://acme.webhook.office.com/webhookb2/IncomingWebhook/[redacted]/v2"},
+      {"https://hooks.slack.com/services/T0CANARY/B0CANARY/Zq8vWmK3pR7tYx2LnB5cHdJ4",
+       "https://hooks.slack.com/services/T0CANARY/B0CANARY/[redacted]"},
+      {"https://example.com/hooks/orders-created", "https://example.com/hooks/orders-created"}};
+  for (const auto& [url, shown] : urls) {
+    INFO(url);
+    auto created = postJson(admin, targets,
+                            {{"name", "t"}, {"type", "http"}, {"config", {{"url", url}}}});
+    REQUIRE(statusOf(created) == 201);
+    CHECK(jsonOf(created)["config"]["url"] == shown);
+    const std::string target = targets + "/" + jsonOf(created)["id"].get<std::string>();
+    CHECK(jsonOf(admin.Get(target))["config"]["url"] == shown);
+  }
+  const std::string listed = admin.Get(targets)->body;
+  CHECK(listed.find(discordToken) == std::string::npos);
+  CHECK(listed.find(teamsToken) == std::string::npos);
+  CHECK(listed.find("Zq8vWmK3pR7tYx2LnB5cHdJ4") == std::string::npos);
+}
+
 TEST_CASE("targets: type is immutable") {
   TestServer server;
   auto admin = server.client();
