@@ -32,6 +32,7 @@ DeliveryConfig readHttp(const json& config) {
   if (const auto headers = config.find("headers"); headers != config.end() && headers->is_object())
     for (const auto& [name, value] : headers->items())
       if (value.is_string()) out.headers.emplace_back(name, value.get<std::string>());
+  out.passForwardingHeaders = config.value("pass_forwarding_headers", json(false)) == true;
   if (config.contains("signing_secret")) {
     const std::string* secret = stringField(config, "signing_secret");
     if (!secret || !signingKey(*secret)) return unreadable("the target's signing secret is malformed");

@@ -29,6 +29,9 @@ struct HttpDeliveryConfig {
   std::string method = "POST";
   HeaderList headers;  // the configured ones, in config order; they win over the event's
   std::chrono::milliseconds timeout = kDefaultHttpTimeout;
+  // pass_forwarding_headers: the sender's Forwarded, X-Forwarded-*, X-Real-IP
+  // and Via go on to the receiver (by default they stay behind).
+  bool passForwardingHeaders = false;
   std::string signingSecret;  // empty: not signed
   std::string previousSigningSecret;
   std::optional<TimePoint> previousSecretExpiresAt;

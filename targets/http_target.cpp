@@ -13,7 +13,19 @@
 
 namespace webhooker {
 
-HeaderList forwardableHeaders(const HeaderList& headers) {
+namespace {
+
+bool isForwardingHeader(const std::string& name) {
+  static constexpr std::array<std::string_view, 3> kForwarding = {"forwarded", "x-real-ip", "via"};
+  constexpr std::string_view kPrefix = "x-forwarded-";
+  return equalsIgnoringCase(std::string_view(name).substr(0, kPrefix.size()), kPrefix) ||
+         std::any_of(kForwarding.begin(), kForwarding.end(),
+                     [&](std::string_view f) { return equalsIgnoringCase(name, f); });
+}
+
+}  // namespace
+
+HeaderList forwardableHeaders(const HeaderList& headers, bool forwarding) {
   static constexpr std::array<std::string_view, 12> kDropped = {
       "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
       "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect"};
@@ -32,7 +44,8 @@ HeaderList forwardableHeaders(const HeaderList& headers) {
     }
   }
   const auto dropped = [&](const std::string& name) {
-    return std::any_of(kDropped.begin(), kDropped.end(),
+    return (!forwarding && isForwardingHeader(name)) ||
+           std::any_of(kDropped.begin(), kDropped.end(),
                        [&](std::string_view d) { return equalsIgnoringCase(name, d); }) ||
            std::any_of(named.begin(), named.end(),
                        [&](const std::string& n) { return equalsIgnoringCase(name, n); });
@@ -53,7 +66,7 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
   request.method = config->method;
   request.timeout = config->timeout;
   request.body = std::move(ctx.payload.body);
-  request.headers = forwardableHeaders(ctx.payload.headers);
+  request.headers = forwardableHeaders(ctx.payload.headers, config->passForwardingHeaders);
   for (const auto& [name, value] : config->headers) {
     const std::string_view replaced = name;  // clang's lambdas cannot capture a binding
     std::erase_if(request.headers,

@@ -18,7 +18,9 @@ class HttpTarget final : public RetryingTarget {
   Result<OutboundRequest> buildRequest(const DeliveryContext& context, const Task& task) override;
 };
 
-// The event's headers minus those that describe the inbound connection.
-HeaderList forwardableHeaders(const HeaderList& headers);
+// The event's headers minus those that describe the inbound connection:
+// hop-by-hop ones always, the forwarding ones (Forwarded, X-Forwarded-*,
+// X-Real-IP, Via: what the sender's proxies say of it) unless `forwarding`.
+HeaderList forwardableHeaders(const HeaderList& headers, bool forwarding);
 
 }  // namespace webhooker

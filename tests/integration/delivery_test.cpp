@@ -621,6 +621,32 @@ TEST_CASE("the real ingest path forwards the sender's body and headers, with the
   CHECK(req.header("Host") == "127.0.0.1:" + std::to_string(r.port()));
 }
 
+TEST_CASE("a sender's forwarding headers reach only a target that asks for them") {
+  EngineHarness h;
+  Receiver plain, asking;
+  const Hook hook = h.createWebhook();
+  const TargetRecord plainTarget = h.createHttpTarget(hook.webhookId, plain.url("/plain"));
+  const TargetRecord askingTarget = h.createHttpTarget(
+      hook.webhookId, asking.url("/asking"), retryPolicy(5, 100), 4, 5000,
+      json{{"pass_forwarding_headers", true}});
+  const httplib::Headers forwarding = {{"X-Forwarded-For", "203.0.113.9, 10.0.0.1"},
+                                       {"X-Forwarded-Host", "sender.example"},
+                                       {"X-Forwarded-Proto", "https"},
+                                       {"Forwarded", "for=203.0.113.9;proto=https"},
+                                       {"X-Real-IP", "203.0.113.9"},
+                                       {"Via", "1.1 sender-proxy"}};
+  h.post(hook.entrypointId, R"({"n":1})", "application/json", forwarding);
+  REQUIRE(h.waitForCount(hook.webhookId, plainTarget.id, "delivered", 1, 5s));
+  REQUIRE(h.waitForCount(hook.webhookId, askingTarget.id, "delivered", 1, 5s));
+  const ReceivedRequest dropped = plain.requests().at(0);
+  const ReceivedRequest passed = asking.requests().at(0);
+  for (const auto& [name, value] : forwarding) {
+    INFO(name);
+    CHECK_FALSE(dropped.hasHeader(name));
+    CHECK(passed.header(name) == value);
+  }
+}
+
 TEST_CASE("slack: the receiver gets {\"text\": ...} with method, content type and body") {
   EngineHarness h;
   Receiver r;
