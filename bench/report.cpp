@@ -20,13 +20,22 @@ double median(std::vector<double> values) {
 
 bool Figure::met() const {
   if (!goal) return true;
-  return goal->kind == Goal::Kind::kRatioAtLeast ? ratio() >= goal->bound : value <= goal->bound;
+  switch (goal->kind) {
+    case Goal::Kind::kRatioAtLeast: return ratio() >= goal->bound;
+    case Goal::Kind::kRatioAtMost: return ratio() <= goal->bound;
+    case Goal::Kind::kValueAtMost: return value <= goal->bound;
+  }
+  return false;
 }
 
 std::string Figure::goalText() const {
   if (!goal) return "";
-  return goal->kind == Goal::Kind::kRatioAtLeast ? fmt::format("ratio >= {:g}", goal->bound)
-                                                 : fmt::format("<= {:g} {}", goal->bound, unit);
+  switch (goal->kind) {
+    case Goal::Kind::kRatioAtLeast: return fmt::format("ratio >= {:g}", goal->bound);
+    case Goal::Kind::kRatioAtMost: return fmt::format("ratio <= {:g}", goal->bound);
+    case Goal::Kind::kValueAtMost: return fmt::format("<= {:g} {}", goal->bound, unit);
+  }
+  return "";
 }
 
 void Report::add(Figure figure) { figures_.push_back(std::move(figure)); }

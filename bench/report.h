@@ -12,7 +12,7 @@
 namespace webhooker::bench {
 
 struct Goal {
-  enum class Kind { kRatioAtLeast, kValueAtMost };
+  enum class Kind { kRatioAtLeast, kRatioAtMost, kValueAtMost };
   Kind kind;
   double bound;
 };

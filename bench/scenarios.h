@@ -86,5 +86,6 @@ void runFifo(const BenchConfig& config, Report& report);
 void runSlowClients(const BenchConfig& config, Report& report);
 void runCluster(const BenchConfig& config, Report& report);
 void runTenants(const BenchConfig& config, Report& report);
+void runNoisyTenant(const BenchConfig& config, Report& report);
 
 }  // namespace webhooker::bench
