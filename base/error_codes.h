@@ -43,6 +43,7 @@ inline constexpr std::string_view kUnknownTarget = "unknown_target";
 // What a request asks of does not exist or is not in a state for it.
 inline constexpr std::string_view kNotFound = "not_found";
 inline constexpr std::string_view kConflict = "conflict";
+inline constexpr std::string_view kOperationalWebhook = "operational_webhook";
 inline constexpr std::string_view kAmbiguousName = "ambiguous_name";  // a name several share
 inline constexpr std::string_view kAttemptsInFlight = "attempts_in_flight";
 inline constexpr std::string_view kEntrypointInactive = "entrypoint_inactive";

@@ -165,7 +165,7 @@ void AdminApi::deleteOperationalWebhook(const HttpRequest&, HttpResponse& res) {
 Result<void> AdminApi::refuseOperationalEntrypoint(const std::string& webhookId) const {
   const auto setting = operationalEvents_ ? operationalEvents_->setting() : std::nullopt;
   if (setting && setting->webhookId == webhookId)
-    return makeError("operational_webhook",
+    return makeError(error_code::kOperationalWebhook,
                      "the operational webhook takes no entrypoint: its events are the daemon's own");
   return {};
 }
@@ -177,7 +177,7 @@ Result<void> AdminApi::checkOperationalTarget(const TargetRecord& target) const 
   const json config = json::parse(target.configJson, nullptr, false);
   if (!config.is_object() || !config.contains("signing_secret") ||
       !config["signing_secret"].is_string() || config["signing_secret"].get<std::string>().empty())
-    return makeError("invalid_config",
+    return makeError(error_code::kInvalidConfig,
                      "config.signing_secret: the operational webhook's target signs every "
                      "request; set a new secret instead of removing it");
   return {};
