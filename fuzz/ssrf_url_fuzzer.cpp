@@ -1,4 +1,4 @@
-// URLs and hosts as a target config names them: base/url, targets/ip_address
+// URLs and hosts as a target config names them: base/url, base/ip_address
 // and the SSRF guard. The resolver answers every name with a public address,
 // so only the guard's own reading of the host decides. Properties:
 //  - a parsed URL formats and parses back to the same parts;
@@ -18,9 +18,9 @@
 #include <optional>
 #include <string>
 
+#include "base/ip_address.h"
 #include "base/url.h"
 #include "fuzz/fuzz_check.h"
-#include "targets/ip_address.h"
 #include "targets/ssrf_guard.h"
 
 namespace {

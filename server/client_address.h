@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "targets/ip_address.h"
+#include "base/ip_address.h"
 
 namespace webhooker::server {
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "base/ip_address.h"
 #include "base/result.h"
 #include "engine/dispatcher.h"
 #include "engine/operational_events.h"
@@ -33,7 +34,6 @@
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
-#include "targets/ip_address.h"
 #include "targets/ssrf_guard.h"
 
 namespace webhooker::server {

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/ip_address.h"
 #include "base/mutex.h"
 #include "base/result.h"
-#include "targets/ip_address.h"
 
 namespace webhooker {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/ip_address.h"
 #include "base/result.h"
-#include "targets/ip_address.h"
 
 namespace webhooker {
 

@@ -31,9 +31,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/ip_address.h"
 #include "base/result.h"
 #include "base/url.h"
-#include "targets/ip_address.h"
 #include "targets/resolver.h"
 
 namespace webhooker {

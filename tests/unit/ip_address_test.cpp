@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "targets/ip_address.h"
+#include "base/ip_address.h"
 
 using webhooker::Cidr;
 using webhooker::IpAddress;

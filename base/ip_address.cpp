@@ -1,4 +1,4 @@
-#include "targets/ip_address.h"
+#include "base/ip_address.h"
 
 #include <arpa/inet.h>
 

@@ -1,4 +1,5 @@
-// IpAddress and Cidr: the address vocabulary of the SSRF guard.
+// IpAddress and Cidr: the address vocabulary of the SSRF guard and of the front
+// door (trusted proxies, the per-address connection cap).
 //
 // IpAddress::parse accepts every spelling a resolver or a browser would turn
 // into an address, because an attacker will use whichever one a guard forgets:
