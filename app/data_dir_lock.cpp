@@ -13,10 +13,16 @@ namespace webhooker::app {
 
 namespace {
 
-// The pid the holder wrote, as text; "unknown" if the file says nothing.
-std::string holderOf(int fd) {
+constexpr const char* kPidFile = "webhooker.lock";
+
+// The pid the holder wrote, as text; "unknown" if the file is gone or says
+// nothing.
+std::string holderOf(int folderFd) {
+  const int fd = ::openat(folderFd, kPidFile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return "unknown";
   char buffer[32] = {};
   const ssize_t n = ::pread(fd, buffer, sizeof buffer - 1, 0);
+  ::close(fd);
   std::string pid(buffer, n > 0 ? static_cast<size_t>(n) : 0);
   while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
   return pid.empty() ? "unknown" : pid;
@@ -25,32 +31,36 @@ std::string holderOf(int fd) {
 }  // namespace
 
 Result<DataDirLock> DataDirLock::acquire(const std::filesystem::path& dataDir) {
-  const std::filesystem::path file = dataDir / "webhooker.lock";
-  const auto failed = [&](const char* what) {
+  const auto failed = [&](const char* what, const std::filesystem::path& path) {
     return makeError(error_code::kStorageError,
-                     std::string("cannot ") + what + " " + file.string() + ": " +
+                     std::string("cannot ") + what + " " + path.string() + ": " +
                          std::strerror(errno));
   };
-  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return failed("open");
-  DataDirLock lock(fd);
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) return failed("lock");
-    return makeError(error_code::kDataDirLocked, "another webhooker (pid " + holderOf(fd) +
-                                                     ") is already serving " + dataDir.string() +
-                                                     "; stop it first, or use another --data-dir");
+  const int folderFd = ::open(dataDir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (folderFd < 0) return failed("open", dataDir);
+  DataDirLock lock(folderFd);
+  if (::flock(folderFd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) return failed("lock", dataDir);
+    return makeError(error_code::kDataDirLocked,
+                     "another webhooker (pid " + holderOf(folderFd) + ") is already serving " +
+                         dataDir.string() + "; stop it first, or use another --data-dir");
   }
+  const std::filesystem::path pidFile = dataDir / kPidFile;
+  const int fd = ::openat(folderFd, kPidFile,
+                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return failed("open", pidFile);
   const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd, 0) != 0 ||
-      ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
-    return failed("write");
+  const bool written = ::write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
+  ::close(fd);
+  if (!written) return failed("write", pidFile);
   return Result<DataDirLock>(std::move(lock));
 }
 
-DataDirLock::DataDirLock(DataDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+DataDirLock::DataDirLock(DataDirLock&& other) noexcept
+    : folderFd_(std::exchange(other.folderFd_, -1)) {}
 
 DataDirLock::~DataDirLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the lock
+  if (folderFd_ >= 0) ::close(folderFd_);  // releases the lock
 }
 
 }  // namespace webhooker::app

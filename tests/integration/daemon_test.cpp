@@ -782,6 +782,27 @@ TEST_CASE("a second daemon on the same data folder refuses to start and names th
   CHECK(listStatus(next, DaemonApi::kAdminToken) == 200);
 }
 
+TEST_CASE("the data folder stays locked when its lock file is renamed or removed") {
+  TempDir dir;
+  DaemonProcess first(dir.path(), {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  std::filesystem::rename(dir / "webhooker.lock", dir / "webhooker.lock.moved");
+  const auto second = runCommand(
+      {webhookerBin(), "serve", "--port", "0", "--data-dir", dir.path().string()}, {},
+      std::chrono::seconds(10));
+  CHECK_MESSAGE(second.exitCode == 1, describe(second));
+  CHECK(contains(second.err, "daemon.data_dir_lock_failed reason=data_dir_locked"));
+  CHECK_FALSE(contains(second.out, "listening"));
+
+  std::filesystem::remove(dir / "webhooker.lock.moved");
+  std::filesystem::remove(dir / "webhooker.lock");
+  const auto third = runCommand(
+      {webhookerBin(), "serve", "--port", "0", "--data-dir", dir.path().string()}, {},
+      std::chrono::seconds(10));
+  CHECK_MESSAGE(third.exitCode == 1, describe(third));
+  CHECK(contains(third.err, "daemon.data_dir_lock_failed reason=data_dir_locked"));
+  CHECK(listStatus(first, DaemonApi::kAdminToken) == 200);
+}
+
 TEST_CASE("a daemon whose port is taken says why and exits non-zero") {
   TempDir firstDir, secondDir;
   DaemonProcess first(firstDir.path());
