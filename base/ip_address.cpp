@@ -69,6 +69,27 @@ std::optional<IpAddress> parseV6(std::string_view s) {
   return IpAddress::fromV6Bytes(bytes);
 }
 
+// a.b.c.d, each part decimal, 0..255, without a leading zero.
+std::optional<IpAddress> parseDottedQuad(std::string_view s) {
+  std::array<std::uint8_t, 4> bytes{};
+  for (size_t part = 0; part < bytes.size(); ++part) {
+    if (part > 0) {
+      if (s.empty() || s.front() != '.') return std::nullopt;
+      s.remove_prefix(1);
+    }
+    size_t digits = 0;
+    unsigned value = 0;
+    while (digits < s.size() && digits < 4 && s[digits] >= '0' && s[digits] <= '9')
+      value = value * 10 + static_cast<unsigned>(s[digits++] - '0');
+    if (digits == 0 || digits > 3 || value > 255 || (digits > 1 && s.front() == '0'))
+      return std::nullopt;
+    bytes[part] = static_cast<std::uint8_t>(value);
+    s.remove_prefix(digits);
+  }
+  if (!s.empty()) return std::nullopt;
+  return IpAddress::fromV4Bytes(bytes);
+}
+
 bool allZero(const std::array<std::uint8_t, 16>& b, size_t from, size_t to) {
   for (size_t i = from; i < to; ++i)
     if (b[i] != 0) return false;
@@ -106,6 +127,11 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
   return parseV4(text);
 }
 
+std::optional<IpAddress> IpAddress::parseStandard(std::string_view text) {
+  if (text.find(':') != std::string_view::npos) return parseV6(text);
+  return parseDottedQuad(text);
+}
+
 std::uint32_t IpAddress::v4Value() const {
   return static_cast<std::uint32_t>(bytes_[0]) << 24 | static_cast<std::uint32_t>(bytes_[1]) << 16 |
          static_cast<std::uint32_t>(bytes_[2]) << 8 | static_cast<std::uint32_t>(bytes_[3]);
@@ -126,6 +152,11 @@ std::optional<IpAddress> IpAddress::embeddedIpv4() const {
   // 2002:aabb:ccdd::/48 (6to4)
   if (b[0] == 0x20 && b[1] == 0x02) return v4At(b, 2);
   return std::nullopt;
+}
+
+IpAddress IpAddress::unmapped() const {
+  if (isV4() || !allZero(bytes_, 0, 10) || bytes_[10] != 0xff || bytes_[11] != 0xff) return *this;
+  return v4At(bytes_, 12);
 }
 
 std::string IpAddress::toString() const {
@@ -160,6 +191,20 @@ std::optional<Cidr> Cidr::parse(std::string_view text) {
   for (int bit = prefix; bit < maxPrefix; ++bit)
     if (b[static_cast<size_t>(bit / 8)] & (0x80 >> (bit % 8))) return std::nullopt;
   return cidr;
+}
+
+Cidr Cidr::around(const IpAddress& address, int prefix) {
+  std::array<std::uint8_t, 16> bytes = address.bytes();
+  for (int bit = prefix; bit < 128; ++bit)
+    bytes[static_cast<size_t>(bit / 8)] &= static_cast<std::uint8_t>(~(0x80 >> (bit % 8)));
+  if (address.isV4()) return {IpAddress::fromV4Bytes({bytes[0], bytes[1], bytes[2], bytes[3]}), prefix};
+  return {IpAddress::fromV6Bytes(bytes), prefix};
+}
+
+Cidr Cidr::unmapped() const {
+  const IpAddress v4 = net.unmapped();
+  if (v4.isV6() || prefix < 96) return *this;
+  return {v4, prefix - 96};
 }
 
 bool Cidr::contains(const IpAddress& address) const {

@@ -40,6 +40,11 @@ class IpAddress {
 
   // nullopt for anything that is not exactly one address (see above).
   static std::optional<IpAddress> parse(std::string_view text);
+  // Only the standard spellings, for addresses others wrote in a header
+  // (X-Forwarded-For): IPv4 as four decimal parts without leading zeros,
+  // IPv6 as inet_pton reads it. "010.1.1.1" is refused, not read as octal:
+  // whoever wrote it may have meant 10.1.1.1, and a proxy may log that.
+  static std::optional<IpAddress> parseStandard(std::string_view text);
 
   Family family() const { return family_; }
   bool isV4() const { return family_ == Family::kV4; }
@@ -59,6 +64,9 @@ class IpAddress {
   //   2002:AABB:CCDD::/48   6to4 (RFC 3056), the IPv4 in bits 16..47
   // nullopt for an IPv4 address and every other IPv6 address.
   std::optional<IpAddress> embeddedIpv4() const;
+  // An IPv4-mapped address (::ffff:a.b.c.d) as the IPv4 address it is, the
+  // way a dual-stack socket reports a peer; any other address as itself.
+  IpAddress unmapped() const;
 
   // Dotted quad, or inet_ntop's compressed IPv6 form ("::ffff:127.0.0.1").
   std::string toString() const;
@@ -81,6 +89,9 @@ struct Cidr {
   // a bad prefix, or host bits set past it ("10.0.0.1/8"): that is usually a
   // typo, and guessing which half was meant could open the wrong range.
   static std::optional<Cidr> parse(std::string_view text);
+  // The network of the first `prefix` bits of `address` ("2001:db8::1", 64
+  // → 2001:db8::/64).
+  static Cidr around(const IpAddress& address, int prefix);
   // "10.0.0.0/8,127.0.0.1/32, ::1/128" → networks (the operator's
   // --allow-networks and --trusted-proxies). Spaces around entries and empty
   // entries are ignored; "" is the empty list. A bad entry → "invalid_config"
@@ -88,6 +99,9 @@ struct Cidr {
   static Result<std::vector<Cidr>> parseList(std::string_view commaSeparated);
 
   bool contains(const IpAddress& address) const;
+  // An IPv4-mapped network (::ffff:a.b.c.d/96 and longer) as the IPv4
+  // network it is; any other network as itself.
+  Cidr unmapped() const;
   std::string toString() const;
 
   friend bool operator==(const Cidr&, const Cidr&) = default;

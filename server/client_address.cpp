@@ -15,8 +15,16 @@ std::string_view trimmed(std::string_view s) {
 }  // namespace
 
 bool isTrustedProxy(const IpAddress& peer, std::span<const Cidr> trusted) {
+  const IpAddress address = peer.unmapped();
   return std::any_of(trusted.begin(), trusted.end(),
-                     [&peer](const Cidr& c) { return c.contains(peer); });
+                     [&address](const Cidr& c) { return c.unmapped().contains(address); });
+}
+
+std::string connectionCapKey(const IpAddress& peer) {
+  const IpAddress address = peer.unmapped();
+  // One IPv6 host is usually given a whole /64: each address in it is no
+  // other client.
+  return address.isV4() ? address.toString() : Cidr::around(address, 64).toString();
 }
 
 std::string clientAddress(const IpAddress& peer, std::span<const std::string> forwardedFor,
@@ -31,9 +39,9 @@ std::string clientAddress(const IpAddress& peer, std::span<const std::string> fo
       at = comma + 1;
     }
   for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
-    const auto address = IpAddress::parse(*hop);
+    const auto address = IpAddress::parseStandard(*hop);
     if (!address) break;
-    client = *address;
+    client = address->unmapped();
     if (!isTrustedProxy(client, trusted)) break;
   }
   return client.toString();

@@ -243,7 +243,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         peer_(peer),
-        peerText_(peer.toString()),
+        peerText_(connectionCapKey(peer)),
         capped_(capped) {}
   ~Connection() { server_.released(peerText_, capped_); }
 
@@ -636,7 +636,7 @@ void HttpServer::Impl::accept() {
     const tcp::endpoint peer = socket.remote_endpoint(ignored);
     const IpAddress address = peerAddress(peer);
     const bool capped = !isTrustedProxy(address, options_.trustedProxies);
-    if (!reserved(address.toString(), capped)) {
+    if (!reserved(connectionCapKey(address), capped)) {
       // Refused at once, never queued: one non-blocking write, then close.
       static const std::string kBusy = [] {
         HttpResponse res = errorResponse(503, error_code::kTooManyConnections,

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/client_address.h"
 #include "tests/support/raw_connection.h"
 #include "tests/support/test_server.h"
 
@@ -290,6 +291,29 @@ TEST_CASE("X-Forwarded-For counts from a trusted proxy only") {
     FrontDoor door;
     CHECK(remoteOf(door, "198.51.100.7") == "127.0.0.1");
   }
+  SUBCASE("a trusted proxy written as an IPv4-mapped IPv6 address is the IPv4 peer") {
+    FrontDoor door([](server::ServerOptions& o) {
+      o.trustedProxies = Cidr::parseList("::ffff:127.0.0.1, ::ffff:127.0.0.0/104").value();
+    });
+    CHECK(remoteOf(door, "198.51.100.7") == "198.51.100.7");
+  }
+  SUBCASE("a hop with leading zeros is no address, not an octal one") {
+    FrontDoor door([](server::ServerOptions& o) {
+      o.trustedProxies = Cidr::parseList("127.0.0.0/8").value();
+    });
+    CHECK(remoteOf(door, "010.1.1.1") == "127.0.0.1");
+    CHECK(remoteOf(door, "198.51.100.7, 0x7f.1") == "127.0.0.1");
+    CHECK(remoteOf(door, "2001:db8::7") == "2001:db8::7");
+  }
+}
+
+TEST_CASE("the per-address connection cap counts an IPv6 peer by its /64") {
+  const auto key = [](std::string_view address) {
+    return server::connectionCapKey(IpAddress::parse(address).value());
+  };
+  CHECK(key("2001:db8:1:2::1") == key("2001:db8:1:2:ffff:ffff:ffff:ffff"));
+  CHECK(key("2001:db8:1:2::1") != key("2001:db8:1:3::1"));
+  CHECK(key("198.51.100.7") != key("198.51.100.8"));
 }
 
 }  // namespace webhooker::testing
