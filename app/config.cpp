@@ -88,6 +88,18 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_IDLE_TIMEOUT_MS")
       ->check(CLI::Range(int64_t{100}, int64_t{600'000}))
       ->capture_default_str();
+  cmd.add_option("--stall-timeout-ms", c.stallTimeoutMs,
+                 "a request (head or body) from which no byte came for this long is answered "
+                 "408, whatever its other deadlines allow")
+      ->envname("WEBHOOKER_STALL_TIMEOUT_MS")
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}))
+      ->capture_default_str();
+  cmd.add_option("--max-buffered-mb", c.maxBufferedMb,
+                 "MiB all unfinished requests may hold in read buffers and bodies; over it a new "
+                 "body is refused 503 and the requests silent longest are closed")
+      ->envname("WEBHOOKER_MAX_BUFFERED_MB")
+      ->check(CLI::Range(size_t{1}, size_t{1'048'576}))
+      ->capture_default_str();
   cmd.add_option("--max-connections", c.maxConnections,
                  "open connections at most; more are answered 503 and closed at once")
       ->envname("WEBHOOKER_MAX_CONNECTIONS")
@@ -200,6 +212,9 @@ Result<void> finishConfig(Config& c) {
   if (c.metricsUsername.empty() != c.metricsPassword.empty())
     return makeError(error_code::kInvalidConfig,
                      "METRICS_USERNAME and METRICS_PASSWORD must be set together");
+  if (c.maxBufferedMb * 1024 * 1024 < c.bodyLimit)
+    return makeError(error_code::kInvalidConfig,
+                     "--max-buffered-mb must hold at least one body of --body-limit");
   if (c.debug && c.logLevel == "info") c.logLevel = "debug";
   return {};
 }

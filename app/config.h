@@ -29,6 +29,8 @@ struct Config {
   size_t bodyLimit = 1024 * 1024;
   int64_t headerTimeoutMs = 10'000;  // request line and headers, whole
   int64_t idleTimeoutMs = 10'000;    // keep-alive connection without a request
+  int64_t stallTimeoutMs = 5'000;    // a request with no byte for this long
+  size_t maxBufferedMb = 64;         // what unfinished requests may hold, in all
   size_t maxConnections = 10'000;
   size_t maxConnectionsPerAddress = 256;
   std::string trustedProxies;       // CIDRs whose X-Forwarded-For is believed

@@ -196,6 +196,8 @@ int runServe(const Config& config) {
   options.headerTimeout = std::chrono::milliseconds(config.headerTimeoutMs);
   options.bodyGrace = options.headerTimeout;
   options.idleTimeout = std::chrono::milliseconds(config.idleTimeoutMs);
+  options.stallTimeout = std::chrono::milliseconds(config.stallTimeoutMs);
+  options.maxBufferedBytes = config.maxBufferedMb * 1024 * 1024;
   options.maxConnections = config.maxConnections;
   options.maxConnectionsPerAddress = config.maxConnectionsPerAddress;
   options.trustedProxies = std::move(trustedProxies.value());

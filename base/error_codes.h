@@ -17,6 +17,7 @@ inline constexpr std::string_view kLengthRequired = "length_required";
 inline constexpr std::string_view kMethodNotAllowed = "method_not_allowed";
 inline constexpr std::string_view kNotImplemented = "not_implemented";
 inline constexpr std::string_view kRequestTimeout = "request_timeout";
+inline constexpr std::string_view kServerBusy = "server_busy";  // over --max-buffered-mb
 inline constexpr std::string_view kTooManyConnections = "too_many_connections";
 inline constexpr std::string_view kUriTooLong = "uri_too_long";
 inline constexpr std::string_view kShuttingDown = "shutting_down";

@@ -1,5 +1,6 @@
-// The only file that includes Asio and Beast: they are header-only and slow
-// to compile, so nothing else sees them (docs/decisions.md, *Front door*).
+// With server/request_parser.cpp, the only files that include Asio and
+// Beast: they are header-only and slow to compile, so nothing else sees them
+// (docs/decisions.md, *Front door*).
 #include "server/http_server.h"
 
 #include <fmt/format.h>
@@ -13,15 +14,12 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cctype>
+#include <cassert>
 #include <chrono>
 #include <cstddef>
 #include <latch>
@@ -30,12 +28,12 @@
 #include <mutex>
 #include <optional>
 
-#include "base/ascii_case.h"
 #include "base/mutex.h"
 #include "base/secret.h"
 #include "base/thread_name.h"
 #include "server/admin_api.h"
 #include "server/admin_token.h"
+#include "server/buffered_requests.h"
 #include "server/client_address.h"
 #include "server/api_document.h"
 #include "server/console.h"
@@ -43,6 +41,7 @@
 #include "server/admin_move.h"
 #include "server/admin_placement.h"
 #include "server/move_fence.h"
+#include "server/request_parser.h"
 #include "server/router.h"
 #include "server/server_metrics.h"
 
@@ -61,25 +60,10 @@ size_t adminThreads(const ServerOptions& options) {
   return static_cast<size_t>(std::max(options.threads, 1));
 }
 
-// cpp-httplib's limits, which the hostile input table was written against:
-// a request line or header line of 8 KiB, 256 headers of 64 KiB in all (ingest
-// stores every header).
-constexpr size_t kMaxLineBytes = 8 * 1024;
-constexpr size_t kMaxHeaderCount = 256;
-constexpr size_t kMaxHeaderBytes = 64 * 1024;
-// What the parser may buffer for the head: the headers, the request line and
-// the separators.
-constexpr uint32_t kHeadLimit = kMaxHeaderBytes + kMaxLineBytes + 2 * kMaxHeaderCount * 4;
 // How long a closing connection still reads (and drops) what the client
 // sends, so that an answer given before its body was read is not lost to a
 // reset.
 constexpr auto kLinger = std::chrono::seconds(2);
-// Room the read buffer gets for a body. Beast reads max(512, free room)
-// bytes at a time, and the parser empties the buffer into the body after
-// each read: without it an 8 KB event took 16 reads, each with its own
-// syscall, completion and deadline re-arm.
-constexpr size_t kBodyReadRoom = 16 * 1024;
-
 // The methods a route can have; anything else is a bad request, as it was.
 constexpr std::array<std::string_view, 7> kMethods = {"GET",    "HEAD",    "POST", "PUT",
                                                       "DELETE", "OPTIONS", "PATCH"};
@@ -99,49 +83,12 @@ bool basicAuthMatches(const std::string& header, const std::string& user,
   return userOk && passwordOk;
 }
 
-const char* const kBadLength =
-    "Content-Length must be one valid length, and not sent with Transfer-Encoding";
-
-// Refuses, once the head is read and before any body, what we do not read:
-//  - a target or header line over 8 KiB (414, 400), more than 256 headers or
-//    64 KiB of them (431);
-//  - a transfer coding other than chunked (501, RFC 9112 §6.1).
-// The parser has already refused a Content-Length that is not one number or
-// comes with Transfer-Encoding (400): both framings at once is how requests
-// are smuggled.
-std::optional<HttpResponse> refusedHead(const HttpRequest& req) {
-  if (req.target.size() > kMaxLineBytes)
-    return errorResponse(414, error_code::kUriTooLong, "the request URI is too long");
-  size_t headerBytes = 0;
-  for (const auto& [name, value] : req.headers) {
-    if (name.size() + value.size() + 2 > kMaxLineBytes)
-      return errorResponse(400, error_code::kBadRequest, "a header line is longer than 8 KiB");
-    headerBytes += name.size() + value.size();
-  }
-  if (req.headers.size() > kMaxHeaderCount || headerBytes > kMaxHeaderBytes)
-    return errorResponse(
-        431, error_code::kHeadersTooLarge,
-        fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount, kMaxHeaderBytes));
-  const size_t codings = req.get_header_value_count("Transfer-Encoding");
-  const std::string coding = asciiLower(req.get_header_value("Transfer-Encoding"));
-  if (codings > 1 || (codings == 1 && coding != "chunked"))
-    return errorResponse(501, error_code::kNotImplemented,
-                         "the only transfer coding understood is chunked");
-  return std::nullopt;
-}
-
-// The answer to a head or body the parser refused.
-HttpResponse parseFailure(const beast::error_code& ec) {
-  if (ec == http::error::header_limit)
-    return errorResponse(
-        431, error_code::kHeadersTooLarge,
-        fmt::format("at most {} headers of {} bytes in all", kMaxHeaderCount, kMaxHeaderBytes));
-  if (ec == http::error::body_limit)
-    return errorResponse(413, error_code::kBodyTooLarge, "the body is larger than the limit");
-  if (ec == http::error::bad_content_length || ec == http::error::multiple_content_length ||
-      ec == http::error::bad_transfer_encoding)
-    return errorResponse(400, error_code::kBadRequest, kBadLength);
-  return errorResponse(400, error_code::kBadRequest, "the request could not be parsed");
+// Over the cap of bytes buffered for unfinished requests.
+HttpResponse serverBusy() {
+  HttpResponse busy = errorResponse(503, error_code::kServerBusy,
+                                    "the server holds too many unfinished requests; retry shortly");
+  busy.set_header("Retry-After", "1");
+  return busy;
 }
 
 // The peer's address as the SSRF vocabulary spells it; an IPv4-mapped IPv6
@@ -149,10 +96,7 @@ HttpResponse parseFailure(const beast::error_code& ec) {
 IpAddress peerAddress(const tcp::endpoint& endpoint) {
   const asio::ip::address a = endpoint.address();
   if (a.is_v4()) return IpAddress::fromV4Bytes(a.to_v4().to_bytes());
-  const asio::ip::address_v6 v6 = a.to_v6();
-  if (v6.is_v4_mapped())
-    return IpAddress::fromV4Bytes(asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_bytes());
-  return IpAddress::fromV6Bytes(v6.to_bytes());
+  return IpAddress::fromV6Bytes(a.to_v6().to_bytes()).unmapped();
 }
 
 class Connection;
@@ -171,7 +115,8 @@ class HttpServer::Impl {
 
   // The checks between a complete head and its body: framing, who may call,
   // which route. An answer when the request ends here.
-  std::optional<HttpResponse> admit(HttpRequest& req, const Router::Route*& route);
+  std::optional<HttpResponse> admit(const RequestParser& parser, HttpRequest& req,
+                                    const Router::Route*& route);
   // Runs the route's handler (on the loop or the worker pool); the answer
   // comes back to `respond`.
   void handle(const Router::Route& route, HttpRequest& req, Respond respond);
@@ -183,6 +128,7 @@ class HttpServer::Impl {
 
   void setAccepting(bool accepting) { ingest_.setAccepting(accepting); }
   const Router& router() const { return router_; }
+  BufferedRequests& buffered() { return buffered_; }
 
   const ServerOptions options_;
 
@@ -215,6 +161,8 @@ class HttpServer::Impl {
   std::mutex countsMutex_;  // guards open_ and openFrom_
   size_t open_ = 0;
   std::map<std::string, size_t> openFrom_;
+  // Loop thread only; outlives the connections io_ destroys.
+  BufferedRequests buffered_;
 
   // Declared after everything its queued handlers use: destroying it
   // destroys them (and the connections they hold).
@@ -236,37 +184,50 @@ namespace {
 // keep-alive) only after that, so answers go out in order. Lives as long as
 // an operation or a handler holds it; every member is used on the loop
 // thread only.
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection final : public std::enable_shared_from_this<Connection>,
+                         public BufferedRequests::Holder {
  public:
   Connection(HttpServer::Impl& server, tcp::socket socket, IpAddress peer, bool capped)
       : server_(server),
         socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         peer_(peer),
-        peerText_(connectionCapKey(peer)),
+        capKey_(connectionCapKey(peer)),
         capped_(capped) {}
-  ~Connection() { server_.released(peerText_, capped_); }
+  ~Connection() {
+    server_.buffered().release(*this);
+    server_.released(capKey_, capped_);
+  }
 
   void start() { readHead(); }
 
  private:
   enum class Phase { kIdle, kHead, kBody, kHandling, kWriting, kClosing };
+  // Why the connection's operations were cancelled.
+  enum class Cut { kNone, kDeadline, kStall, kMemory };
 
   const ServerOptions& options() const { return server_.options_; }
 
   // The deadline of the phase in progress: when it passes, the socket's
-  // operations are cancelled and their handler sees timedOut_.
-  void arm(Clock::time_point deadline) {
+  // operations are cancelled and their handler sees cut_ (`why`).
+  void arm(Clock::time_point deadline, Cut why = Cut::kDeadline) {
     timer_.expires_at(deadline);
-    timer_.async_wait([weak = weak_from_this(), generation = ++timerGeneration_](
-                          const beast::error_code& ec) {
+    timer_.async_wait([weak = weak_from_this(), generation = ++timerGeneration_,
+                       why](const beast::error_code& ec) {
       auto self = weak.lock();
       if (ec || !self || generation != self->timerGeneration_) return;
-      self->timedOut_ = true;
-      beast::error_code ignored;
-      self->socket_.cancel(ignored);
+      self->stopWith(why);
     });
   }
+
+  void stopWith(Cut why) {
+    cut_ = why;
+    beast::error_code ignored;
+    socket_.cancel(ignored);
+  }
+
+  // Over the cap of buffered bytes, this request was the one silent longest.
+  void cut() override { stopWith(Cut::kMemory); }
 
   // Between requests: wait for a byte without holding a buffer.
   void waitIdle() {
@@ -285,27 +246,71 @@ class Connection : public std::enable_shared_from_this<Connection> {
     phase_ = Phase::kHead;
     started_ = Clock::now();
     parser_.emplace();
-    parser_->header_limit(kHeadLimit);
-    parser_->body_limit(boost::none);  // checked after the head, for a 413 before any body
-    arm(started_ + options().headerTimeout);
-    http::async_read_header(socket_, buffer_, *parser_,
-                            [self = shared_from_this()](const beast::error_code& ec, size_t) {
-                              if (ec) return self->failed(ec);
-                              self->headDone();
-                            });
+    parse();
   }
 
-  void headDone() {
-    const auto& head = parser_->get();
-    req_ = HttpRequest{};
-    req_.method = std::string(head.method_string());
-    req_.target = std::string(head.target());
-    std::vector<std::string> forwardedFor;
-    for (const auto& field : head) {
-      req_.headers.emplace(std::string(field.name_string()), std::string(field.value()));
-      if (beast::iequals(field.name_string(), "X-Forwarded-For"))
-        forwardedFor.emplace_back(field.value());
+  // Hands the parser what is buffered; then the phase's next step, or a
+  // read for more.
+  void parse() {
+    beast::error_code ec;
+    while (buffer_.size() > 0 && !phaseDone()) {
+      const size_t used = parser_->feed(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec || used == 0) break;
     }
+    if (ec && ec != http::error::need_more) {
+      keepAlive_ = false;
+      return answer(parser_->refusal(ec));
+    }
+    if (!phaseDone()) return readMore();
+    if (phase_ == Phase::kHead) return headDone();
+    dispatch();
+  }
+
+  bool phaseDone() const {
+    return phase_ == Phase::kHead ? parser_->is_header_done() : parser_->is_done();
+  }
+
+  // One read, within the phase's deadline and the stall limit, of at most
+  // what the parser lets us buffer.
+  void readMore() {
+    const auto now = Clock::now();
+    // A body may take bodyGrace, and then must keep coming at minBodyRate
+    // on average; only its data buys time, never its framing.
+    const auto deadline =
+        phase_ == Phase::kHead
+            ? started_ + options().headerTimeout
+            : bodyStarted_ + options().bodyGrace +
+                  std::chrono::milliseconds(parser_->bodyBytesRead() * 1000 /
+                                            std::max<size_t>(options().minBodyRate, 1));
+    const auto stall = now + options().stallTimeout;
+    if (stall < deadline)
+      arm(stall, Cut::kStall);
+    else
+      arm(deadline);
+    // Beast's read size: the free room, at least 512 bytes, within what the
+    // parser lets us buffer (it refused the request when that was full).
+    assert(buffer_.size() < parser_->bufferLimit());
+    const size_t room = parser_->bufferLimit() - buffer_.size();
+    const size_t size =
+        std::min(std::max<size_t>(512, buffer_.capacity() - buffer_.size()), room);
+    socket_.async_read_some(buffer_.prepare(size), [self = shared_from_this()](
+                                                       const beast::error_code& ec, size_t n) {
+      self->buffer_.commit(n);
+      // A cut may have come after this read completed, before it ran.
+      if (ec || self->cut_ != Cut::kNone) return self->failed();
+      self->server_.buffered().hold(*self, self->bytesHeld());
+      self->parse();
+    });
+  }
+
+  size_t bytesHeld() const { return buffer_.capacity() + parser_->bodyBytesHeld(); }
+
+  void headDone() {
+    req_ = parser_->takeHead();
+    std::vector<std::string> forwardedFor;
+    for (auto [it, end] = req_.headers.equal_range("X-Forwarded-For"); it != end; ++it)
+      forwardedFor.push_back(it->second);
     const std::string_view target = req_.target;
     const size_t mark = target.find('?');
     req_.path = decodeUrl(target.substr(0, mark), false);
@@ -313,7 +318,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req_.remote_addr = clientAddress(peer_, forwardedFor, options().trustedProxies);
     keepAlive_ = parser_->keep_alive();
 
-    if (auto refused = server_.admit(req_, route_)) return answer(std::move(*refused));
+    if (auto refused = server_.admit(*parser_, req_, route_)) return answer(std::move(*refused));
     // RFC 9112 §6.3: without Content-Length or chunked there is no body. An
     // event must say how long it is: 411, and the connection is closed.
     if (route_->asyncHandler && req_.method == "POST" && !parser_->content_length() &&
@@ -323,16 +328,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                   "an event needs a Content-Length (or a chunked body)"));
     }
     const size_t limit = route_->bodyLimit ? route_->bodyLimit : options().ingest.bodyLimit;
-    if (parser_->content_length() && *parser_->content_length() > limit)
-      return answer(errorResponse(
-          413, error_code::kBodyTooLarge,
-          "the body is larger than the limit of " + std::to_string(limit) + " bytes"));
-    parser_->body_limit(limit);
+    const uint64_t declared = parser_->content_length().value_or(0);
+    if (declared > limit)
+      return answer(errorResponse(413, error_code::kBodyTooLarge,
+                                  "the body is larger than the limit of " +
+                                      std::to_string(limit) + " bytes"));
+    // A body is admitted at its declared size, so one that fits is never
+    // cut for another's growth; a chunked one is counted as it grows.
+    const size_t room = RequestParser::kMaxFramingLine;
+    if (!parser_->is_done()) {
+      const size_t wanted = std::max(buffer_.capacity(), room) + declared;
+      if (!server_.buffered().fits(*this, wanted)) {
+        keepAlive_ = false;
+        return answer(serverBusy());
+      }
+      server_.buffered().hold(*this, wanted);
+    }
+    parser_->setBodyLimit(limit);
     // A declared length sizes the room (a chunked body gets it all); an idle
     // connection gives it back (waitIdle).
-    buffer_.reserve(std::min<uint64_t>(parser_->content_length().value_or(kBodyReadRoom),
-                                       kBodyReadRoom));
+    buffer_.reserve(std::min<uint64_t>(parser_->content_length().value_or(room), room));
     bodyStarted_ = Clock::now();
+    phase_ = Phase::kBody;
     // A client that asked (curl does for bodies over 1 KiB) sends its body
     // only after this, or after waiting a second for it.
     if (!parser_->is_done() &&
@@ -341,31 +358,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
       arm(bodyStarted_ + options().bodyGrace);
       return asio::async_write(socket_, asio::buffer(kContinue),
                                [self = shared_from_this()](const beast::error_code& ec, size_t) {
-                                 if (ec) return self->close();
-                                 self->readBody();
+                                 if (ec || self->cut_ != Cut::kNone) return self->close();
+                                 self->parse();
                                });
     }
-    readBody();
-  }
-
-  void readBody() {
-    if (parser_->is_done()) return dispatch();
-    phase_ = Phase::kBody;
-    // bodyGrace, then at least minBodyRate on average.
-    const auto received = parser_->get().body().size();
-    arm(bodyStarted_ + options().bodyGrace +
-        std::chrono::milliseconds(received * 1000 / std::max<size_t>(options().minBodyRate, 1)));
-    http::async_read_some(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](const beast::error_code& ec, size_t) {
-                            if (ec) return self->failed(ec);
-                            self->readBody();
-                          });
+    parse();
   }
 
   void dispatch() {
     phase_ = Phase::kHandling;
     timer_.cancel();
-    req_.body = std::move(parser_->get().body());
+    server_.buffered().release(*this);
+    req_.body = parser_->takeBody();
     server_.handle(*route_, req_, [self = shared_from_this()](HttpResponse res) {
       const auto executor = self->socket_.get_executor();
       asio::post(executor, [self = std::move(self), res = std::move(res)]() mutable {
@@ -374,30 +378,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
-  // A read failed: the client left, a deadline passed, or the parser refused.
-  void failed(const beast::error_code& ec) {
-    if (timedOut_) {
-      if (phase_ == Phase::kHead && parser_->got_some() == false && buffer_.size() == 0)
-        return close();  // nothing was sent: nothing to answer
-      keepAlive_ = false;
-      return answer(phase_ == Phase::kBody
-                        ? errorResponse(408, error_code::kRequestTimeout,
-                                        fmt::format("the body came slower than {} bytes a second",
-                                                    options().minBodyRate))
-                        : errorResponse(408, error_code::kRequestTimeout,
-                                        fmt::format("the request head did not arrive within {} ms",
-                                                    options().headerTimeout.count())));
-    }
-    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
-        ec == http::error::partial_message || ec == asio::error::connection_reset ||
-        ec == asio::error::operation_aborted)
-      return close();
+  // A read failed or was cut: the client left (a message cut short is no
+  // request) or the socket failed, and there is nothing to answer; or a
+  // deadline passed or room was needed, and the answer says which.
+  void failed() {
+    if (cut_ == Cut::kNone) return close();
+    if (phase_ == Phase::kHead && !parser_->got_some() && buffer_.size() == 0)
+      return close();  // nothing was sent: nothing to answer
     keepAlive_ = false;
-    answer(parseFailure(ec));
+    answer(cutAnswer());
+  }
+
+  HttpResponse cutAnswer() const {
+    if (cut_ == Cut::kMemory) return serverBusy();
+    if (cut_ == Cut::kStall)
+      return errorResponse(408, error_code::kRequestTimeout,
+                           fmt::format("no byte of the request came for {} ms",
+                                       options().stallTimeout.count()));
+    if (phase_ == Phase::kBody)
+      return errorResponse(408, error_code::kRequestTimeout,
+                           fmt::format("the body came slower than {} bytes a second",
+                                       options().minBodyRate));
+    return errorResponse(408, error_code::kRequestTimeout,
+                         fmt::format("the request head did not arrive within {} ms",
+                                     options().headerTimeout.count()));
   }
 
   void answer(HttpResponse res) {
     phase_ = Phase::kWriting;
+    server_.buffered().release(*this);
     // A request whose body is still unread cannot be followed by another.
     if (!parser_ || !parser_->is_done()) keepAlive_ = false;
     const bool head = req_.method == "HEAD";
@@ -429,7 +438,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res_ = HttpResponse{};
     route_ = nullptr;
     parser_.reset();
-    timedOut_ = false;
+    cut_ = Cut::kNone;
     waitIdle();
   }
 
@@ -438,9 +447,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close() {
     if (phase_ == Phase::kClosing) return;
     phase_ = Phase::kClosing;
+    server_.buffered().release(*this);
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    if (timedOut_) {  // a deadline passed: no more time for it
+    if (cut_ != Cut::kNone) {  // a deadline passed, or room was needed: no more time for it
       socket_.close(ignored);
       return;
     }
@@ -450,7 +460,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void drain() {
     buffer_.consume(buffer_.size());
-    socket_.async_read_some(buffer_.prepare(16 * 1024),
+    socket_.async_read_some(buffer_.prepare(RequestParser::kMaxFramingLine),
                             [self = shared_from_this()](const beast::error_code& ec, size_t) {
                               beast::error_code ignored;
                               if (!ec) return self->drain();
@@ -462,14 +472,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   tcp::socket socket_;
   asio::steady_timer timer_;
   uint64_t timerGeneration_ = 0;
-  bool timedOut_ = false;
+  Cut cut_ = Cut::kNone;
   const IpAddress peer_;
-  const std::string peerText_;
+  const std::string capKey_;
   const bool capped_;  // counted against the per-address cap
 
   Phase phase_ = Phase::kHead;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   Clock::time_point started_;
   Clock::time_point bodyStarted_;
   HttpRequest req_;
@@ -493,6 +503,7 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       placement_(parts.store, options_.nodeId),
       move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
             options_.nodeId),
+      buffered_(options_.maxBufferedBytes, metrics_.bufferedBytes()),
       workers_(adminThreads(options_)),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, moveFence_, options_.ingest,
               {parts.routing, parts.routingMetrics}) {
@@ -527,12 +538,12 @@ void HttpServer::Impl::registerRoutes() {
   registerApiDocument(router_);
 }
 
-std::optional<HttpResponse> HttpServer::Impl::admit(HttpRequest& req,
+std::optional<HttpResponse> HttpServer::Impl::admit(const RequestParser& parser, HttpRequest& req,
                                                     const Router::Route*& route) {
   route = router_.match(req.method, req.path, req.matches);
   if (std::find(kMethods.begin(), kMethods.end(), req.method) == kMethods.end())
     return errorResponse(400, error_code::kBadRequest, "unknown method");
-  if (auto refused = refusedHead(req)) return refused;
+  if (auto refused = parser.refusedHead(req)) return refused;
   // Authenticates every admin request before its body is read, so an
   // unknown route or method says nothing to a caller without the token.
   const bool api = req.path.rfind("/api/", 0) == 0;

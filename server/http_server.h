@@ -4,7 +4,9 @@
 // Event-driven (docs/decisions.md, *Front door*): one event-loop thread
 // reads and writes every connection, so an idle or slow connection costs a
 // buffer, not a thread. A request is read whole, within deadlines for the
-// whole request (ServerOptions), before any handler sees it. Ingest runs on
+// whole request, a stall limit between bytes and a cap on what all
+// unfinished requests hold (ServerOptions), before any handler sees it; its
+// framing is bounded like its head (server/request_parser.h). Ingest runs on
 // the loop and waits for its group commit without holding a thread; the
 // admin API, console, /metrics and /readyz run on a small worker pool, so a
 // slow SQLite call never stalls the loop. Every answer carries
@@ -59,6 +61,11 @@ struct ServerOptions {
   // (bytes a second) on average; an answer must be read as fast.
   std::chrono::milliseconds bodyGrace{10'000};
   size_t minBodyRate = 1024;
+  // A request (head or body) with no byte for this long is answered 408.
+  std::chrono::milliseconds stallTimeout{5'000};
+  // What all unfinished requests may hold in read buffers and bodies. Over
+  // it, a new body is refused 503 and the requests silent longest are closed.
+  size_t maxBufferedBytes = size_t{64} << 20;
   // Open connections in all and from one peer address; a connection over
   // either is answered 503 and closed at once. Trusted proxies are exempt
   // from the per-address cap: they carry many clients.

@@ -33,7 +33,13 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
       durations_(prometheus::BuildHistogram()
                      .Name("webhooker_http_request_duration_seconds")
                      .Help("Time to handle an HTTP request, by route pattern")
-                     .Register(registry)) {
+                     .Register(registry)),
+      bufferedBytes_(prometheus::BuildGauge()
+                         .Name("webhooker_http_buffered_bytes")
+                         .Help("Bytes unfinished requests hold in read buffers and bodies "
+                               "(capped by --max-buffered-mb)")
+                         .Register(registry)
+                         .Add({})) {
   // Every reason exists at 0 from start-up, like the other series, so an
   // alert on its rate works before the first failure.
   for (const std::string_view reason : kVerificationFailureReasons)

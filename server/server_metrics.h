@@ -7,6 +7,7 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
@@ -26,12 +27,15 @@ class ServerMetrics {
   void verificationFailed(std::string_view reason);
   // `route`: a registered pattern or Router::kUnmatched, never a path.
   void request(std::string_view route, int status, std::chrono::duration<double> duration);
+  // What unfinished requests hold in memory (server/buffered_requests.h).
+  prometheus::Gauge& bufferedBytes() { return bufferedBytes_; }
 
  private:
   prometheus::Counter& eventsReceived_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Counter>& verificationFailures_;
   prometheus::Family<prometheus::Histogram>& durations_;
+  prometheus::Gauge& bufferedBytes_;
 };
 
 }  // namespace webhooker::server

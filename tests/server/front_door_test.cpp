@@ -7,16 +7,21 @@
 // asserted is many times the deadline, for a shared and slow machine. Each
 // case fails on a thread-per-connection server with per-read timeouts.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "server/client_address.h"
+#include "tests/support/eventually.h"
+#include "tests/support/prometheus_text.h"
 #include "tests/support/raw_connection.h"
 #include "tests/support/test_server.h"
 
@@ -57,6 +62,55 @@ std::string codeOf(const RawAnswer& answer) {
   const json body = json::parse(answer.body, nullptr, false);
   if (!body.is_object() || !body.contains("error")) return "<not an error: " + answer.body + ">";
   return body["error"]["code"];
+}
+
+// This process's resident set: the server under test runs in it.
+size_t residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  size_t resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A hostile request: `head`, then `piece` again and again until `total`
+// bytes of it are sent or the server answers, then `tail`. The answer, and
+// how far the resident set grew over its start meanwhile.
+struct Flooded {
+  std::optional<RawAnswer> answer;
+  size_t residentGrowth = 0;
+};
+Flooded flood(int port, const std::string& head, const std::string& piece, size_t total,
+              const std::string& tail) {
+  RawConnection c(port);
+  const size_t before = residentBytes();
+  Flooded out;
+  const auto grew = [&] {
+    const size_t now = residentBytes();
+    out.residentGrowth = std::max(out.residentGrowth, now - std::min(before, now));
+  };
+  REQUIRE(c.send(head));
+  for (size_t sent = 0; sent < total && !out.answer; sent += piece.size()) {
+    if (!c.send(piece)) break;
+    out.answer = c.read(1ms);
+    grew();
+  }
+  if (!out.answer && c.send(tail)) out.answer = c.read(10s);
+  if (!out.answer) out.answer = c.read(1s);
+  grew();
+  return out;
+}
+
+std::string repeated(std::string_view text, size_t bytes) {
+  std::string out;
+  while (out.size() < bytes) out += text;
+  return out;
+}
+
+std::string metricsOf(const TestServer& server) {
+  auto client = server.anonymousClient();
+  const auto res = client.Get("/metrics");
+  return res && res->status == 200 ? res->body : "";
 }
 
 }  // namespace
@@ -314,6 +368,186 @@ TEST_CASE("the per-address connection cap counts an IPv6 peer by its /64") {
   CHECK(key("2001:db8:1:2::1") == key("2001:db8:1:2:ffff:ffff:ffff:ffff"));
   CHECK(key("2001:db8:1:2::1") != key("2001:db8:1:3::1"));
   CHECK(key("198.51.100.7") != key("198.51.100.8"));
+}
+
+TEST_CASE("chunk framing counts against the limits: a long chunk line or trailer is 400, "
+          "and holds no memory") {
+  FrontDoor door;
+  const std::string chunked =
+      "GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  constexpr size_t kTenMiB = 10 << 20;
+  struct Case {
+    std::string name;
+    std::string head;
+    std::string piece;
+    std::string tail;
+  };
+  const Case cases[] = {
+      {"a 10 MiB chunk extension", chunked + "1;ext=", std::string(64 << 10, 'a'),
+       "\r\nx\r\n0\r\n\r\n"},
+      {"a 10 MiB trailer line", chunked + "1\r\nx\r\n0\r\nX-Trailer: ", std::string(64 << 10, 'a'),
+       "\r\n\r\n"},
+      {"10 MiB of trailer fields", chunked + "1\r\nx\r\n0\r\n", repeated("a: b\r\n", 64 << 10),
+       "\r\n"},
+      {"10 MiB of leading zeros in a chunk size", chunked, std::string(64 << 10, '0'),
+       "1\r\nx\r\n0\r\n\r\n"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const Flooded flooded = flood(door.server.port(), c.head, c.piece, kTenMiB, c.tail);
+    REQUIRE(flooded.answer);
+    CHECK(flooded.answer->status == 400);
+    CHECK(codeOf(*flooded.answer) == "bad_request");
+    CHECK(flooded.residentGrowth < size_t{4} << 20);
+  }
+}
+
+TEST_CASE("chunk framing counts against the limits: trailer fields and framing bytes in all") {
+  FrontDoor door;
+  const std::string chunked =
+      "GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  SUBCASE("trailer fields count with the head's: at most 256") {
+    RawConnection c(door.server.port());
+    REQUIRE(c.send(chunked + "1\r\nx\r\n0\r\n" + repeated("a: b\r\n", 300 * 6) + "\r\n"));
+    const auto answer = c.read(5s);
+    REQUIRE(answer);
+    CHECK(answer->status == 431);
+    CHECK(codeOf(*answer) == "headers_too_large");
+  }
+  SUBCASE("chunk lines of 8 KiB each, over 64 KiB of framing in all") {
+    RawConnection c(door.server.port());
+    const std::string chunk = "1;e=" + std::string(8000, 'a') + "\r\nx\r\n";
+    REQUIRE(c.send(chunked + repeated(chunk, 10 * chunk.size()) + "0\r\n\r\n"));
+    const auto answer = c.read(5s);
+    REQUIRE(answer);
+    CHECK(answer->status == 400);
+    CHECK(codeOf(*answer) == "bad_request");
+  }
+  SUBCASE("a chunked body with a little framing is still read") {
+    RawConnection c(door.server.port());
+    REQUIRE(c.send("POST /hooks/" + door.entrypoint +
+                   " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Transfer-Encoding: chunked\r\n\r\n3;note=first\r\n{\"n\r\n4\r\n\":1}\r\n"
+                   "0\r\nX-Checksum: none\r\n\r\n"));
+    const auto answer = c.read(5s);
+    REQUIRE(answer);
+    CHECK(answer->status == 200);
+    CHECK(door.events() == 1);
+  }
+}
+
+TEST_CASE("a request that stops sending is cut by the stall limit, well before its deadline") {
+  FrontDoor door([](server::ServerOptions& o) {
+    o.headerTimeout = 60s;
+    o.bodyGrace = 60s;
+    o.stallTimeout = 1s;
+  });
+  SUBCASE("a body sent up front, then silence") {
+    RawConnection c(door.server.port());
+    const std::string request = door.post(std::string(100'000, 'x'));
+    REQUIRE(c.send(request.substr(0, request.size() - 1)));
+    const auto answer = c.read(10s);  // the body's own deadline is over a minute away
+    REQUIRE(answer);
+    CHECK(answer->status == 408);
+    CHECK(codeOf(*answer) == "request_timeout");
+    CHECK(c.closedWithin(5s));
+    CHECK(door.events() == 0);
+  }
+  SUBCASE("a head begun, then silence") {
+    RawConnection c(door.server.port());
+    REQUIRE(c.send("POST /hooks/" + door.entrypoint + " HTTP/1.1\r\nHo"));
+    const auto answer = c.read(10s);
+    REQUIRE(answer);
+    CHECK(answer->status == 408);
+    CHECK(codeOf(*answer) == "request_timeout");
+  }
+}
+
+TEST_CASE("bytes held by unfinished requests are capped: new bodies 503, the most stalled closed") {
+  FrontDoor door([](server::ServerOptions& o) {
+    o.headerTimeout = 60s;
+    o.bodyGrace = 60s;
+    o.stallTimeout = 60s;
+    o.maxBufferedBytes = 1 << 20;
+  });
+  const auto buffered = [&] {
+    return valueIn(metricsOf(door.server), "webhooker_http_buffered_bytes", {});
+  };
+  // Stalled: 600 KiB declared (which it holds from its head on), half sent.
+  RawConnection stalled(door.server.port());
+  const std::string request = door.post(std::string(600 << 10, 'x'));
+  REQUIRE(stalled.send(request.substr(0, request.size() - (300 << 10))));
+  REQUIRE(eventually([&] { return buffered() >= 600 << 10; }));
+
+  // A body that does not fit beside it is refused before it is sent.
+  RawConnection refused(door.server.port());
+  REQUIRE(refused.send("POST /hooks/" + door.entrypoint +
+                       " HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n"));
+  const auto busy = refused.read(5s);
+  REQUIRE(busy);
+  CHECK(busy->status == 503);
+  CHECK(codeOf(*busy) == "server_busy");
+  CHECK(busy->head.find("Retry-After: 1") != std::string::npos);
+  CHECK(busy->closes());
+
+  // A chunked body (no length declared) that grows past the cap: the
+  // stalled request is closed to make room, and this one is served.
+  RawConnection growing(door.server.port());
+  REQUIRE(growing.send("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  const std::string chunk = "4000\r\n" + std::string(0x4000, 'y') + "\r\n";
+  for (int i = 0; i < 40; ++i) REQUIRE(growing.send(chunk));
+  REQUIRE(growing.send("0\r\n\r\n"));
+  const auto served = growing.read(10s);
+  REQUIRE(served);
+  CHECK(served->status == 200);
+
+  const auto cut = stalled.read(5s);
+  REQUIRE(cut);
+  CHECK(cut->status == 503);
+  CHECK(codeOf(*cut) == "server_busy");
+  CHECK(stalled.closedWithin(5s));
+  CHECK(eventually([&] { return buffered() == 0; }));
+  CHECK(door.events() == 0);
+}
+
+TEST_CASE("framing that proxies may read differently is refused with 400") {
+  FrontDoor door;
+  const std::string hook = "POST /hooks/" + door.entrypoint + " HTTP/1.1\r\n";
+  const std::string json = "Content-Type: application/json\r\n";
+  struct Case {
+    std::string name;
+    std::string request;
+  };
+  const Case cases[] = {
+      {"Transfer-Encoding through an obs-fold continuation",
+       hook + "Host: x\r\n" + json + "Transfer-Encoding:\r\n chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"},
+      {"a folded line hiding Transfer-Encoding in another header",
+       hook + "Host: x\r\n" + json +
+           "X-Note: a\r\n Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n{}"},
+      {"two equal Content-Lengths",
+       hook + "Host: x\r\n" + json + "Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}"},
+      {"a Content-Length list", hook + "Host: x\r\n" + json + "Content-Length: 2, 2\r\n\r\n{}"},
+      {"HTTP/1.1 without Host", hook + json + "Content-Length: 2\r\n\r\n{}"},
+      {"two Hosts", hook + "Host: x\r\nHost: y\r\n" + json + "Content-Length: 2\r\n\r\n{}"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    RawConnection connection(door.server.port());
+    REQUIRE(connection.send(c.request));
+    const auto answer = connection.read(5s);
+    REQUIRE(answer);
+    CHECK(answer->status == 400);
+    CHECK(codeOf(*answer) == "bad_request");
+    CHECK(answer->closes());
+  }
+  CHECK(door.events() == 0);
+  // HTTP/1.0 needs no Host.
+  RawConnection old(door.server.port());
+  REQUIRE(old.send("POST /hooks/" + door.entrypoint + " HTTP/1.0\r\n" + json +
+                   "Content-Length: 2\r\n\r\n{}"));
+  const auto answer = old.read(5s);
+  REQUIRE(answer);
+  CHECK(answer->status == 200);
 }
 
 }  // namespace webhooker::testing
