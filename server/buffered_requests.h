@@ -1,10 +1,11 @@
 // BufferedRequests: the bytes unfinished requests hold — their read buffers,
 // and their bodies as declared or as read so far — summed over every
-// connection under one cap (--max-buffered-mb). A request whose body does not
-// fit is refused before it is read (the caller asks fits()); when reads take
-// the sum over the cap anyway (a chunked body declares no length), the
-// requests that have gone longest without a byte are cut first, so a flood
-// of stalled bodies cannot hold the memory a live request needs.
+// connection under one cap (--max-buffered-mb). A body is admitted before it
+// is read only if it fits, after the requests silent for `stalledAfter` or
+// longer (longest silent first) are cut to make room; otherwise it is
+// refused. When reads take the sum over the cap anyway (a chunked body
+// declares no length), the requests silent longest are cut. So a flood of
+// stalled bodies cannot hold the memory a live request needs.
 //
 // Threading: the event loop's thread only, no locking. Ownership: holders
 // are not owned; a holder releases itself before it is destroyed.
@@ -12,6 +13,7 @@
 
 #include <prometheus/gauge.h>
 
+#include <chrono>
 #include <cstddef>
 #include <list>
 #include <optional>
@@ -20,6 +22,8 @@ namespace webhooker::server {
 
 class BufferedRequests {
  public:
+  using Clock = std::chrono::steady_clock;
+
   class Holder {
    public:
     // Told after its bytes were released to make room: stop reading, give
@@ -32,18 +36,19 @@ class BufferedRequests {
    private:
     friend class BufferedRequests;
     size_t bytes_ = 0;
+    Clock::time_point lastByte_;
     std::optional<std::list<Holder*>::iterator> place_;  // set while it holds bytes
   };
 
   // `gauge` shows the sum (webhooker_http_buffered_bytes).
-  BufferedRequests(size_t cap, prometheus::Gauge& gauge) : cap_(cap), gauge_(gauge) {}
+  BufferedRequests(size_t cap, std::chrono::milliseconds stalledAfter, prometheus::Gauge& gauge)
+      : cap_(cap), stalledAfter_(stalledAfter), gauge_(gauge) {}
   BufferedRequests(const BufferedRequests&) = delete;
   BufferedRequests& operator=(const BufferedRequests&) = delete;
 
-  // Whether `holder` may grow to `bytes` within the cap.
-  bool fits(const Holder& holder, size_t bytes) const {
-    return held_ - holder.bytes_ + bytes <= cap_;
-  }
+  // Whether `holder` may grow to `bytes`, cutting stalled others to make
+  // room; if so it holds them from now on.
+  bool admit(Holder& holder, size_t bytes);
   // `holder` just received a byte and now holds `bytes`: it becomes the
   // most recent. While the sum is over the cap, the least recent others are
   // released and cut.
@@ -52,7 +57,10 @@ class BufferedRequests {
   void release(Holder& holder);
 
  private:
+  void cutOldest();
+
   const size_t cap_;
+  const std::chrono::milliseconds stalledAfter_;
   prometheus::Gauge& gauge_;
   size_t held_ = 0;
   std::list<Holder*> byLastByte_;  // the longest silent first

@@ -333,16 +333,19 @@ class Connection final : public std::enable_shared_from_this<Connection>,
       return answer(errorResponse(413, error_code::kBodyTooLarge,
                                   "the body is larger than the limit of " +
                                       std::to_string(limit) + " bytes"));
-    // A body is admitted at its declared size, so one that fits is never
-    // cut for another's growth; a chunked one is counted as it grows.
+    // A body is admitted at its declared size (a chunked one is counted as
+    // it grows), making room by cutting requests silent for a fifth of the
+    // stall limit: a flood of stalled bodies gives way to one that comes.
     const size_t room = RequestParser::kMaxFramingLine;
     if (!parser_->is_done()) {
       const size_t wanted = std::max(buffer_.capacity(), room) + declared;
-      if (!server_.buffered().fits(*this, wanted)) {
+      if (!server_.buffered().admit(*this, wanted)) {
+        // No linger either: reading what a flood still sends is what a
+        // server over its memory cap cannot afford.
+        cut_ = Cut::kMemory;
         keepAlive_ = false;
         return answer(serverBusy());
       }
-      server_.buffered().hold(*this, wanted);
     }
     parser_->setBodyLimit(limit);
     // A declared length sizes the room (a chunked body gets it all); an idle
@@ -503,7 +506,7 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       placement_(parts.store, options_.nodeId),
       move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
             options_.nodeId),
-      buffered_(options_.maxBufferedBytes, metrics_.bufferedBytes()),
+      buffered_(options_.maxBufferedBytes, options_.stallTimeout / 5, metrics_.bufferedBytes()),
       workers_(adminThreads(options_)),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, moveFence_, options_.ingest,
               {parts.routing, parts.routingMetrics}) {

@@ -510,6 +510,43 @@ TEST_CASE("bytes held by unfinished requests are capped: new bodies 503, the mos
   CHECK(door.events() == 0);
 }
 
+TEST_CASE("a body that comes whole makes room by cutting a stalled one") {
+  // Requests silent for a fifth of the stall limit (1 s here) give way.
+  FrontDoor door([](server::ServerOptions& o) {
+    o.headerTimeout = 60s;
+    o.bodyGrace = 60s;
+    o.stallTimeout = 5s;
+    o.maxBufferedBytes = 1 << 20;
+  });
+  RawConnection stalled(door.server.port());
+  const std::string request = door.post(std::string(600 << 10, 'x'));
+  REQUIRE(stalled.send(request.substr(0, request.size() - (300 << 10))));
+  REQUIRE(eventually([&] {
+    return valueIn(metricsOf(door.server), "webhooker_http_buffered_bytes", {}) >= 600 << 10;
+  }));
+  // Refused while the stalled body is fresh; admitted once it is stalled.
+  const std::string whole = "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n" +
+                            std::string(600 << 10, 'y');
+  std::vector<int> statuses;
+  REQUIRE(eventually(
+      [&] {
+        RawConnection c(door.server.port());
+        c.send(whole);
+        const auto answer = c.read(5s);
+        statuses.push_back(answer ? answer->status : 0);
+        return statuses.back() == 200;
+      },
+      4s));
+  // A refusal closes at once, unread bytes and all: its answer may be lost
+  // to the reset (0), but it is never a success.
+  for (size_t i = 0; i + 1 < statuses.size(); ++i)
+    CHECK((statuses[i] == 503 || statuses[i] == 0));
+  const auto cut = stalled.read(5s);
+  REQUIRE(cut);
+  CHECK(cut->status == 503);
+  CHECK(codeOf(*cut) == "server_busy");
+}
+
 TEST_CASE("framing that proxies may read differently is refused with 400") {
   FrontDoor door;
   const std::string hook = "POST /hooks/" + door.entrypoint + " HTTP/1.1\r\n";
