@@ -31,9 +31,10 @@ struct BenchConfig {
   // Where the same load also goes to a webhook without targets (the issue's
   // goal is at 64 connections).
   int ingestAloneConnections = 64;
-  // slow-client flood: attacker connections held open (half trickling a
-  // head at one byte per 5 s, half idle keep-alive) while a good client
-  // posts at floodRate for floodSeconds.
+  // slow-client flood: attacker connections held open (trickled heads and
+  // idle keep-alive; half as many bodies sent up front then silence; a
+  // twentieth as many huge chunk extensions) while a good client posts at
+  // floodRate for floodSeconds.
   int floodConnections = 2'000;
   double floodRate = 500;
   double floodSeconds = 20;
