@@ -100,6 +100,15 @@ bool hasEvent(const std::vector<json>& events, const std::string& type, const st
   return false;
 }
 
+// The harness on `clock`, its breakers out of the way: the tests using it
+// are about disabling targets, not about breakers.
+HarnessOptions onClock(const FakeClock& clock) {
+  HarnessOptions options;
+  options.clock = &clock;
+  options.breakerThreshold = 1000;
+  return options;
+}
+
 // PUT /settings/operational-webhook to `receiver` with a generated secret,
 // which it returns.
 std::string setOperationalWebhook(EngineHarness& h, const Receiver& receiver) {
@@ -166,10 +175,7 @@ TEST_CASE("410 Gone disables the target; deliveries wait and resume in order aft
 
 TEST_CASE("a receiver failing for disable_after is disabled (failing); auto_resume enables it") {
   FakeClock clock;
-  HarnessOptions options;
-  options.clock = &clock;
-  options.breakerThreshold = 1000;  // this test is about the disable, not the breaker
-  EngineHarness h(options);
+  EngineHarness h(onClock(clock));
   const int port = unusedLoopbackPort();
   const Hook hook = h.createWebhook();
   const TargetRecord target = h.createHttpTarget(
@@ -206,10 +212,7 @@ TEST_CASE("a receiver failing for disable_after is disabled (failing); auto_resu
 
 TEST_CASE("a success ends the failing streak: a receiver failing now and then is not disabled") {
   FakeClock clock;
-  HarnessOptions options;
-  options.clock = &clock;
-  options.breakerThreshold = 1000;  // this test is about the disable, not the breaker
-  EngineHarness h(options);
+  EngineHarness h(onClock(clock));
   Receiver flaky;
   flaky.script({respond(503), respond(200), respond(503), respond(200)});
   const Hook hook = h.createWebhook();
@@ -234,10 +237,7 @@ TEST_CASE("a success ends the failing streak: a receiver failing now and then is
 
 TEST_CASE("probes go only to targets disabled as failing with auto_resume; a 410 stays disabled") {
   FakeClock clock;
-  HarnessOptions options;
-  options.clock = &clock;
-  options.breakerThreshold = 1000;
-  EngineHarness h(options);
+  EngineHarness h(onClock(clock));
   Receiver noResume, gone, resumes;
   noResume.setDefault(respond(503));
   resumes.setDefault(respond(503));
@@ -287,11 +287,19 @@ TEST_CASE("probes go only to targets disabled as failing with auto_resume; a 410
   CHECK(targetView(h, goneTarget).at("disabled_reason") == "gone");
 }
 
-// A target with `fields` (disable_after 60 s among them) and a receiver
-// answering 503, disabled as failing once the clock has moved a minute.
-// Returns the delivery that waits for it.
-DeliveryRef disabledAsFailing(EngineHarness& h, FakeClock& clock, const Hook& hook,
-                              const TargetRecord& target, const json& fields) {
+// A webhook with a target sending to `down` (which answers 503), with
+// `fields` (disable_after 60 s among them), disabled as failing once the
+// clock has moved a minute; and the delivery that waits for it.
+struct DisabledTarget {
+  TargetRecord target;
+  DeliveryRef waiting;
+};
+
+DisabledTarget disabledAsFailing(EngineHarness& h, FakeClock& clock, const Receiver& down,
+                                 const json& fields) {
+  const Hook hook = h.createWebhook();
+  const TargetRecord target =
+      h.createHttpTarget(hook.webhookId, down.url("/hook"), retryPolicy(20, 50, 0.0, 100));
   send(h, "PATCH", targetPath(target), fields, 200);
   const DeliveryRef d =
       h.deliveryOf(hook.webhookId, h.post(hook.entrypointId, R"({"n":1})"), target.id);
@@ -300,23 +308,18 @@ DeliveryRef disabledAsFailing(EngineHarness& h, FakeClock& clock, const Hook& ho
   REQUIRE(waitForState(h, target, "disabled"));
   REQUIRE(targetView(h, target).at("disabled_reason") == "failing");
   REQUIRE(eventually([&] { return h.engine().heldCount() == 0; }));
-  return d;
+  return {target, d};
 }
 
 TEST_CASE("after a failed probe the next one waits probe_interval") {
   FakeClock clock;
-  HarnessOptions options;
-  options.clock = &clock;
-  options.breakerThreshold = 1000;
-  EngineHarness h(options);
+  EngineHarness h(onClock(clock));
   Receiver down;
   down.setDefault(respond(503));
-  const Hook hook = h.createWebhook();
-  const TargetRecord target =
-      h.createHttpTarget(hook.webhookId, down.url("/hook"), retryPolicy(20, 50, 0.0, 100));
-  const DeliveryRef d = disabledAsFailing(
-      h, clock, hook, target,
-      {{"disable_after", 60000}, {"auto_resume", true}, {"probe_interval", 1000}});
+  const DisabledTarget disabled = disabledAsFailing(
+      h, clock, down, {{"disable_after", 60000}, {"auto_resume", true}, {"probe_interval", 1000}});
+  const TargetRecord& target = disabled.target;
+  const DeliveryRef& d = disabled.waiting;
   const int before = down.requestCount();
 
   // Every pass probes at most once per probe_interval; once nothing is
@@ -340,16 +343,12 @@ TEST_CASE("after a failed probe the next one waits probe_interval") {
 
 TEST_CASE("a failing target enabled by hand starts a new streak") {
   FakeClock clock;
-  HarnessOptions options;
-  options.clock = &clock;
-  options.breakerThreshold = 1000;
-  EngineHarness h(options);
+  EngineHarness h(onClock(clock));
   Receiver down;
   down.setDefault(respond(503));
-  const Hook hook = h.createWebhook();
-  const TargetRecord target =
-      h.createHttpTarget(hook.webhookId, down.url("/hook"), retryPolicy(20, 50, 0.0, 100));
-  const DeliveryRef d = disabledAsFailing(h, clock, hook, target, {{"disable_after", 60000}});
+  const DisabledTarget disabled = disabledAsFailing(h, clock, down, {{"disable_after", 60000}});
+  const TargetRecord& target = disabled.target;
+  const DeliveryRef& d = disabled.waiting;
   const int attempts = h.delivery(d).attempts;
 
   CHECK(send(h, "PATCH", targetPath(target), {{"active", true}}, 200).at("state") == "active");
