@@ -36,6 +36,18 @@ def cpp_literal(data: bytes) -> str:
     return "\n    ".join(f'"{p}"' for p in pieces)
 
 
+# Past this length a string literal trips clang's -Woverlength-strings (C++
+# compilers need only take 65,536 characters); longer files become arrays.
+MAX_LITERAL = 60000
+
+
+def cpp_bytes(name: str, data: bytes) -> list:
+    """The bytes as a char array named `name`, sixteen to a source line."""
+    rows = [", ".join(str(b if b < 128 else b - 256) for b in data[i:i + 16])
+            for i in range(0, len(data), 16)]
+    return [f"static const char {name}[] = {{"] + [f"    {r}," for r in rows] + ["};", ""]
+
+
 def read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
@@ -82,10 +94,17 @@ def embedded_files(include: str, function: str, root: str, files: list) -> list:
     # Named after the function: a unity build may put two of these in one unit.
     array = f"k{name[0].upper()}{name[1:]}"
     lines = header(f"the files under {os.path.basename(os.path.abspath(root))}/")
-    lines += [f'#include "{include}"', "", f"namespace {namespace} {{", "",
-              f"static const EmbeddedFile {array}[] = {{"]
-    for path, data in entries:
-        lines.append(f'  {{"{path}", std::string_view(\n    {cpp_literal(data)},\n    {len(data)})}},')
+    lines += [f'#include "{include}"', "", f"namespace {namespace} {{", ""]
+    contents = []
+    for i, (path, data) in enumerate(entries):
+        if len(data) > MAX_LITERAL:
+            lines += cpp_bytes(f"{array}Bytes{i}", data)
+            contents.append(f"{array}Bytes{i}")
+        else:
+            contents.append(cpp_literal(data))
+    lines.append(f"static const EmbeddedFile {array}[] = {{")
+    for (path, data), content in zip(entries, contents):
+        lines.append(f'  {{"{path}", std::string_view(\n    {content},\n    {len(data)})}},')
     lines += ["};", "", f"std::span<const EmbeddedFile> {name}() {{ return {array}; }}", "",
               f"}}  // namespace {namespace}"]
     return lines
