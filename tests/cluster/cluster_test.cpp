@@ -345,7 +345,8 @@ TEST_CASE("docs/scaling.md's HAProxy configuration starts as given once its map 
       {"10.0.0.1", "127.0.0.1"},
       {"backend node_b\n  ...\n", ""}};
   for (const auto& [from, to] : local) {
-    CAPTURE(from);
+    const auto& rewritten = from;  // clang 14: a lambda cannot name a binding
+    CAPTURE(rewritten);
     CHECK(contains(config, from));
     replaceAll(config, from, to);
   }

@@ -388,8 +388,10 @@ TEST_CASE("a webhook's or a target's name works wherever its id does; an id wins
           std::tuple{"PATCH", kWebhooks + "/" + shopId + "/targets/orders", twoOrders},
           std::tuple{"DELETE", kWebhooks + "/" + shopId + "/targets/orders", twoOrders},
           std::tuple{"POST", kWebhooks + "/" + shopId + "/targets/orders/preview", twoOrders}}) {
-      CAPTURE(method);
-      CAPTURE(path);
+      const auto& refusedMethod = method;  // clang 14: a lambda cannot name a binding
+      CAPTURE(refusedMethod);
+      const auto& refusedPath = path;  // clang 14: a lambda cannot name a binding
+      CAPTURE(refusedPath);
       auto ambiguous = request(admin, method, path, R"({"active": true})");
       CHECK(statusOf(ambiguous) == 409);
       const json error = jsonOf(ambiguous)["error"];
@@ -628,7 +630,8 @@ TEST_CASE("targets: a token in an http URL's path is redacted, the path's words 
        "https://hooks.slack.com/services/T0CANARY/B0CANARY/[redacted]"},
       {"https://example.com/hooks/orders-created", "https://example.com/hooks/orders-created"}};
   for (const auto& [url, shown] : urls) {
-    INFO(url);
+    const auto& targetUrl = url;  // clang 14: a lambda cannot name a binding
+    INFO(targetUrl);
     auto created = postJson(admin, targets,
                             {{"name", "t"}, {"type", "http"}, {"config", {{"url", url}}}});
     REQUIRE(statusOf(created) == 201);

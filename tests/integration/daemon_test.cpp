@@ -620,7 +620,8 @@ TEST_CASE("the CLI's help and errors name the program and what each argument is"
       const std::string createHelp = runWebhooker({create[0], create[1], "--help"}, {}).out;
       const std::string updateHelp = runWebhooker({update[0], update[1], "--help"}, {}).out;
       for (const std::string& flag : flags) {
-        CAPTURE(create[0]);
+        const auto& command = create[0];  // clang 14: a lambda cannot name a binding
+        CAPTURE(command);
         CAPTURE(flag);
         CHECK_FALSE(contains(createHelp, flag));
         CHECK(contains(updateHelp, flag));

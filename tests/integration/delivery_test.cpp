@@ -641,7 +641,8 @@ TEST_CASE("a sender's forwarding headers reach only a target that asks for them"
   const ReceivedRequest dropped = plain.requests().at(0);
   const ReceivedRequest passed = asking.requests().at(0);
   for (const auto& [name, value] : forwarding) {
-    INFO(name);
+    const auto& header = name;  // clang 14: a lambda cannot name a binding
+    INFO(header);
     CHECK_FALSE(dropped.hasHeader(name));
     CHECK(passed.header(name) == value);
   }

@@ -192,7 +192,8 @@ class Walk {
       const json expected = json::parse(fields, nullptr, false);
       REQUIRE_MESSAGE(expected.is_object(), "cannot read the expected answer " << *said);
       for (const auto& [key, value] : expected.items()) {
-        CAPTURE(key);
+        const auto& field = key;  // clang 14: a lambda cannot name a binding
+        CAPTURE(field);
         CHECK(fieldAt(answer, key) == value);
       }
     }
