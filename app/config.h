@@ -42,7 +42,7 @@ struct Config {
   int64_t sweepIntervalMs = 60'000;
   int breakerThreshold = 5;            // consecutive retryable failures that open a breaker
   int64_t breakerCooldownMs = 30'000;  // how long it stays open before one probe
-  // Routing's jq programs (targets/jq_sandbox.h): worker processes, the time
+  // Routing's jq programs (routing/jq_sandbox.h): worker processes, the time
   // budget of one evaluation, a worker's address space.
   int jqWorkers = 2;
   int64_t jqTimeoutMs = 100;

@@ -14,7 +14,7 @@
 #include "app/config.h"
 #include "app/logging.h"
 #include "app/version.h"
-#include "targets/jq_worker.h"
+#include "routing/jq_worker.h"
 
 namespace {
 
@@ -40,7 +40,7 @@ std::string oneLineFailure(const CLI::App* app, const CLI::Error& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The daemon's jq workers are this binary again (targets/jq_worker.h).
+  // The daemon's jq workers are this binary again (routing/jq_worker.h).
   if (const auto worker = webhooker::runJqWorkerIfAsked(argc, argv)) return *worker;
   using namespace webhooker::app;
   // Whatever this process creates (databases and their -wal and -shm,

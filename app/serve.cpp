@@ -32,8 +32,8 @@
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/http_client.h"
-#include "targets/resolver.h"
-#include "targets/ssrf_guard.h"
+#include "net/resolver.h"
+#include "net/ssrf_guard.h"
 #include "targets/target_registry.h"
 
 namespace webhooker::app {

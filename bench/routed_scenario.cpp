@@ -18,7 +18,7 @@
 #include "bench/receiver.h"
 #include "bench/scenario_support.h"
 #include "bench/scenarios.h"
-#include "targets/routing_rules.h"
+#include "routing/routing_rules.h"
 
 namespace webhooker::bench {
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "base/ascii_case.h"
-#include "targets/jq_sandbox.h"
+#include "routing/jq_sandbox.h"
 
 namespace webhooker {
 

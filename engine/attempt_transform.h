@@ -1,5 +1,5 @@
 // transformBody: an attempt's body through its target's jq transform
-// (targets/routing_rules.h), from the stored event at every attempt, so a
+// (routing/routing_rules.h), from the stored event at every attempt, so a
 // fixed program applies on a retry while the stored event stays as received.
 //
 // Threading: called on the attempt's worker thread; the evaluator blocks it
@@ -13,7 +13,7 @@
 #include "engine/target_cache.h"
 #include "storage/event_payload.h"
 #include "storage/events_db.h"
-#include "targets/routing_evaluator.h"
+#include "routing/routing_evaluator.h"
 #include "targets/target.h"
 #include "targets/task.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/delivery_metrics.h"
-#include "targets/jq_sandbox.h"
+#include "routing/jq_sandbox.h"
 
 namespace webhooker {
 

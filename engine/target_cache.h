@@ -17,7 +17,7 @@
 #include "base/mutex.h"
 #include "storage/main_store.h"
 #include "targets/delivery_config.h"
-#include "targets/routing_rules.h"
+#include "routing/routing_rules.h"
 
 namespace webhooker {
 

@@ -21,7 +21,7 @@
 #include "base/json_pointer.h"
 #include "base/json_text.h"
 #include "fuzz/fuzz_check.h"
-#include "targets/routing_rules.h"
+#include "routing/routing_rules.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "base/ip_address.h"
 #include "base/url.h"
 #include "fuzz/fuzz_check.h"
-#include "targets/ssrf_guard.h"
+#include "net/ssrf_guard.h"
 
 namespace {
 

@@ -20,8 +20,8 @@
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
-#include "targets/routing_evaluator.h"
-#include "targets/ssrf_guard.h"
+#include "routing/routing_evaluator.h"
+#include "net/ssrf_guard.h"
 
 namespace webhooker::server {
 

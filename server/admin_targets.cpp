@@ -9,7 +9,7 @@
 #include "server/json_io.h"
 #include "server/request_fields.h"
 #include "server/target_health_fields.h"
-#include "targets/routing_rules.h"
+#include "routing/routing_rules.h"
 #include "targets/target_config.h"
 #include "targets/webhook_signature.h"
 

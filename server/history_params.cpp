@@ -1,6 +1,6 @@
 #include "server/history_params.h"
 
-#include "targets/routing_rules.h"
+#include "routing/routing_rules.h"
 
 #include <fmt/format.h>
 

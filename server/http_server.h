@@ -36,7 +36,7 @@
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
-#include "targets/ssrf_guard.h"
+#include "net/ssrf_guard.h"
 
 namespace webhooker::server {
 

@@ -18,7 +18,7 @@
 
 #include "base/result.h"
 #include "storage/main_store.h"
-#include "targets/routing_rules.h"
+#include "routing/routing_rules.h"
 
 namespace webhooker::server {
 

@@ -1,6 +1,6 @@
 // IngestRouting: what an inbound event becomes before it is stored — its
 // type (the entrypoint's rule) and the targets whose filters it passes
-// (targets/routing_rules.h). A filter that fails (a jq error, its time or
+// (routing/routing_rules.h). A filter that fails (a jq error, its time or
 // memory budget) counts as no match; it is logged and counted. A program
 // that could not run (no jq worker for its webhook in time) is no verdict:
 // the event is routed again later (RoutedEvent::retryLater).
@@ -31,7 +31,7 @@
 #include "engine/routing_metrics.h"
 #include "server/ingest_routes.h"
 #include "storage/ingest_records.h"
-#include "targets/routing_evaluator.h"
+#include "routing/routing_evaluator.h"
 
 namespace webhooker::server {
 

@@ -38,7 +38,7 @@ struct Entrypoint {
   std::string updatedAt;
   std::string verification = "none";  // none | standard | github | stripe
   std::string verificationSecret;     // the sender's secret: never leaves the main DB
-  // How an event's type is found, as JSON (targets/routing_rules.h); empty:
+  // How an event's type is found, as JSON (routing/routing_rules.h); empty:
   // the default rule.
   std::string eventTypeRule;
 };
@@ -72,7 +72,7 @@ struct TargetRecord {
   std::string updatedAt;
   std::optional<std::string> deletedAt;
   // Subscription, transformation and rate limit, as JSON
-  // (targets/routing_rules.h); checked when written.
+  // (routing/routing_rules.h); checked when written.
   std::string routingJson = "{}";
   // Endpoint health (storage/target_health_records.h).
   TargetHealthPolicy health;

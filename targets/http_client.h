@@ -24,8 +24,8 @@
 #include "storage/event_payload.h"
 #include "targets/attempt_watchdog.h"
 #include "targets/delivery_config.h"
-#include "targets/lookup_threads.h"
-#include "targets/ssrf_guard.h"
+#include "net/lookup_threads.h"
+#include "net/ssrf_guard.h"
 
 namespace webhooker {
 

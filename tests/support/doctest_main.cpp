@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "targets/jq_worker.h"
+#include "routing/jq_worker.h"
 
 namespace {
 

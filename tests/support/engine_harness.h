@@ -48,7 +48,7 @@
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
 #include "targets/http_client.h"
-#include "targets/ssrf_guard.h"
+#include "net/ssrf_guard.h"
 #include "targets/target.h"
 #include "targets/target_registry.h"
 #include "tests/support/eventually.h"

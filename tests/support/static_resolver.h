@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "targets/resolver.h"
+#include "net/resolver.h"
 
 namespace webhooker::testing {
 

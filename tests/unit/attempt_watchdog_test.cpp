@@ -20,8 +20,8 @@
 #include "base/url.h"
 #include "targets/attempt_watchdog.h"
 #include "targets/http_client.h"
-#include "targets/resolver.h"
-#include "targets/ssrf_guard.h"
+#include "net/resolver.h"
+#include "net/ssrf_guard.h"
 
 using namespace std::chrono_literals;
 

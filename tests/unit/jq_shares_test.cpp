@@ -2,7 +2,7 @@
 // times passed in (no worker, no thread).
 #include <doctest/doctest.h>
 
-#include "targets/jq_shares.h"
+#include "routing/jq_shares.h"
 
 namespace webhooker {
 

@@ -9,8 +9,8 @@
 
 #include "base/json_member.h"
 #include "engine/token_bucket.h"
-#include "targets/jq_sandbox.h"
-#include "targets/routing_rules.h"
+#include "routing/jq_sandbox.h"
+#include "routing/routing_rules.h"
 
 namespace webhooker {
 

@@ -18,7 +18,7 @@
 #include "targets/circuit_breaker.h"
 #include "targets/http_client.h"
 #include "targets/slack_target.h"
-#include "targets/ssrf_guard.h"
+#include "net/ssrf_guard.h"
 #include "tests/support/contains.h"
 #include "tests/support/deliver_and_wait.h"
 #include "tests/support/receiver.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/url.h"
-#include "targets/ssrf_guard.h"
+#include "net/ssrf_guard.h"
 #include "tests/support/static_resolver.h"
 
 using webhooker::Cidr;

@@ -1,4 +1,4 @@
-#include "targets/jq_sandbox.h"
+#include "routing/jq_sandbox.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "base/thread_name.h"
-#include "targets/jq_protocol.h"
+#include "routing/jq_protocol.h"
 
 namespace webhooker {
 

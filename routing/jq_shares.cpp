@@ -1,4 +1,4 @@
-#include "targets/jq_shares.h"
+#include "routing/jq_shares.h"
 
 #include <algorithm>
 

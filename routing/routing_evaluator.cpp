@@ -1,4 +1,4 @@
-#include "targets/routing_evaluator.h"
+#include "routing/routing_evaluator.h"
 
 #include <spdlog/spdlog.h>
 

@@ -13,8 +13,8 @@
 
 #include "base/result.h"
 #include "storage/event_payload.h"
-#include "targets/jq_sandbox.h"
-#include "targets/routing_rules.h"
+#include "routing/jq_sandbox.h"
+#include "routing/routing_rules.h"
 
 namespace webhooker {
 

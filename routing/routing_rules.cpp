@@ -1,4 +1,4 @@
-#include "targets/routing_rules.h"
+#include "routing/routing_rules.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "targets/jq_worker.h"
+#include "routing/jq_worker.h"
 
 extern "C" {
 #include <jq.h>
@@ -14,7 +14,7 @@ extern "C" {
 #include <unordered_map>
 #include <vector>
 
-#include "targets/jq_protocol.h"
+#include "routing/jq_protocol.h"
 
 namespace webhooker {
 

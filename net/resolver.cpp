@@ -1,4 +1,4 @@
-#include "targets/resolver.h"
+#include "net/resolver.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

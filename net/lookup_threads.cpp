@@ -1,4 +1,4 @@
-#include "targets/lookup_threads.h"
+#include "net/lookup_threads.h"
 
 #include <algorithm>
 

@@ -46,7 +46,7 @@
 
 #include "base/mutex.h"
 #include "base/result.h"
-#include "targets/jq_shares.h"
+#include "routing/jq_shares.h"
 
 namespace webhooker {
 

@@ -34,7 +34,7 @@
 #include "base/ip_address.h"
 #include "base/result.h"
 #include "base/url.h"
-#include "targets/resolver.h"
+#include "net/resolver.h"
 
 namespace webhooker {
 

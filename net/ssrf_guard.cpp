@@ -1,4 +1,4 @@
-#include "targets/ssrf_guard.h"
+#include "net/ssrf_guard.h"
 
 #include <algorithm>
 #include <stdexcept>
