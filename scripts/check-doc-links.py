@@ -15,6 +15,8 @@ import re
 import sys
 from pathlib import Path
 
+import doc_check
+
 LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 EXPLICIT_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
@@ -83,14 +85,5 @@ def broken_links(root):
                     yield f"{where}: no heading with that anchor in {resolved.name}"
 
 
-def main():
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
-    broken = list(broken_links(root.resolve()))
-    for line in broken:
-        print(line)
-    print(f"{len(broken)} broken links" if broken else "every link resolves")
-    return 1 if broken else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(doc_check.run(broken_links, "every link resolves", "broken links"))

@@ -15,6 +15,8 @@ import re
 import sys
 from pathlib import Path
 
+import doc_check
+
 MAX_LINES = {"README.md": 350, "docs/performance.md": 400}
 ENTRY_LINES = (3, 8)
 ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
@@ -52,14 +54,5 @@ def problems(root):
                 yield f"{page.relative_to(root)}:{number}: \"{match.group(0)}\": history stays in git"
 
 
-def main():
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
-    found = list(problems(root.resolve()))
-    for line in found:
-        print(line)
-    print(f"{len(found)} problems" if found else "the documentation has its shape")
-    return 1 if found else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(doc_check.run(problems, "the documentation has its shape", "problems"))
