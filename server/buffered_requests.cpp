@@ -1,14 +1,28 @@
 #include "server/buffered_requests.h"
 
+#include <vector>
+
 namespace webhooker::server {
 
 bool BufferedRequests::admit(Holder& holder, size_t bytes) {
-  const auto now = Clock::now();
-  while (held_ - holder.bytes_ + bytes > cap_) {
-    if (byLastByte_.empty()) return false;
-    const Holder& oldest = *byLastByte_.front();
-    if (&oldest == &holder || now - oldest.lastByte_ < stalledAfter_) return false;
-    cutOldest();
+  const size_t wanted = held_ - holder.bytes_ + bytes;
+  if (wanted > cap_) {
+    // Who gives way, longest silent first: the stalled, and those holding
+    // more than this request asks for. Nobody is cut unless the room is
+    // found, so a refusal costs no other request anything.
+    const auto now = Clock::now();
+    std::vector<Holder*> giving;
+    size_t freed = 0;
+    for (Holder* other : byLastByte_) {
+      if (wanted - freed <= cap_) break;
+      if (other == &holder) continue;
+      if (now - other->lastByte_ >= stalledAfter_ || other->bytes_ > bytes) {
+        giving.push_back(other);
+        freed += other->bytes_;
+      }
+    }
+    if (wanted - freed > cap_) return false;
+    for (Holder* other : giving) cutOff(*other);
   }
   hold(holder, bytes);
   return true;
@@ -20,7 +34,7 @@ void BufferedRequests::hold(Holder& holder, size_t bytes) {
   holder.bytes_ = bytes;
   holder.lastByte_ = Clock::now();
   holder.place_ = byLastByte_.insert(byLastByte_.end(), &holder);
-  while (held_ > cap_ && byLastByte_.front() != &holder) cutOldest();
+  while (held_ > cap_ && byLastByte_.front() != &holder) cutOff(*byLastByte_.front());
   gauge_.Set(static_cast<double>(held_));
 }
 
@@ -33,10 +47,9 @@ void BufferedRequests::release(Holder& holder) {
   gauge_.Set(static_cast<double>(held_));
 }
 
-void BufferedRequests::cutOldest() {
-  Holder& oldest = *byLastByte_.front();
-  release(oldest);
-  oldest.cut();
+void BufferedRequests::cutOff(Holder& holder) {
+  release(holder);
+  holder.cut();
 }
 
 }  // namespace webhooker::server

@@ -1,11 +1,13 @@
 // BufferedRequests: the bytes unfinished requests hold — their read buffers,
 // and their bodies as declared or as read so far — summed over every
 // connection under one cap (--max-buffered-mb). A body is admitted before it
-// is read only if it fits, after the requests silent for `stalledAfter` or
-// longer (longest silent first) are cut to make room; otherwise it is
-// refused. When reads take the sum over the cap anyway (a chunked body
-// declares no length), the requests silent longest are cut. So a flood of
-// stalled bodies cannot hold the memory a live request needs.
+// is read only if it fits, after requests that give way are cut to make
+// room: those silent for `stalledAfter` or longer, and those holding more
+// bytes than it asks for, longest silent first; if they cannot make room it
+// is refused and nobody is cut. When reads take the sum over the cap anyway
+// (a chunked body declares no length), the requests silent longest are cut.
+// So a flood of big bodies, stalled or fresh, cannot hold the memory a
+// small live request needs (a big one may wait for a stalled one to go).
 //
 // Threading: the event loop's thread only, no locking. Ownership: holders
 // are not owned; a holder releases itself before it is destroyed.
@@ -46,8 +48,8 @@ class BufferedRequests {
   BufferedRequests(const BufferedRequests&) = delete;
   BufferedRequests& operator=(const BufferedRequests&) = delete;
 
-  // Whether `holder` may grow to `bytes`, cutting stalled others to make
-  // room; if so it holds them from now on.
+  // Whether `holder` may grow to `bytes`, cutting stalled others and others
+  // holding more than `bytes` to make room; if so it holds them from now on.
   bool admit(Holder& holder, size_t bytes);
   // `holder` just received a byte and now holds `bytes`: it becomes the
   // most recent. While the sum is over the cap, the least recent others are
@@ -57,7 +59,7 @@ class BufferedRequests {
   void release(Holder& holder);
 
  private:
-  void cutOldest();
+  void cutOff(Holder& holder);
 
   const size_t cap_;
   const std::chrono::milliseconds stalledAfter_;

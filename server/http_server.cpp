@@ -335,7 +335,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
                                       std::to_string(limit) + " bytes"));
     // A body is admitted at its declared size (a chunked one is counted as
     // it grows), making room by cutting requests silent for a fifth of the
-    // stall limit: a flood of stalled bodies gives way to one that comes.
+    // stall limit or holding more than it asks: a flood of big or stalled
+    // bodies gives way to a small one that comes.
     const size_t room = RequestParser::kMaxFramingLine;
     if (!parser_->is_done()) {
       const size_t wanted = std::max(buffer_.capacity(), room) + declared;

@@ -547,6 +547,49 @@ TEST_CASE("a body that comes whole makes room by cutting a stalled one") {
   CHECK(codeOf(*cut) == "server_busy");
 }
 
+TEST_CASE("a small request makes room at once by cutting a bigger body, stalled or not") {
+  // The stall limit is a minute: nothing here is stalled.
+  FrontDoor door([](server::ServerOptions& o) {
+    o.headerTimeout = 60s;
+    o.bodyGrace = 60s;
+    o.stallTimeout = 60s;
+    o.maxBufferedBytes = 1 << 20;
+  });
+  const auto buffered = [&] {
+    return valueIn(metricsOf(door.server), "webhooker_http_buffered_bytes", {});
+  };
+  // A big body, still coming: it holds ~1,000 KiB of the 1 MiB cap.
+  RawConnection big(door.server.port());
+  const std::string request = door.post(std::string((1 << 20) - (28 << 10), 'x'));
+  REQUIRE(big.send(request.substr(0, request.size() - (300 << 10))));
+  REQUIRE(eventually([&] { return buffered() >= 1000 << 10; }));
+
+  // A body as big as it does not make it give way.
+  RawConnection same(door.server.port());
+  REQUIRE(same.send("POST /hooks/" + door.entrypoint + " HTTP/1.1\r\nHost: x\r\n"
+                    "Content-Type: application/json\r\nContent-Length: " +
+                    std::to_string((1 << 20) - (28 << 10)) + "\r\n\r\n"));
+  const auto refused = same.read(5s);
+  REQUIRE(refused);
+  CHECK(refused->status == 503);
+  CHECK(codeOf(*refused) == "server_busy");
+  CHECK(buffered() >= 1000 << 10);
+
+  // A small event does, at once: it is served, the big body cut.
+  RawConnection small(door.server.port());
+  REQUIRE(small.send(door.post(R"({"n":1})")));
+  const auto served = small.read(5s);
+  REQUIRE(served);
+  CHECK(served->status == 200);
+  CHECK(door.events() == 1);
+  const auto cut = big.read(5s);
+  REQUIRE(cut);
+  CHECK(cut->status == 503);
+  CHECK(codeOf(*cut) == "server_busy");
+  CHECK(big.closedWithin(5s));
+  CHECK(eventually([&] { return buffered() == 0; }));
+}
+
 TEST_CASE("framing that proxies may read differently is refused with 400") {
   FrontDoor door;
   const std::string hook = "POST /hooks/" + door.entrypoint + " HTTP/1.1\r\n";
