@@ -60,10 +60,12 @@ size_t adminThreads(const ServerOptions& options) {
   return static_cast<size_t>(std::max(options.threads, 1));
 }
 
-// How long a closing connection still reads (and drops) what the client
-// sends, so that an answer given before its body was read is not lost to a
-// reset.
+// How long, and how many bytes, a closing connection still reads (and
+// drops) of what the client sends, so that an answer given before its body
+// was read is not lost to a reset: a body up to the default limit, not a
+// stream at whatever rate the client can send.
 constexpr auto kLinger = std::chrono::seconds(2);
+constexpr size_t kLingerBytes = size_t{1} << 20;
 // The methods a route can have; anything else is a bad request, as it was.
 constexpr std::array<std::string_view, 7> kMethods = {"GET",    "HEAD",    "POST", "PUT",
                                                       "DELETE", "OPTIONS", "PATCH"};
@@ -446,8 +448,9 @@ class Connection final : public std::enable_shared_from_this<Connection>,
     waitIdle();
   }
 
-  // Sends FIN, then reads and drops what still comes for kLinger, so the
-  // client reads our answer before a reset could overtake it.
+  // Sends FIN, then reads and drops what still comes for kLinger, at most
+  // kLingerBytes, so the client reads our answer before a reset could
+  // overtake it.
   void close() {
     if (phase_ == Phase::kClosing) return;
     phase_ = Phase::kClosing;
@@ -465,9 +468,10 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void drain() {
     buffer_.consume(buffer_.size());
     socket_.async_read_some(buffer_.prepare(RequestParser::kMaxFramingLine),
-                            [self = shared_from_this()](const beast::error_code& ec, size_t) {
+                            [self = shared_from_this()](const beast::error_code& ec, size_t n) {
                               beast::error_code ignored;
-                              if (!ec) return self->drain();
+                              self->drained_ += n;
+                              if (!ec && self->drained_ < kLingerBytes) return self->drain();
                               self->socket_.close(ignored);
                             });
   }
@@ -489,6 +493,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   HttpRequest req_;
   const Router::Route* route_ = nullptr;
   bool keepAlive_ = true;
+  size_t drained_ = 0;  // bytes dropped while closing
   std::string head_;
   HttpResponse res_;
 };

@@ -231,6 +231,26 @@ TEST_CASE("a declared length over the limit is refused at once, without the body
   CHECK(door.events() == 0);
 }
 
+TEST_CASE("after a refusal the connection drops at most 1 MiB of what still comes, then closes") {
+  FrontDoor door;
+  RawConnection c(door.server.port());
+  REQUIRE(c.send("POST /hooks/" + door.entrypoint +
+                 " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n"));
+  const auto answer = c.read(5s);
+  REQUIRE(answer);
+  CHECK(answer->status == 400);
+  CHECK(answer->closes());
+  // The client goes on sending as fast as loopback takes it: the server
+  // reads 1 MiB of it at most, then closes, and sending fails once the
+  // sockets' buffers (a few MiB on loopback) are full.
+  const std::string piece(64 << 10, 'x');
+  size_t sent = 0;
+  while (sent < (size_t{256} << 20) && c.send(piece)) sent += piece.size();
+  CAPTURE(sent);
+  CHECK(sent < (size_t{32} << 20));
+  CHECK(door.events() == 0);
+}
+
 TEST_CASE("Expect: 100-continue gets its interim answer before the body is sent") {
   FrontDoor door;
   RawConnection c(door.server.port());
