@@ -78,7 +78,8 @@ class AdminApi {
   void putOperationalWebhook(const HttpRequest& req, HttpResponse& res);
   void deleteOperationalWebhook(const HttpRequest& req, HttpResponse& res);
   // What the operational webhook must stay, whatever route writes to it:
-  // no entrypoint (nobody posts into it), a target that signs. The errors:
+  // no entrypoint (nobody posts into it), targets that sign, each one (the
+  // one PUT made and any added or changed later). The errors:
   // "operational_webhook" (409), "invalid_config".
   Result<void> refuseOperationalEntrypoint(const std::string& webhookId) const;
   Result<void> checkOperationalTarget(const TargetRecord& target) const;

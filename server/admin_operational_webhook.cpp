@@ -172,14 +172,14 @@ Result<void> AdminApi::refuseOperationalEntrypoint(const std::string& webhookId)
 
 Result<void> AdminApi::checkOperationalTarget(const TargetRecord& target) const {
   const auto setting = operationalEvents_ ? operationalEvents_->setting() : std::nullopt;
-  if (!setting || setting->targetId != target.id || setting->webhookId != target.webhookId)
-    return {};
+  if (!setting || setting->webhookId != target.webhookId) return {};
   const json config = json::parse(target.configJson, nullptr, false);
   if (!config.is_object() || !config.contains("signing_secret") ||
       !config["signing_secret"].is_string() || config["signing_secret"].get<std::string>().empty())
     return makeError(error_code::kInvalidConfig,
-                     "config.signing_secret: the operational webhook's target signs every "
-                     "request; set a new secret instead of removing it");
+                     "config.signing_secret: every target of the operational webhook signs "
+                     "every request (an http target with a signing secret); set a new secret "
+                     "instead of removing it");
   return {};
 }
 

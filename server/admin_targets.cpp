@@ -145,6 +145,7 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   EnableRequest enable = EnableRequest::kNone;
   if (auto r = applyCommonFields(*body, guard_, target, generated, enable); !r)
     return sendError(res, r.error());
+  if (auto r = checkOperationalTarget(target); !r) return sendError(res, r.error());
   if (auto r = checkPrograms(storedTargetRouting(target.routingJson)); !r)
     return sendError(res, r.error());
 

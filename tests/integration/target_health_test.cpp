@@ -432,6 +432,20 @@ TEST_CASE("the operational webhook keeps its invariants: no entrypoint, a signin
   send(h, "PATCH", target, {{"config", {{"signing_secret", "generate"}}}}, 200);
   send(h, "PATCH", target, {{"name", "ops"}}, 200);
 
+  // So does any target added to it: one without a secret is refused, and
+  // nothing is written.
+  const json unsigned_ = {{"name", "unsigned"}, {"type", "http"}, {"config", {{"url", ops.url("/ops")}}}};
+  const json noSecret = send(h, "POST", webhook + "/targets", unsigned_, 400);
+  CHECK(noSecret.at("error").at("code") == "invalid_config");
+  CHECK(noSecret.at("error").at("message").get<std::string>().find("config.signing_secret") !=
+        std::string::npos);
+  CHECK(send(h, "GET", webhook + "/targets", json(), 200).at("targets").size() == 1);
+  json signed_ = unsigned_;
+  signed_["config"]["signing_secret"] = "generate";
+  const json added = send(h, "POST", webhook + "/targets", signed_, 201);
+  send(h, "PATCH", webhook + "/targets/" + added.at("id").get<std::string>(),
+       {{"config", {{"signing_secret", nullptr}}}}, 400);
+
   // Once it is no longer the operational webhook, it is an ordinary one.
   send(h, "DELETE", "/api/v1/settings/operational-webhook", json(), 204);
   send(h, "POST", webhook + "/entrypoints", json::object(), 201);
