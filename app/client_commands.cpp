@@ -3,7 +3,6 @@
 // renderer (app/cli_output.h: a table, pretty JSON, or "deleted <id>").
 #include "app/client_commands.h"
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "app/admin_client.h"
 #include "app/cli_output.h"
 #include "base/uuid.h"
 
@@ -75,48 +75,6 @@ using cli::targetCell;
 
 // --- HTTP -----------------------------------------------------------------
 
-// "scheme://host[:port]" for httplib::Client, and the path prefix of a
-// daemon behind a reverse proxy ("https://example.com/webhooker").
-struct DaemonAddress {
-  std::string origin;
-  std::string basePath;
-};
-
-std::optional<DaemonAddress> parseDaemonUrl(const std::string& url) {
-  const size_t schemeEnd = url.find("://");
-  if (schemeEnd == std::string::npos) return std::nullopt;
-  const std::string scheme = url.substr(0, schemeEnd);
-  if (scheme != "http" && scheme != "https") return std::nullopt;
-  const size_t pathStart = url.find('/', schemeEnd + 3);
-  if (pathStart == schemeEnd + 3) return std::nullopt;  // no host
-  DaemonAddress address{url.substr(0, pathStart), ""};
-  if (pathStart != std::string::npos) {
-    address.basePath = url.substr(pathStart);
-    while (!address.basePath.empty() && address.basePath.back() == '/') address.basePath.pop_back();
-  }
-  return address;
-}
-
-// Ids go into the path; escaping keeps a stray '/', '?' or '#' in one from
-// reaching another route.
-std::string pathSegment(std::string_view raw) {
-  constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char ch : raw) {
-    const auto c = static_cast<unsigned char>(ch);
-    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
-    if (unreserved) {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  return out;
-}
-
 // Resolved here rather than with CLI11's envname: CLI11 also applies env
 // variables to subcommands that did not run, and the three groups share
 // Session::urlFlag, so an unparsed group would overwrite the given flag.
@@ -135,72 +93,29 @@ std::optional<std::string> tokenFromEnvironment() {
   return std::nullopt;
 }
 
-// Prints the API's {"error": {"code", "message"}} — or what we can say about
-// an answer that is not one.
-void reportApiError(const httplib::Response& res) {
-  const json body = json::parse(res.body, nullptr, false);
-  if (body.is_object() && body.contains("error") && body["error"].is_object()) {
-    const json& error = body["error"];
-    std::cerr << "webhooker: " << error.value("message", std::string("request failed")) << " ("
-              << error.value("code", std::string("error")) << ", HTTP " << res.status << ")\n";
-    return;
-  }
-  std::cerr << "webhooker: request failed (HTTP " << res.status
-            << "); is --url pointing at a webhooker daemon?\n";
-}
-
-// cpp-httplib names its errors in one word ("Connection"); a user needs a
-// sentence and a hint.
-std::string whyUnreachable(httplib::Error error) {
-  switch (error) {
-    case httplib::Error::Connection:
-      return "could not connect (is the daemon running, and is this its address? Set it "
-             "with --url or WEBHOOKER_URL)";
-    case httplib::Error::ConnectionTimeout: return "no connection within 10 s";
-    case httplib::Error::Read:
-    case httplib::Error::Write: return "the connection broke before the daemon answered";
-    default: return "HTTP client error " + httplib::to_string(error);
-  }
-}
-
 // The successful response's body, or nullopt after printing why there is
 // none (no token, bad URL, unreachable daemon, an error answer).
 std::optional<std::string> performCall(const Session& session, const ApiCall& call) {
   const auto token = tokenFromEnvironment();
   if (!token) return std::nullopt;
-  const std::string url = daemonUrl(session);
-  const auto address = parseDaemonUrl(url);
-  if (!address) {
-    std::cerr << "webhooker: --url must look like http://host:port (got \"" << url << "\")\n";
+  const auto client = AdminClient::forUrl(daemonUrl(session), *token, kTimeout);
+  if (!client) {
+    std::cerr << "webhooker: --url: " << client.error().message << "\n";
     return std::nullopt;
   }
-
-  httplib::Client client(address->origin);
-  // Without TCP_NODELAY each small request can stall on Nagle's algorithm.
-  client.set_tcp_nodelay(true);
-  client.set_connection_timeout(kTimeout);
-  client.set_read_timeout(kTimeout);
-  client.set_write_timeout(kTimeout);
-  client.set_bearer_token_auth(*token);
-
-  httplib::Request req;
-  req.method = call.method;
-  req.path = address->basePath + kApiPrefix + call.path;
-  if (call.body) {
-    req.body = call.body->dump();
-    req.set_header("Content-Type", "application/json");
-  }
-  const httplib::Result result = client.send(req);
-  if (!result) {
-    std::cerr << "webhooker: cannot reach " << url << ": " << whyUnreachable(result.error())
-              << "\n";
+  const auto answer = client.value().sendJson(call.method, kApiPrefix + call.path, call.body);
+  if (!answer) {
+    std::cerr << "webhooker: " << answer.error().message
+              << "\n  The daemon's address is set with --url or WEBHOOKER_URL.\n";
     return std::nullopt;
   }
-  if (result->status < 200 || result->status > 299) {
-    reportApiError(*result);
+  if (!answer.value().ok()) {
+    const bool fromApi = answer.value().json().contains("error");
+    std::cerr << "webhooker: " << answer.value().errorText()
+              << (fromApi ? "" : "; is --url pointing at a webhooker daemon?") << "\n";
     return std::nullopt;
   }
-  return result->body;
+  return answer.value().body;
 }
 
 Render showDeleted(const SessionPtr& s, std::string Session::*id) {

@@ -1,12 +1,12 @@
 #include "app/cluster_nodes.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <set>
 #include <sstream>
+
+#include "app/admin_client.h"
 
 namespace webhooker::app {
 
@@ -21,19 +21,19 @@ bool validNodeName(const std::string& name) {
          });
 }
 
-httplib::Client clientFor(const std::string& url) {
-  httplib::Client client(url);
-  client.set_tcp_nodelay(true);
-  client.set_connection_timeout(kNodeTimeout);
-  client.set_read_timeout(kNodeTimeout);
-  client.set_write_timeout(kNodeTimeout);
-  return client;
+Result<AdminClient> clientFor(const ClusterNode& node, const std::string& token,
+                              std::chrono::seconds timeout = kNodeTimeout) {
+  return AdminClient::forUrl(node.url, token, timeout);
 }
 
-Error unreachable(const ClusterNode& node, httplib::Error error) {
-  return makeError(
-      error_code::kNodeUnreachable,
-      "node " + node.name + " (" + node.url + ") did not answer: " + httplib::to_string(error));
+Error unreachable(const ClusterNode& node, const Error& why) {
+  return makeError(error_code::kNodeUnreachable,
+                   "node " + node.name + " did not answer: " + why.message);
+}
+
+// A node's answer that is not 2xx, as the error it is.
+Error refused(const ClusterNode& node, const AdminAnswer& answer) {
+  return makeError(error_code::kNodeError, "node " + node.name + ": " + answer.errorText());
 }
 
 }  // namespace
@@ -72,55 +72,26 @@ NodeClient::NodeClient(ClusterNode node, std::string token)
 
 Result<nlohmann::json> NodeClient::call(const std::string& method, const std::string& path,
                                         const std::optional<nlohmann::json>& body) const {
-  auto client = clientFor(node_.url);
-  client.set_bearer_token_auth(token_);
-  httplib::Request req;
-  req.method = method;
-  req.path = path;
-  if (body) {
-    req.body = body->dump();
-    req.set_header("Content-Type", "application/json");
-  }
-  const httplib::Result res = client.send(req);
-  if (!res) return unreachable(node_, res.error());
-  auto answer = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-  if (res->status >= 200 && res->status <= 299)
-    return answer.is_discarded() ? nlohmann::json::object() : answer;
-  std::string why = "HTTP " + std::to_string(res->status);
-  if (answer.is_object() && answer.contains("error") && answer["error"].is_object())
-    why = answer["error"].value("message", why) + " (" +
-          answer["error"].value("code", std::string("error")) + ")";
-  return makeError(error_code::kNodeError, "node " + node_.name + ": " + why);
+  auto client = clientFor(node_, token_);
+  if (!client) return client.error();
+  const auto answer = client.value().sendJson(method, path, body);
+  if (!answer) return unreachable(node_, answer.error());
+  if (!answer.value().ok()) return refused(node_, answer.value());
+  const nlohmann::json json = answer.value().json();
+  return json.is_discarded() ? nlohmann::json::object() : json;
 }
 
 Result<std::string> NodeClient::callRaw(const std::string& method, const std::string& path,
                                         const std::string& body, const std::string& contentType,
                                         std::map<std::string, std::string>* headers) const {
-  auto client = clientFor(node_.url);
-  client.set_bearer_token_auth(token_);
   // A piece of an events DB can take a while to read or merge.
-  client.set_read_timeout(std::chrono::seconds(120));
-  client.set_write_timeout(std::chrono::seconds(120));
-  httplib::Request req;
-  req.method = method;
-  req.path = path;
-  if (!contentType.empty()) {
-    req.body = body;
-    req.set_header("Content-Type", contentType);
-  }
-  const httplib::Result res = client.send(req);
-  if (!res) return unreachable(node_, res.error());
-  if (res->status < 200 || res->status > 299) {
-    auto answer = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-    std::string why = "HTTP " + std::to_string(res->status);
-    if (answer.is_object() && answer.contains("error") && answer["error"].is_object())
-      why = answer["error"].value("message", why) + " (" +
-            answer["error"].value("code", std::string("error")) + ")";
-    return makeError(error_code::kNodeError, "node " + node_.name + ": " + why);
-  }
-  if (headers)
-    for (const auto& [name, value] : res->headers) (*headers)[name] = value;
-  return res->body;
+  auto client = clientFor(node_, token_, std::chrono::seconds(120));
+  if (!client) return client.error();
+  auto answer = client.value().send(method, path, body, contentType);
+  if (!answer) return unreachable(node_, answer.error());
+  if (!answer.value().ok()) return refused(node_, answer.value());
+  if (headers) *headers = std::move(answer.value().headers);
+  return std::move(answer.value().body);
 }
 
 Result<NodePlacement> NodeClient::placement() const {
@@ -151,19 +122,19 @@ Result<NodePlacement> NodeClient::placement() const {
 }
 
 bool NodeClient::ready() const {
-  auto client = clientFor(node_.url);
-  client.set_connection_timeout(std::chrono::seconds(2));
-  client.set_read_timeout(std::chrono::seconds(2));
-  const auto res = client.Get("/readyz");
-  return res && res->status == 200;
+  const auto client = clientFor(node_, "", std::chrono::seconds(2));
+  if (!client) return false;
+  const auto answer = client.value().send("GET", "/readyz");
+  return answer && answer.value().status == 200;
 }
 
 std::optional<double> NodeClient::gauge(const std::string& name) const {
-  auto client = clientFor(node_.url);
-  const auto res = client.Get("/metrics");
-  if (!res || res->status != 200) return std::nullopt;
+  const auto client = clientFor(node_, "");
+  if (!client) return std::nullopt;
+  const auto answer = client.value().send("GET", "/metrics");
+  if (!answer || answer.value().status != 200) return std::nullopt;
   double sum = 0;
-  std::stringstream lines(res->body);
+  std::stringstream lines(answer.value().body);
   std::string line;
   while (std::getline(lines, line)) {
     if (!line.starts_with(name) || line.size() <= name.size()) continue;

@@ -1,11 +1,11 @@
 #include "bench/daemon.h"
 
-#include <httplib.h>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
+
+#include "app/admin_client.h"
 
 namespace webhooker::bench {
 
@@ -30,13 +30,13 @@ BenchDaemon::BenchDaemon(const std::filesystem::path& dataDir, const DaemonSetti
     : process_(dataDir, daemonOptions(settings)) {}
 
 std::string BenchDaemon::adminPost(const std::string& path, const std::string& json) {
-  httplib::Client client(url());
-  client.set_read_timeout(30, 0);
-  auto res = client.Post(path, {{"Authorization", std::string("Bearer ") + kAdminToken}}, json,
-                         "application/json");
-  if (!res || res->status / 100 != 2)
-    throw std::runtime_error("POST " + path + " failed: " + (res ? res->body : "no answer"));
-  return res->body;
+  const auto client = app::AdminClient::forUrl(url(), kAdminToken, std::chrono::seconds(30));
+  if (!client) throw std::runtime_error(client.error().message);
+  const auto answer = client.value().send("POST", path, json, "application/json");
+  if (!answer) throw std::runtime_error("POST " + path + ": " + answer.error().message);
+  if (!answer.value().ok())
+    throw std::runtime_error("POST " + path + " failed: " + answer.value().errorText());
+  return answer.value().body;
 }
 
 CreatedWebhook BenchDaemon::createWebhook(const std::string& name) {

@@ -4,12 +4,12 @@ namespace webhooker::testing {
 
 namespace {
 
-nlohmann::json expect201(const httplib::Result& res, const char* what) {
-  if (!res) throw std::runtime_error(std::string(what) + ": " + httplib::to_string(res.error()));
-  if (res->status != 201)
-    throw std::runtime_error(std::string(what) + ": status " + std::to_string(res->status) +
-                             ": " + res->body);
-  return nlohmann::json::parse(res->body);
+nlohmann::json expect201(const Result<app::AdminAnswer>& answer, const char* what) {
+  if (!answer) throw std::runtime_error(std::string(what) + ": " + answer.error().message);
+  if (answer.value().status != 201)
+    throw std::runtime_error(std::string(what) + ": " + answer.value().errorText() + ": " +
+                             answer.value().body);
+  return nlohmann::json::parse(answer.value().body);
 }
 
 }  // namespace
@@ -28,17 +28,22 @@ httplib::Client DaemonApi::admin() const {
   return c;
 }
 
+app::AdminClient DaemonApi::adminClient() const {
+  auto client = app::AdminClient::forUrl(baseUrl_, kAdminToken, std::chrono::seconds(15));
+  if (!client) throw std::runtime_error(client.error().message);
+  return std::move(client.value());
+}
+
 nlohmann::json DaemonApi::createWebhook(const std::string& name) const {
-  return expect201(admin().Post("/api/v1/webhooks", nlohmann::json{{"name", name}}.dump(),
-                                "application/json"),
+  return expect201(adminClient().sendJson("POST", "/api/v1/webhooks", nlohmann::json{{"name", name}}),
                    "create webhook");
 }
 
 nlohmann::json DaemonApi::createTarget(const std::string& webhookId,
                                        const nlohmann::json& target) const {
-  return expect201(admin().Post("/api/v1/webhooks/" + webhookId + "/targets", target.dump(),
-                                "application/json"),
-                   "create target");
+  return expect201(
+      adminClient().sendJson("POST", "/api/v1/webhooks/" + webhookId + "/targets", target),
+      "create target");
 }
 
 std::string DaemonApi::hookPath(const nlohmann::json& webhook) {

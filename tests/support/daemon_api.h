@@ -14,6 +14,8 @@
 #include <string>
 #include <utility>
 
+#include "app/admin_client.h"
+
 namespace webhooker::testing {
 
 class DaemonApi {
@@ -37,6 +39,8 @@ class DaemonApi {
   static std::string hookPath(const nlohmann::json& webhook);
 
  private:
+  app::AdminClient adminClient() const;
+
   std::string baseUrl_;
 };
 
