@@ -110,7 +110,8 @@ std::vector<Column> webhookColumns() {
 }
 
 std::vector<Column> entrypointColumns() {
-  return {fieldColumn("ID", "id"), fieldColumn("URL", "url"), fieldColumn("ACTIVE", "active"),
+  return {fieldColumn("ID", "id"), fieldColumn("NAME", "name"), fieldColumn("URL", "url"),
+          fieldColumn("ACTIVE", "active"),
           fieldColumn("CREATED_AT", "created_at")};
 }
 

@@ -220,11 +220,11 @@ void addWebhookIdArg(CLI::App& cmd, const SessionPtr& s) {
 }
 
 // `noun` "target" → TARGET, "the target's id or name"; "event" → EVENT_ID,
-// "the event's id" (only webhooks and targets have names).
+// "the event's id" (only webhooks, targets and entrypoints have names).
 void addChildIdArg(CLI::App& cmd, const SessionPtr& s, const std::string& noun) {
   std::string name;
   for (const char c : noun) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const bool named = noun == "target";
+  const bool named = noun == "target" || noun == "entrypoint";
   cmd.add_option(named ? name : name + "_ID", s->childId,
                  "the " + noun + "'s id" + (named ? " or name" : ""))
       ->required();
@@ -462,11 +462,22 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
       group, s, "create", "add an entrypoint to a webhook",
       [s] { return ApiCall{"POST", webhookPath(*s) + "/entrypoints", s->body}; }, showObject);
   addWebhookIdArg(create, s);
+  addBodyOption<std::string>(create, s, "--name", "/name",
+                             "its name, unique within the webhook (default: ep- and the start "
+                             "of its id)");
   addVerificationOptions(create, s, false);
   addEventTypeOptions(create, s, true);
   create.add_flag_callback("--inactive", [s] { s->body["active"] = false; },
                            "accept nothing on it (410) until activated");
   addActivation(group, s, "entrypoints", "entrypoint");
+  auto& rename = addLeaf(
+      group, s, "rename", "give an entrypoint another name",
+      [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), s->body}; }, showObject);
+  addWebhookIdArg(rename, s);
+  addChildIdArg(rename, s, "entrypoint");
+  addBodyOption<std::string>(rename, s, "--name", "/name",
+                             "the new name, unique within the webhook")
+      ->required();
   auto& verify = addLeaf(
       group, s, "verify", "set how an entrypoint verifies its sender's signature",
       [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), s->body}; }, showObject);

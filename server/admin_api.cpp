@@ -74,6 +74,13 @@ std::optional<std::string> AdminApi::targetRef(const HttpRequest& req, HttpRespo
   });
 }
 
+std::optional<std::string> AdminApi::entrypointRef(const HttpRequest& req, HttpResponse& res,
+                                                   const std::string& webhookId) {
+  return resolveRef(req.matches[2], "entrypoint", res, [&](const std::string& name) {
+    return store_.entrypointIdsNamed(webhookId, name);
+  });
+}
+
 void AdminApi::registerRoutes(Router& router) {
   auto bind = [this](void (AdminApi::*handler)(const HttpRequest&, HttpResponse&)) {
     return [this, handler](const HttpRequest& req, HttpResponse& res) {

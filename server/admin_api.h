@@ -85,13 +85,16 @@ class AdminApi {
   Result<void> checkOperationalTarget(const TargetRecord& target) const;
 
   // --- Path references (admin_api.cpp) ---
-  // The webhook the path names (matches[1]) or its target (matches[2]): an
+  // The webhook the path names (matches[1]) or its target or entrypoint
+  // (matches[2]): an
   // id, or a name when the segment is not shaped like an id (so an id always
   // wins). nullopt after a 404 (nothing has that id or name) or a 409
   // ambiguous_name whose "candidates" are the ids sharing the name.
   std::optional<std::string> webhookRef(const HttpRequest& req, HttpResponse& res);
   std::optional<std::string> targetRef(const HttpRequest& req, HttpResponse& res,
                                        const std::string& webhookId);
+  std::optional<std::string> entrypointRef(const HttpRequest& req, HttpResponse& res,
+                                           const std::string& webhookId);
 
   // --- Statistics (admin_stats.cpp): counts, breakers, the last 24 hours ---
   void webhookStats(const HttpRequest& req, HttpResponse& res);

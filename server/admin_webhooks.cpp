@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/json_pointer.h"
+#include "base/uuid.h"
 #include "server/admin_api.h"
 #include "server/inbound_verifier.h"
 #include "server/json_io.h"
@@ -44,16 +45,31 @@ Result<std::optional<std::pair<std::string, std::string>>> verificationField(con
   return Value(std::make_pair(*scheme.value(), key));
 }
 
+// An entrypoint's name: 1 to kMaxNameLength characters, no '/' (it goes
+// into paths) and not shaped like an id (an id always wins over a name).
+Result<std::optional<std::string>> entrypointNameField(const json& body) {
+  auto name = stringField(body, "name", kMaxNameLength);
+  if (!name) return name.error();
+  if (name.value() && (name.value()->find('/') != std::string::npos || isUuid(*name.value())))
+    return makeError(error_code::kInvalidField,
+                     "name must be 1 to " + std::to_string(kMaxNameLength) +
+                         " characters, without '/', and not shaped like an id");
+  return name;
+}
+
 // The fields an entrypoint's POST and PATCH take; absent ones are nullopt.
 struct EntrypointFields {
+  std::optional<std::string> name;
   std::optional<bool> active;
   std::optional<std::pair<std::string, std::string>> verification;
   std::optional<EventTypeRule> eventType;
 };
 
 Result<EntrypointFields> entrypointFields(const json& body) {
-  if (auto r = refuseUnknownFields(body, {"active", "verification", "event_type"}); !r)
+  if (auto r = refuseUnknownFields(body, {"name", "active", "verification", "event_type"}); !r)
     return r.error();
+  auto name = entrypointNameField(body);
+  if (!name) return name.error();
   auto active = boolField(body, "active");
   if (!active) return active.error();
   auto verification = verificationField(body);
@@ -64,11 +80,12 @@ Result<EntrypointFields> entrypointFields(const json& body) {
     if (!rule) return rule.error();
     eventType = rule.value();
   }
-  return EntrypointFields{active.value(), verification.value(), eventType};
+  return EntrypointFields{name.value(), active.value(), verification.value(), eventType};
 }
 
 json entrypointJson(const Entrypoint& e) {
   return {{"id", e.id},
+          {"name", e.name},
           {"url", "/hooks/" + e.id},
           {"active", e.active},
           {"verification", e.verification},  // the secret is never shown
@@ -255,14 +272,15 @@ void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
   if (auto r = refuseOperationalEntrypoint(*id); !r)
     return sendError(res, 409, r.error().code, r.error().message);
   // An empty body is fine; a body, if sent, must be a JSON object with
-  // nothing but "active" and "verification". One INSERT: a refused request
-  // creates nothing.
+  // nothing but "name", "active", "verification" and "event_type". One
+  // INSERT: a refused request creates nothing.
   EntrypointSettings settings;
   if (!req.body.empty()) {
     auto body = parseJsonObject(req, res);
     if (!body) return;
     auto fields = entrypointFields(*body);
     if (!fields) return sendError(res, fields.error());
+    if (fields->name) settings.name = *fields->name;
     if (fields->active) settings.active = *fields->active;
     if (fields->verification) {
       settings.verification = fields->verification->first;
@@ -281,39 +299,29 @@ void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
 void AdminApi::updateEntrypoint(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
-  auto eid = pathId(req, res, 2, "entrypoint");
+  auto eid = entrypointRef(req, res, *id);
   if (!eid) return;
   auto body = parseJsonObject(req, res);
   if (!body) return;
   auto fields = entrypointFields(*body);
   if (!fields) return sendError(res, fields.error());
-  if (!fields->active && !fields->verification && !fields->eventType)
+  if (!fields->name && !fields->active && !fields->verification && !fields->eventType)
     return sendError(res, 400, error_code::kInvalidField,
-                     "active, verification or event_type is required");
-  if (fields->eventType)
-    if (auto r = checkPrograms(*fields->eventType); !r) return sendError(res, r.error());
-
-  Result<Entrypoint> updated = makeError(error_code::kNotFound, "no such entrypoint");
-  if (fields->verification) {
-    updated = store_.setEntrypointVerification(*id, *eid, fields->verification->first,
-                                               fields->verification->second);
-    if (!updated) return sendError(res, updated.error());
-  }
-  if (fields->active) {
-    updated = store_.setEntrypointActive(*id, *eid, *fields->active);
-    if (!updated) return sendError(res, updated.error());
-  }
+                     "name, active, verification or event_type is required");
+  EntrypointPatch patch{fields->name, fields->active, fields->verification, std::nullopt};
   if (fields->eventType) {
-    updated = store_.setEntrypointEventTypeRule(*id, *eid, eventTypeRuleText(*fields->eventType));
-    if (!updated) return sendError(res, updated.error());
+    if (auto r = checkPrograms(*fields->eventType); !r) return sendError(res, r.error());
+    patch.eventTypeRule = eventTypeRuleText(*fields->eventType);
   }
+  auto updated = store_.patchEntrypoint(*id, *eid, patch);
+  if (!updated) return sendError(res, updated.error());
   sendJson(res, 200, entrypointJson(updated.value()));
 }
 
 void AdminApi::deleteEntrypoint(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
-  auto eid = pathId(req, res, 2, "entrypoint");
+  auto eid = entrypointRef(req, res, *id);
   if (!eid) return;
   if (auto r = store_.deleteEntrypoint(*id, *eid); !r) return sendError(res, r.error());
   res.status = 204;

@@ -59,13 +59,14 @@ Webhook readWebhook(SQLite::Statement& q) {
 
 constexpr const char* kEntrypointColumns =
     "id, webhook_id, active, created_at, updated_at, verification, "
-    "COALESCE(verification_secret, ''), COALESCE(event_type_rule, '')";
+    "COALESCE(verification_secret, ''), COALESCE(event_type_rule, ''), name";
 
 Entrypoint readEntrypoint(SQLite::Statement& q) {
   return Entrypoint{q.getColumn(0).getString(), q.getColumn(1).getString(),
                     q.getColumn(2).getInt() != 0, q.getColumn(3).getString(),
                     q.getColumn(4).getString(), q.getColumn(5).getString(),
-                    q.getColumn(6).getString(), q.getColumn(7).getString()};
+                    q.getColumn(6).getString(), q.getColumn(7).getString(),
+                    q.getColumn(8).getString()};
 }
 
 // Binds what a target's create and update both write, from active to
@@ -137,6 +138,22 @@ std::vector<TargetRecord> selectTargets(SQLite::Database& db, const char* where,
 
 Error notFound(const char* what, const std::string& id) {
   return makeError(error_code::kNotFound, std::string(what) + " " + id + " does not exist");
+}
+
+// Whether an entrypoint of the webhook other than `id` is called `name`.
+bool entrypointNameTaken(SQLite::Database& db, const std::string& webhookId,
+                         const std::string& name, const std::string& id) {
+  SQLite::Statement q(db,
+                      "SELECT 1 FROM entrypoints WHERE webhook_id = ? AND name = ? AND id <> ?");
+  q.bind(1, webhookId);
+  q.bind(2, name);
+  q.bind(3, id);
+  return q.executeStep();
+}
+
+Error nameTaken(const std::string& name) {
+  return makeError(error_code::kConflict, "name: another entrypoint of this webhook is called " +
+                                              nlohmann::json(name).dump());
 }
 
 // body(db), with a thrown SQLite error as storageError(operation).
@@ -345,11 +362,12 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
     insert.exec();
     SQLite::Statement entry(db,
                             "INSERT INTO entrypoints (id, webhook_id, active, created_at, "
-                            "updated_at) VALUES (?, ?, 1, ?, ?)");
+                            "updated_at, name) VALUES (?, ?, 1, ?, ?, ?)");
     entry.bind(1, newUuid());
     entry.bind(2, w.id);
     entry.bind(3, now);
     entry.bind(4, now);
+    entry.bind(5, std::string(kFirstEntrypointName));
     entry.exec();
     txn.commit();
     return w;
@@ -431,15 +449,23 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
                                               const EntrypointSettings& settings) {
   const std::string now = formatTime(clock_.now());
   Entrypoint ep{newUuid(), webhookId, settings.active, now, now, settings.verification,
-                settings.verificationSecret, settings.eventTypeRule};
+                settings.verificationSecret, settings.eventTypeRule, settings.name};
   return write("create entrypoint", [&](SQLite::Database& db) -> Result<Entrypoint> {
     SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, webhookId);
     if (!exists.executeStep()) return notFound("webhook", webhookId);
+    if (ep.name.empty()) {
+      // "ep-" and the id's first 8 characters; its whole id should another
+      // entrypoint of the webhook have taken that.
+      ep.name = "ep-" + ep.id.substr(0, 8);
+      if (entrypointNameTaken(db, webhookId, ep.name, ep.id)) ep.name = "ep-" + ep.id;
+    } else if (entrypointNameTaken(db, webhookId, ep.name, ep.id)) {
+      return nameTaken(ep.name);
+    }
     SQLite::Statement q(db,
                         "INSERT INTO entrypoints (id, webhook_id, active, created_at, updated_at, "
-                        "verification, verification_secret, event_type_rule) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+                        "verification, verification_secret, event_type_rule, name) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, ep.id);
     q.bind(2, ep.webhookId);
     q.bind(3, ep.active ? 1 : 0);
@@ -448,6 +474,7 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
     q.bind(6, ep.verification);
     if (ep.verification != "none") q.bind(7, ep.verificationSecret);
     if (!ep.eventTypeRule.empty()) q.bind(8, ep.eventTypeRule);
+    q.bind(9, ep.name);
     q.exec();
     return ep;
   });
@@ -476,17 +503,45 @@ Result<std::vector<Entrypoint>> MainStore::listEntrypoints(const std::string& we
   });
 }
 
-Result<Entrypoint> MainStore::updateEntrypoint(const std::string& webhookId,
-                                               const std::string& id, const std::string& columns,
-                                               const std::function<void(SQLite::Statement&)>& bind) {
+Result<std::vector<std::string>> MainStore::entrypointIdsNamed(const std::string& webhookId,
+                                                              const std::string& name) {
+  return read("find entrypoints by name",
+              [&](SQLite::Database& db) -> Result<std::vector<std::string>> {
+                SQLite::Statement q(db,
+                                    "SELECT id FROM entrypoints WHERE webhook_id = ? AND name = ?");
+                q.bind(1, webhookId);
+                q.bind(2, name);
+                std::vector<std::string> out;
+                while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+                return out;
+              });
+}
+
+Result<Entrypoint> MainStore::patchEntrypoint(const std::string& webhookId,
+                                              const std::string& id,
+                                              const EntrypointPatch& patch) {
   auto written = write("update entrypoint", [&](SQLite::Database& db) -> Result<void> {
-    SQLite::Statement q(db, "UPDATE entrypoints SET " + columns +
-                                ", updated_at = ? WHERE id = ? AND webhook_id = ?");
-    bind(q);
-    const int next = static_cast<int>(std::count(columns.begin(), columns.end(), '?')) + 1;
-    q.bind(next, formatTime(clock_.now()));
-    q.bind(next + 1, id);
-    q.bind(next + 2, webhookId);
+    // One statement: a refused name leaves the other fields as they were.
+    if (patch.name && entrypointNameTaken(db, webhookId, *patch.name, id))
+      return nameTaken(*patch.name);
+    SQLite::Statement q(
+        db,
+        "UPDATE entrypoints SET name = COALESCE(?1, name), active = COALESCE(?2, active), "
+        "verification = COALESCE(?3, verification), "
+        "verification_secret = CASE WHEN ?3 IS NULL THEN verification_secret ELSE ?4 END, "
+        "event_type_rule = CASE WHEN ?5 THEN NULLIF(?6, '') ELSE event_type_rule END, "
+        "updated_at = ?7 WHERE id = ?8 AND webhook_id = ?9");
+    if (patch.name) q.bind(1, *patch.name);
+    if (patch.active) q.bind(2, *patch.active ? 1 : 0);
+    if (patch.verification) {
+      q.bind(3, patch.verification->first);
+      if (patch.verification->first != "none") q.bind(4, patch.verification->second);
+    }
+    q.bind(5, patch.eventTypeRule ? 1 : 0);
+    q.bind(6, patch.eventTypeRule.value_or(""));
+    q.bind(7, formatTime(clock_.now()));
+    q.bind(8, id);
+    q.bind(9, webhookId);
     if (q.exec() == 0) return notFound("entrypoint", id);
     return {};
   });
@@ -498,25 +553,24 @@ Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webho
                                                         const std::string& id,
                                                         const std::string& scheme,
                                                         const std::string& secret) {
-  return updateEntrypoint(webhookId, id, "verification = ?, verification_secret = ?",
-                          [&](SQLite::Statement& q) {
-                            q.bind(1, scheme);
-                            if (scheme != "none") q.bind(2, secret);
-                          });
+  EntrypointPatch patch;
+  patch.verification = std::make_pair(scheme, secret);
+  return patchEntrypoint(webhookId, id, patch);
 }
 
 Result<Entrypoint> MainStore::setEntrypointActive(const std::string& webhookId,
                                                   const std::string& id, bool active) {
-  return updateEntrypoint(webhookId, id, "active = ?",
-                          [&](SQLite::Statement& q) { q.bind(1, active ? 1 : 0); });
+  EntrypointPatch patch;
+  patch.active = active;
+  return patchEntrypoint(webhookId, id, patch);
 }
 
 Result<Entrypoint> MainStore::setEntrypointEventTypeRule(const std::string& webhookId,
                                                         const std::string& id,
                                                         const std::string& rule) {
-  return updateEntrypoint(webhookId, id, "event_type_rule = ?", [&](SQLite::Statement& q) {
-    if (!rule.empty()) q.bind(1, rule);
-  });
+  EntrypointPatch patch;
+  patch.eventTypeRule = rule;
+  return patchEntrypoint(webhookId, id, patch);
 }
 
 Result<void> MainStore::deleteEntrypoint(const std::string& webhookId, const std::string& id) {

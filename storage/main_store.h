@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,11 +80,20 @@ class MainStore {
   Result<std::string> webhookRows(const std::string& id);
   Result<void> importWebhookRows(const std::string& id, const std::string& rowsJson);
 
+  // settings.name taken by another entrypoint of the webhook: "conflict".
   Result<Entrypoint> createEntrypoint(const std::string& webhookId,
                                       const EntrypointSettings& settings = {});
   // By entrypoint id alone: the ingest path knows nothing else.
   Result<Entrypoint> getEntrypoint(const std::string& id);
   Result<std::vector<Entrypoint>> listEntrypoints(const std::string& webhookId);
+  // Ids of the webhook's entrypoints called `name` (names are unique within
+  // a webhook: none or one).
+  Result<std::vector<std::string>> entrypointIdsNamed(const std::string& webhookId,
+                                                      const std::string& name);
+  // Changes what `patch` sets in one statement; "conflict" naming the field
+  // when another entrypoint of the webhook has the name.
+  Result<Entrypoint> patchEntrypoint(const std::string& webhookId, const std::string& id,
+                                     const EntrypointPatch& patch);
   // scheme "none" clears the secret.
   Result<Entrypoint> setEntrypointVerification(const std::string& webhookId, const std::string& id,
                                                const std::string& scheme,
@@ -164,12 +172,6 @@ class MainStore {
   // The same for a method that writes, under a WriteLock.
   template <typename Body>
   auto write(const char* operation, const Body& body) EXCLUDES(dbMutex_);
-
-  // Sets `columns` ("name = ?, ...", whose values `bind` binds from 1 on)
-  // and updated_at on the webhook's entrypoint `id`; not_found without one.
-  Result<Entrypoint> updateEntrypoint(const std::string& webhookId, const std::string& id,
-                                      const std::string& columns,
-                                      const std::function<void(SQLite::Statement&)>& bind);
 
   MainStore(std::unique_ptr<SQLite::Database> db, const Clock& clock);
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "storage/target_health_records.h"
@@ -41,7 +42,13 @@ struct Entrypoint {
   // How an event's type is found, as JSON (routing/routing_rules.h); empty:
   // the default rule.
   std::string eventTypeRule;
+  // Unique within its webhook; the API and the CLI take it wherever they
+  // take the id. A webhook's first entrypoint is "default".
+  std::string name;
 };
+
+// The name a webhook's first entrypoint gets.
+inline constexpr const char* kFirstEntrypointName = "default";
 
 // What a new entrypoint starts with.
 struct EntrypointSettings {
@@ -49,6 +56,16 @@ struct EntrypointSettings {
   std::string verification = "none";
   std::string verificationSecret;
   std::string eventTypeRule;  // as Entrypoint::eventTypeRule
+  std::string name;           // empty: "ep-" and the start of its id
+};
+
+// What an entrypoint's update changes; nullopt leaves a field as it is.
+struct EntrypointPatch {
+  std::optional<std::string> name;
+  std::optional<bool> active;
+  // scheme and secret ("none": no secret)
+  std::optional<std::pair<std::string, std::string>> verification;
+  std::optional<std::string> eventTypeRule;  // "" back to the default
 };
 
 // Defaults from the retry rules: 6 attempts, 2 s doubling up to 300 s, ±20 %.

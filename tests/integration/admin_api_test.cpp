@@ -461,6 +461,82 @@ TEST_CASE("entrypoints: create, deactivate, reactivate, delete") {
   CHECK(errorCode(again) == "not_found");
 }
 
+TEST_CASE("entrypoints by name: unique within their webhook, taken wherever the id is") {
+  TestServer server;
+  auto admin = server.client();
+  auto anon = server.anonymousClient();
+  const json shop = server.createWebhook("shop");
+  const std::string eps = kWebhooks + "/shop/entrypoints";
+  // The first entrypoint is "default"; one created without a name "ep-"
+  // and the start of its id.
+  REQUIRE(shop["entrypoints"].size() == 1);
+  CHECK(shop["entrypoints"][0]["name"] == "default");
+  const std::string defaultId = idOf(shop["entrypoints"][0]);
+  auto unnamed = admin.Post(eps, "", "application/json");
+  REQUIRE(statusOf(unnamed) == 201);
+  CHECK(jsonOf(unnamed)["name"] == "ep-" + idOf(jsonOf(unnamed)).substr(0, 8));
+  auto created = postJson(admin, eps, {{"name", "github"}, {"active", false}});
+  REQUIRE(statusOf(created) == 201);
+  const json github = jsonOf(created);
+  CHECK(github["name"] == "github");
+  CHECK(countRows(server.mainDbPath(), "entrypoints", "name = 'github' AND id = '" +
+                                                          idOf(github) + "'") == 1);
+  // Another webhook may use the same names.
+  server.createWebhook("billing");
+  auto billingGithub = postJson(admin, kWebhooks + "/billing/entrypoints", {{"name", "github"}});
+  REQUIRE(statusOf(billingGithub) == 201);
+
+  auto on = patchJson(admin, eps + "/github", {{"active", true}});
+  REQUIRE(statusOf(on) == 200);
+  CHECK(jsonOf(on)["id"] == github["id"]);
+  CHECK(jsonOf(on)["active"] == true);
+  CHECK(statusOf(anon.Post(github["url"].get<std::string>(), "{}", "application/json")) == 200);
+  auto renamed = patchJson(admin, eps + "/default", {{"name", "main"}});
+  REQUIRE(statusOf(renamed) == 200);
+  CHECK(jsonOf(renamed)["id"] == defaultId);
+  CHECK(jsonOf(renamed)["name"] == "main");
+  CHECK(statusOf(patchJson(admin, eps + "/main", {{"name", "main"}})) == 200);  // its own name
+  CHECK(statusOf(patchJson(admin, eps + "/" + defaultId, {{"active", true}})) == 200);
+  auto missing = admin.Delete(eps + "/default");
+  CHECK(statusOf(missing) == 404);
+  CHECK(jsonOf(missing)["error"]["message"] ==
+        "no entrypoint has the id or name \"default\"");
+
+  SUBCASE("a bad or taken name is refused naming the field, and changes nothing") {
+    const Unchanged unchanged(server);
+    for (const json& bad : {json(""), json(std::string(201, 'a')), json("a/b"), json(42),
+                            json(webhooker::newUuid()), json(nullptr)}) {
+      CAPTURE(bad.dump());
+      for (const auto& [method, path] : {std::pair{"POST", eps}, std::pair{"PATCH", eps + "/main"}}) {
+        const auto& refusedPath = path;  // clang 14: a lambda cannot name a binding
+        CAPTURE(refusedPath);
+        auto refused = request(admin, method, path, json{{"name", bad}, {"active", false}}.dump());
+        CHECK(statusOf(refused) == 400);
+        CHECK(errorCode(refused) == "invalid_field");
+        CHECK(jsonOf(refused)["error"]["message"].get<std::string>().find("name") == 0);
+      }
+    }
+    for (const auto& [method, path] : {std::pair{"POST", eps}, std::pair{"PATCH", eps + "/main"}}) {
+      const auto& refusedPath = path;  // clang 14: a lambda cannot name a binding
+      CAPTURE(refusedPath);
+      auto taken = request(admin, method, path, R"({"name": "github", "active": false})");
+      CHECK(statusOf(taken) == 409);
+      CHECK(errorCode(taken) == "conflict");
+      CHECK(jsonOf(taken)["error"]["message"] ==
+            "name: another entrypoint of this webhook is called \"github\"");
+    }
+    unchanged.check();
+  }
+  SUBCASE("delete by name") {
+    CHECK(statusOf(admin.Delete(eps + "/github")) == 204);
+    CHECK(countRows(server.mainDbPath(), "entrypoints", "id = '" + idOf(github) + "'") == 0);
+    CHECK(statusOf(admin.Get(kWebhooks + "/billing/entrypoints")) == 200);
+    CHECK(jsonOf(admin.Get(kWebhooks + "/billing/entrypoints"))["entrypoints"].size() == 2);
+    // The name is free again.
+    CHECK(statusOf(postJson(admin, eps, {{"name", "github"}})) == 201);
+  }
+}
+
 // --- Targets ---------------------------------------------------------------
 
 TEST_CASE("targets: create fills defaults, get and list show the same, secrets stay redacted") {

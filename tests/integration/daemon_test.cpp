@@ -467,6 +467,32 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
     CHECK(contains(ambiguous.err, "2 webhooks are named \"shop\"; use one of their ids "
                                   "(ambiguous_name, HTTP 409)"));
   }
+  SUBCASE("entrypoints by name: create --name, rename, deactivate and delete by name") {
+    const auto github = run({"entrypoints", "create", "shop", "--name", "github"}, envWithUrl);
+    REQUIRE_MESSAGE(github.exitCode == 0, describe(github));
+    const std::string entrypointId = json::parse(github.out)["id"].get<std::string>();
+    CHECK(json::parse(github.out)["name"] == "github");
+    const auto paused = run({"entrypoints", "deactivate", "shop", "github"}, envWithUrl);
+    REQUIRE_MESSAGE(paused.exitCode == 0, describe(paused));
+    CHECK(json::parse(paused.out)["id"] == entrypointId);
+    CHECK(json::parse(paused.out)["active"] == false);
+    const auto renamed =
+        run({"entrypoints", "rename", "shop", "github", "--name", "gh"}, envWithUrl);
+    REQUIRE_MESSAGE(renamed.exitCode == 0, describe(renamed));
+    const auto listed = run({"entrypoints", "list", "shop"}, envWithUrl);
+    CHECK(firstMatch(listed.out, "ID +NAME +URL +ACTIVE +CREATED_AT\n"));
+    CHECK_MESSAGE(firstMatch(listed.out, entrypointId + " +gh +/hooks/" + entrypointId + " +no "),
+                  listed.out);
+    CHECK(firstMatch(listed.out, " +default +/hooks/"));
+    const auto taken = run({"entrypoints", "rename", "shop", "gh", "--name", "default"}, envWithUrl);
+    CHECK(taken.exitCode == 1);
+    CHECK(contains(taken.err, "name: another entrypoint of this webhook is called \"default\" "
+                              "(conflict, HTTP 409)"));
+    const auto deleted = run({"entrypoints", "delete", "shop", "gh"}, envWithUrl);
+    CHECK_MESSAGE(deleted.exitCode == 0, describe(deleted));
+    CHECK(json::parse(run({"entrypoints", "list", "shop", "--json"}, envWithUrl).out)
+              ["entrypoints"].size() == 1);
+  }
   SUBCASE("a target's type cannot be changed, so update does not offer --type") {
     const auto typed = run({"targets", "update", webhookId, targetId, "--type", "log"}, envWithUrl);
     CHECK(typed.exitCode != 0);

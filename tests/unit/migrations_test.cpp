@@ -5,6 +5,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -109,6 +110,46 @@ TEST_CASE("a fresh events DB gets every migration") {
   CHECK(db->execAndGet("SELECT COUNT(*) FROM sqlite_master WHERE type = 'view' AND "
                        "name = 'delivery_history'")
             .getInt() == 1);
+}
+
+TEST_CASE("entrypoints made before they had names get unique ones") {
+  TempDir dir;
+  const auto file = dir / "webhooker.db";
+  const auto migrations = webhooker::mainMigrations();
+  const auto naming = std::find_if(migrations.begin(), migrations.end(), [](const Migration& m) {
+    return m.name == "entrypoint_names";
+  });
+  REQUIRE(naming != migrations.end());
+  const auto before = migrations.first(static_cast<size_t>(naming - migrations.begin()));
+  {
+    auto db = openOrFail(file, before);
+    REQUIRE_FALSE(db->execAndGet("SELECT COUNT(*) FROM pragma_table_info('entrypoints') "
+                                 "WHERE name = 'name'")
+                      .getInt());
+    db->exec(
+        "INSERT INTO webhooks (id, name, created_at, updated_at) VALUES "
+        "('w1', 'shop', 't', 't'), ('w2', 'billing', 't', 't');"
+        // Of w1's four, the oldest is not the first; two share their first 8 characters.
+        "INSERT INTO entrypoints (id, webhook_id, created_at, updated_at) VALUES "
+        "('bbbbbbbb-0000-4000-8000-000000000001', 'w1', '2026-01-02', 't'),"
+        "('bbbbbbbb-0000-4000-8000-000000000002', 'w1', '2026-01-03', 't'),"
+        "('cccccccc-0000-4000-8000-000000000003', 'w1', '2026-01-01', 't'),"
+        "('dddddddd-0000-4000-8000-000000000004', 'w2', '2026-01-05', 't'),"
+        "('eeeeeeee-0000-4000-8000-000000000005', 'w1', '2026-01-04', 't');");
+  }
+  auto db = openOrFail(file, migrations);
+  std::vector<std::string> names;
+  SQLite::Statement q(*db, "SELECT webhook_id || ' ' || name FROM entrypoints ORDER BY id");
+  while (q.executeStep()) names.push_back(q.getColumn(0).getString());
+  CHECK(names == std::vector<std::string>{"w1 ep-bbbbbbbb-0000-4000-8000-000000000001",
+                                          "w1 ep-bbbbbbbb-0000-4000-8000-000000000002",
+                                          "w1 default", "w2 default", "w1 ep-eeeeeeee"});
+  // From now on a name is unique within its webhook.
+  CHECK_THROWS(db->exec("UPDATE entrypoints SET name = 'default' "
+                        "WHERE id = 'bbbbbbbb-0000-4000-8000-000000000001'"));
+  db->exec("INSERT INTO entrypoints (id, webhook_id, created_at, updated_at, name) "
+           "VALUES ('e5', 'w2', 't', 't', 'ep-bbbbbbbb')");
+  CHECK(countRows(*db, "entrypoints") == 6);
 }
 
 TEST_CASE("schemaVersion of a file without schema_migrations is 0") {
