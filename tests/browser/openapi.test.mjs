@@ -7,7 +7,8 @@
 //     method, path and status, and its JSON body validated against that
 //     response's schema (ajv, JSON Schema 2020-12 as OpenAPI 3.1 uses).
 // An answer on a path and method the document lacks fails, except the 404s
-// and 405s the suites ask for on purpose (unknown routes and methods).
+// and 405s the suites ask for on purpose (unknown routes and methods), and so
+// does an operation no suite received a success answer (2xx) from.
 // tests/integration/openapi_test.cpp checks the document lists every route.
 //
 // Exit codes: 0 passed, 1 failed, 77 skipped (no node_modules: scripts/install-deps).
@@ -134,14 +135,22 @@ for (const a of answers) {
 for (const [text, count] of problems) fail(`${text} (${count} answers)`);
 passed += answers.length - [...problems.values()].reduce((a, b) => a + b, 0);
 
-// What the suites never asked: said, not failed (the route test checks
-// that every route is documented; not every one is reached from here).
-const untouched = [];
+// Every operation of the document (so every route: openapi_test.cpp checks
+// they are the same set) must have had a success answer checked against its
+// schema; a route added without a test that reaches it fails here.
+const unanswered = [];
 for (const o of operations)
   for (const method of Object.keys(o.item))
-    if (method !== 'parameters' && ![...seen].some((s) => s.startsWith(`${method} ${o.template} `)))
-      untouched.push(`${method.toUpperCase()} ${o.template}`);
+    if (method !== 'parameters' && ![...seen].some((s) => s.startsWith(`${method} ${o.template} 2`)))
+      unanswered.push(`${method.toUpperCase()} ${o.template}`);
+if (unanswered.length)
+  fail(`no suite had a success answer (2xx) checked from: ${unanswered.join(', ')}`);
+else
+  passed++;
+const operationCount = operations.reduce(
+  (n, o) => n + Object.keys(o.item).filter((m) => m !== 'parameters').length, 0);
 console.log(`${answers.length} answers checked against docs/openapi.json; ` +
-            `operations no suite reached: ${untouched.length ? untouched.join(', ') : 'none'}`);
+            `${operationCount - unanswered.length} of its ${operationCount} operations ` +
+            `had a success answer checked`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -16,12 +17,19 @@
 #include <string>
 
 #include "server/console.h"
+#include "tests/support/daemon_api.h"
+#include "tests/support/daemon_process.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_server.h"
 
 namespace {
 
 using nlohmann::json;
+using webhooker::testing::DaemonApi;
+using webhooker::testing::DaemonOptions;
+using webhooker::testing::DaemonProcess;
 using webhooker::testing::jsonOf;
+using webhooker::testing::TempDir;
 using webhooker::testing::statusOf;
 using webhooker::testing::TestServer;
 
@@ -87,4 +95,75 @@ TEST_CASE("the OpenAPI document describes every route of the server, and no othe
                 (std::string("routes missing from docs/openapi.json:") + join(undocumented)));
   CHECK_MESSAGE(stale.empty(),
                 (std::string("docs/openapi.json describes routes the server lacks:") + join(stale)));
+}
+
+// The operations the other API suites do not reach answer here once with
+// success, through recording clients, so that tests/browser/openapi.test.mjs
+// checks their answers against the document too (it fails for an operation
+// no suite answered with a 2xx): the health checks, /metrics, the placement,
+// the operational webhook and the node side of a move, between two real
+// daemons (nodes a and b).
+TEST_CASE("the health, placement, operational webhook and move routes answer as documented") {
+  TempDir dir;
+  auto node = [&](const std::string& name) {
+    std::filesystem::create_directory(dir / name);
+    return DaemonOptions{.args = {"--node-id", name},
+                         .env = {DaemonApi::adminTokenEnv()}};
+  };
+  DaemonProcess a(dir / "a", node("a"));
+  DaemonProcess b(dir / "b", node("b"));
+  const DaemonApi apiA(a.url()), apiB(b.url());
+  auto adminA = apiA.admin(), adminB = apiB.admin();
+  auto senderA = apiA.sender();
+
+  CHECK(statusOf(senderA.Get("/healthz")) == 200);
+  CHECK(statusOf(senderA.Get("/readyz")) == 200);
+  auto metrics = senderA.Get("/metrics");
+  REQUIRE(statusOf(metrics) == 200);
+  CHECK(metrics->body.find("webhooker_") != std::string::npos);
+
+  // The operational webhook: set, shown, changed, removed.
+  const std::string ops = "/api/v1/settings/operational-webhook";
+  const json setting = {{"url", "https://ops.example.com/events"}, {"signing_secret", "generate"}};
+  CHECK(statusOf(adminA.Get(ops)) == 404);
+  auto put = adminA.Put(ops, setting.dump(), "application/json");
+  REQUIRE(statusOf(put) == 200);
+  CHECK(jsonOf(put)["url"] == "https://ops.example.com/events");
+  CHECK(statusOf(adminA.Get(ops)) == 200);
+  CHECK(statusOf(adminA.Put(ops, R"({"event_types": ["target.disabled"]})",
+                            "application/json")) == 200);
+  CHECK(statusOf(adminA.Delete(ops)) == 204);
+
+  // A move of "shop" from a to b, step by step as `webhooker cluster move` calls them.
+  const json shop = apiA.createWebhook("shop");
+  const std::string path = "/api/v1/webhooks/" + shop["id"].get<std::string>();
+  REQUIRE(statusOf(senderA.Post(DaemonApi::hookPath(shop), "{}", "application/json")) == 200);
+  auto placement = adminA.Get("/api/v1/placement");
+  REQUIRE(statusOf(placement) == 200);
+  CHECK(jsonOf(placement)["webhooks"].dump().find(shop["id"].get<std::string>()) !=
+        std::string::npos);
+  REQUIRE(statusOf(adminA.Post(path + "/move/out", R"({"to": "b"})", "application/json")) == 200);
+  auto piece = adminA.Get(path + "/move/events?after_event=0");
+  REQUIRE(statusOf(piece) == 200);
+  CHECK(piece->get_header_value("X-Transfer-More") == "false");
+  REQUIRE(statusOf(adminB.Put(path + "/move/events", piece->body, "application/vnd.sqlite3")) ==
+          200);
+  auto config = adminA.Get(path + "/move/config");
+  REQUIRE(statusOf(config) == 200);
+  REQUIRE(statusOf(adminB.Post(path + "/move/in", config->body, "application/json")) == 200);
+  REQUIRE(statusOf(adminA.Post(path + "/move/finish", "", "application/json")) == 204);
+  CHECK(statusOf(adminA.Get(path)) == 404);
+  CHECK(jsonOf(adminB.Get(path + "/events"))["events"].size() == 1);
+
+  // A move given up: b drops its copy, a takes the webhook back.
+  const json billing = apiA.createWebhook("billing");
+  const std::string back = "/api/v1/webhooks/" + billing["id"].get<std::string>();
+  REQUIRE(statusOf(adminA.Post(back + "/move/out", R"({"to": "b"})", "application/json")) == 200);
+  auto copy = adminA.Get(back + "/move/events?after_event=0");
+  REQUIRE(statusOf(copy) == 200);
+  REQUIRE(statusOf(adminB.Put(back + "/move/events", copy->body, "application/vnd.sqlite3")) ==
+          200);
+  CHECK(statusOf(adminB.Delete(back + "/move/in")) == 204);
+  REQUIRE(statusOf(adminA.Post(back + "/move/back", "", "application/json")) == 200);
+  CHECK(statusOf(senderA.Post(DaemonApi::hookPath(billing), "{}", "application/json")) == 200);
 }

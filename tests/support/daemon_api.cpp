@@ -1,5 +1,9 @@
 #include "tests/support/daemon_api.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+
 namespace webhooker::testing {
 
 namespace {
@@ -14,11 +18,28 @@ nlohmann::json expect201(const Result<app::AdminAnswer>& answer, const char* wha
 
 }  // namespace
 
+void recordApiAnswers(httplib::Client& c) {
+  static const char* const file = std::getenv("WEBHOOKER_API_ANSWERS");
+  if (!file || !*file) return;
+  c.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    static std::mutex mutex;
+    const nlohmann::json line = {{"method", req.method},
+                                 {"path", req.path},
+                                 {"status", res.status},
+                                 {"content_type", res.get_header_value("Content-Type")},
+                                 {"body", res.body}};
+    const std::lock_guard lock(mutex);
+    std::ofstream(file, std::ios::app)
+        << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  });
+}
+
 httplib::Client DaemonApi::sender() const {
   httplib::Client c(baseUrl_);
   c.set_tcp_nodelay(true);
   c.set_connection_timeout(std::chrono::seconds(5));
   c.set_read_timeout(std::chrono::seconds(15));
+  recordApiAnswers(c);
   return c;
 }
 

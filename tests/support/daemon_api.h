@@ -18,6 +18,12 @@
 
 namespace webhooker::testing {
 
+// With WEBHOOKER_API_ANSWERS set (tests/browser/openapi.test.mjs sets it),
+// every answer the client receives is appended to that file as one JSON
+// line, which the OpenAPI check validates against docs/openapi.json. The
+// clients of TestServer and DaemonApi record.
+void recordApiAnswers(httplib::Client& c);
+
 class DaemonApi {
  public:
   static constexpr const char* kAdminToken = "whk_daemon-test-admin-token-0123456789";

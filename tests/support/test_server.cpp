@@ -1,8 +1,6 @@
 #include "tests/support/test_server.h"
 
-#include <cstdlib>
-#include <fstream>
-#include <mutex>
+#include "tests/support/daemon_api.h"
 
 namespace webhooker::testing {
 
@@ -49,28 +47,6 @@ TestServer::~TestServer() {
   if (serveThread_.joinable()) serveThread_.join();
 }
 
-namespace {
-
-// With WEBHOOKER_API_ANSWERS set (tests/browser/openapi.test.mjs sets it),
-// every answer a test's client receives is appended to that file as one
-// JSON line, which the OpenAPI check validates against docs/openapi.json.
-void recordAnswers(httplib::Client& c) {
-  static const char* const file = std::getenv("WEBHOOKER_API_ANSWERS");
-  if (!file || !*file) return;
-  c.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    static std::mutex mutex;
-    const nlohmann::json line = {{"method", req.method},
-                                 {"path", req.path},
-                                 {"status", res.status},
-                                 {"content_type", res.get_header_value("Content-Type")},
-                                 {"body", res.body}};
-    const std::lock_guard lock(mutex);
-    std::ofstream(file, std::ios::app)
-        << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  });
-}
-
-}  // namespace
 
 httplib::Client TestServer::client() const {
   httplib::Client c = anonymousClient();
@@ -83,7 +59,7 @@ httplib::Client TestServer::anonymousClient() const {
   c.set_tcp_nodelay(true);
   c.set_connection_timeout(std::chrono::seconds(5));
   c.set_read_timeout(std::chrono::seconds(30));
-  recordAnswers(c);
+  recordApiAnswers(c);
   return c;
 }
 
