@@ -6,6 +6,8 @@
 //     port, which replaces the README's port in every later command;
 //   - `make run ARGS="..."` starts the daemon with those flags; its address
 //     replaces 127.0.0.1:8080, and the token it was given replaces whk_...;
+//     the CLI is found only through the PATH the README sets ($PWD/build/app
+//     becomes this build's folder of the binary);
 //   - `NAME=<path>` takes that field of the previous command's JSON answer
 //     (`WH=<id>; EP=<entrypoints[0].id>`); other assignments carry over to
 //     every later command;
@@ -106,6 +108,10 @@ class Walk {
  public:
   explicit Walk(const std::filesystem::path& folder) : folder_(folder) {
     std::filesystem::create_directory(folder / "data");
+    // The CLI is where `make run` built it, which the README puts on PATH
+    // itself: the walk's PATH holds no webhooker of ours.
+    substitutions_.push_back(
+        {"$PWD/build/app", std::filesystem::path(webhookerBin()).parent_path().string()});
   }
 
   void step(const DocCommand& doc) {
@@ -175,10 +181,9 @@ class Walk {
   void run(const std::string& command) {
     REQUIRE_MESSAGE(daemon_, "a command before the daemon started");
     const char* path = std::getenv("PATH");
-    const std::string bin = std::filesystem::path(webhookerBin()).parent_path().string();
     const CommandResult r = runCommand(
         {"bash", "-c", "cd '" + folder_.string() + "'\n" + prelude_ + command},
-        {"PATH=" + bin + ":" + (path ? path : "/usr/bin:/bin"), "WEBHOOKER_URL=" + daemon_->url()},
+        {std::string("PATH=") + (path ? path : "/usr/bin:/bin"), "WEBHOOKER_URL=" + daemon_->url()},
         60s);
     CHECK(r.exitCode == 0);
     CHECK(r.err == "");
