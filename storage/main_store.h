@@ -28,6 +28,11 @@ class Database;
 class Statement;
 }  // namespace SQLite
 
+namespace webhooker::storage {
+class GroupCommit;
+class StatementCache;
+}  // namespace webhooker::storage
+
 namespace webhooker {
 
 struct WebhookPatch {
@@ -52,10 +57,14 @@ class MainStore {
   // fsync under synchronous=FULL); storage_unavailable on a full disk.
   Result<void> ping();
 
-  // Creates the webhook and its first entrypoint in one transaction.
+  // Creates the webhook and its first entrypoint in one transaction, with
+  // `id` (a new UUID when empty). Concurrent creates share one transaction
+  // and its one flush (storage/group_commit.h): an ok result means the rows
+  // are durable; an error, that nothing of this webhook was written.
   Result<Webhook> createWebhook(const std::string& name, const std::string& description,
                                 int retentionDays, int64_t maxEvents = Webhook::kDefaultMaxEvents,
-                                const std::vector<std::string>& maskPointers = {});
+                                const std::vector<std::string>& maskPointers = {},
+                                const std::string& id = {});
   Result<Webhook> getWebhook(const std::string& id);
   Result<std::vector<Webhook>> listWebhooks();
   // Every webhook's id, in no particular order: for passes over all of them
@@ -144,6 +153,9 @@ class MainStore {
   Result<void> setSetting(const std::string& key, const std::string& value);
   Result<void> deleteSetting(const std::string& key);
 
+  // Creates queued or being committed (a test's view of their group).
+  size_t createsQueued() const;
+
   // Moves after every write this store makes, once it is committed (or
   // rolled back). A cache of what was read keeps it valid while the number
   // it read *before* reading has not moved.
@@ -173,11 +185,15 @@ class MainStore {
   template <typename Body>
   auto write(const char* operation, const Body& body) EXCLUDES(dbMutex_);
 
-  MainStore(std::unique_ptr<SQLite::Database> db, const Clock& clock);
+  MainStore(std::unique_ptr<SQLite::Database> db, SyncMode sync, const Clock& clock);
 
   const Clock& clock_;
   Mutex dbMutex_;  // one statement sequence at a time
   const std::unique_ptr<SQLite::Database> db_ PT_GUARDED_BY(dbMutex_);
+  // The creates' group commit and its statements (used under dbMutex_ by
+  // the group's leader); destroyed before db_.
+  const std::unique_ptr<storage::StatementCache> statements_;
+  const std::unique_ptr<storage::GroupCommit> creates_;
   std::atomic<uint64_t> generation_{0};
 };
 

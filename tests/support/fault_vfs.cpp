@@ -38,7 +38,20 @@ bool FaultVfs::waitForStalledSync(std::chrono::milliseconds timeout) {
   return changed_.wait_for(lock, timeout, [&] { return stalledSyncs_ > 0; });
 }
 
+int FaultVfs::syncsOf(const std::string& tail) {
+  std::lock_guard lock(mutex_);
+  int total = 0;
+  for (const auto& [name, count] : syncs_)
+    if (name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0)
+      total += count;
+  return total;
+}
+
 void FaultVfs::waitWhileStalled(sqlite3_file* f) {
+  {
+    std::lock_guard lock(mutex_);
+    ++syncs_[*fileOf(f).name];
+  }
   if (faultFor(*fileOf(f).name) != Fault::kStall) return;
   {
     std::lock_guard lock(mutex_);
@@ -134,8 +147,8 @@ sqlite3_io_methods FaultVfs::makeMethods(int version) {
     return real(f)->pMethods->xTruncate(real(f), size);
   };
   m.xSync = [](sqlite3_file* f, int flags) {
+    install().waitWhileStalled(f);  // counts the flush, waits in kStall
     if (install().faultFor(*fileOf(f).name) == Fault::kSyncFails) return SQLITE_IOERR_FSYNC;
-    install().waitWhileStalled(f);
     return real(f)->pMethods->xSync(real(f), flags);
   };
   m.xFileSize = [](sqlite3_file* f, sqlite3_int64* size) {

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -44,6 +45,9 @@ class FaultVfs {
   void clear() { inject("", Fault::kNone); }
   // Whether an xSync waits in kStall within `timeout`.
   bool waitForStalledSync(std::chrono::milliseconds timeout);
+  // How many xSync calls (flushes asked of the disk) files whose path ends
+  // with `tail` have had in this process, faulty or not.
+  int syncsOf(const std::string& tail);
 
  private:
   FaultVfs();
@@ -66,6 +70,7 @@ class FaultVfs {
   Fault fault_ = Fault::kNone;
   bool withCompanions_ = true;
   int stalledSyncs_ = 0;
+  std::map<std::string, int> syncs_;  // by file path
   std::condition_variable changed_;  // fault_ or stalledSyncs_
 };
 

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/time_format.h"
@@ -16,6 +18,8 @@
 #include "storage/main_store.h"
 #include "storage/migration.h"
 #include "tests/support/db_file.h"
+#include "tests/support/eventually.h"
+#include "tests/support/fault_vfs.h"
 
 namespace {
 
@@ -586,4 +590,37 @@ TEST_CASE_FIXTURE(Fixture, "a value the schema refuses is a storage_error and wr
   CHECK(r.error().code == "storage_error");
   CHECK(count("SELECT COUNT(*) FROM webhooks") == 0);
   CHECK(count("SELECT COUNT(*) FROM entrypoints") == 0);
+}
+
+TEST_CASE("concurrent creates share one transaction, and so one flush of the main DB") {
+  using webhooker::testing::FaultVfs;
+  FaultVfs& vfs = FaultVfs::install();  // before the store opens its file
+  Fixture f;
+  f.webhook("warm");
+  // The first create's commit waits in its flush; seven more queue behind it.
+  vfs.inject("webhooker.db", FaultVfs::Fault::kStall);
+  std::vector<std::optional<webhooker::Result<Webhook>>> results(8);
+  std::vector<std::jthread> creators;
+  // Before the creators join, should a check fail.
+  struct ClearOnExit {
+    FaultVfs& vfs;
+    ~ClearOnExit() { vfs.clear(); }
+  } clearOnExit{vfs};
+  const auto create = [&](size_t i) {
+    creators.emplace_back([&, i] { results[i] = f.store->createWebhook("t" + std::to_string(i), "", 30); });
+  };
+  create(0);
+  REQUIRE(vfs.waitForStalledSync(std::chrono::seconds(10)));
+  const int syncsBefore = vfs.syncsOf("webhooker.db-wal");
+  for (size_t i = 1; i < results.size(); ++i) create(i);
+  REQUIRE(webhooker::testing::eventually([&] { return f.store->createsQueued() == 8; }));
+  vfs.clear();
+  creators.clear();  // joins
+  CHECK(vfs.syncsOf("webhooker.db-wal") == syncsBefore + 1);  // the seven: one commit, one flush
+  for (const auto& r : results) {
+    REQUIRE(r.has_value());
+    CHECK(r->ok());
+  }
+  CHECK(f.count("SELECT COUNT(*) FROM webhooks") == 9);
+  CHECK(f.count("SELECT COUNT(*) FROM entrypoints") == 9);
 }
