@@ -191,16 +191,20 @@ void AdminApi::createWebhook(const HttpRequest& req, HttpResponse& res) {
   if (!fields) return sendError(res, fields.error());
   if (!fields->name) return sendError(res, 400, error_code::kInvalidField, "name is required");
 
+  // The events DB exists from the start, so the sqlite3 CLI can open it.
+  // It is made (and flushed) before the main DB names it: a crash between
+  // the two leaves a file no webhook owns, never a webhook whose file is
+  // half made.
+  const std::string id = newUuid();
+  if (auto made = eventsDbs_.create(id); !made) return sendError(res, made.error());
   auto created = store_.createWebhook(
       *fields->name, fields->description.value_or(""),
       fields->retentionDays.value_or(Webhook::kDefaultRetentionDays),
       fields->maxEvents.value_or(Webhook::kDefaultMaxEvents),
-      fields->maskPointers.value_or(std::vector<std::string>()));
-  if (!created) return sendError(res, created.error());
-  // The events DB exists from the start, so the sqlite3 CLI can open it.
-  if (auto db = eventsDbs_.get(created->id); !db) {
-    (void)store_.deleteWebhook(created->id);
-    return sendError(res, db.error());
+      fields->maskPointers.value_or(std::vector<std::string>()), id);
+  if (!created) {
+    (void)eventsDbs_.remove(id);
+    return sendError(res, created.error());
   }
   auto view = webhookView(created.value());
   if (!view) return sendError(res, view.error());

@@ -1,8 +1,16 @@
 #include "storage/events_db.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <array>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -44,6 +52,80 @@ Result<std::shared_ptr<EventsDb>> EventsDb::open(const std::filesystem::path& fi
   if (!db) return db.error();
   if (auto sized = limitCache(*db.value(), kWriterCacheKiB); !sized) return sized.error();
   return std::shared_ptr<EventsDb>(new EventsDb(std::move(db.value()), file, options, clock));
+}
+
+namespace {
+
+// The bytes of a new, empty events DB of this binary's schema (in WAL mode,
+// its WAL empty), made once per process by SQLite in a scratch file in
+// `dir` (openDatabase's fresh path writes the whole schema into the file
+// itself). Copying them costs one file, one write and one flush where
+// making each file with SQLite cost ~3.6 ms of CPU (parsing the schema,
+// two journal files made and deleted).
+struct FreshFile {
+  Mutex mutex;
+  std::optional<std::string> bytes GUARDED_BY(mutex);
+};
+
+Result<std::string> freshFileBytes(const std::filesystem::path& dir, const DbOptions& options) {
+  static FreshFile* const fresh = new FreshFile;  // never destroyed: used until exit
+  MutexLock lock(fresh->mutex);
+  if (fresh->bytes) return *fresh->bytes;
+  const std::filesystem::path scratch = dir / (".events-template-" + newUuid() + ".tmp");
+  const auto removeScratch = [&] {
+    (void)storage::deleteDatabaseFiles(scratch, {"", "-wal", "-shm", "-journal"});
+  };
+  {
+    auto db = storage::openDatabase(scratch, options, eventsMigrations());
+    if (!db) {
+      removeScratch();
+      return db.error();
+    }
+  }
+  std::ifstream in(scratch, std::ios::binary);
+  std::string read((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const bool whole = in.good() || in.eof();
+  removeScratch();
+  if (!whole || read.size() < 100)
+    return makeError(error_code::kStorageError, "storage create failed: the new file cannot be read");
+  fresh->bytes = std::move(read);
+  return *fresh->bytes;
+}
+
+Error fileError(const std::filesystem::path& file, const char* what, int err) {
+  return makeError(err == ENOSPC ? error_code::kStorageUnavailable : error_code::kStorageError,
+                   fmt::format("storage create failed: {} {}: {}", what, file.string(),
+                               std::strerror(err)));
+}
+
+}  // namespace
+
+Result<void> EventsDb::create(const std::filesystem::path& file, const DbOptions& options) {
+  auto bytes = freshFileBytes(file.parent_path(), options);
+  if (!bytes) return bytes.error();
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    // A file there already (the id's file made before): open it as get() would.
+    if (errno != EEXIST) return fileError(file, "creating", errno);
+    auto db = storage::openDatabase(file, options, eventsMigrations());
+    if (!db) return db.error();
+    return {};
+  }
+  int err = 0;
+  for (size_t done = 0; done < bytes->size() && err == 0;) {
+    const ssize_t n = ::write(fd, bytes->data() + done, bytes->size() - done);
+    if (n < 0 && errno != EINTR) err = errno;
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  // The one flush: the file is whole on disk before anything names it.
+  if (err == 0 && ::fdatasync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    std::error_code ignored;
+    std::filesystem::remove(file, ignored);
+    return fileError(file, "writing", err);
+  }
+  return {};
 }
 
 int EventsDb::schemaVersion() {

@@ -41,8 +41,12 @@ namespace webhooker {
 
 class EventsDb {
  public:
+  // Opens `file`, creating and migrating it if needed.
   static Result<std::shared_ptr<EventsDb>> open(const std::filesystem::path& file,
                                                 const DbOptions& options, const Clock& clock);
+  // Creates and migrates `file` if needed, and closes it again
+  // (EventsDbPool::create).
+  static Result<void> create(const std::filesystem::path& file, const DbOptions& options);
   ~EventsDb();
   EventsDb(const EventsDb&) = delete;
   EventsDb& operator=(const EventsDb&) = delete;

@@ -101,6 +101,21 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   return db;
 }
 
+Result<void> EventsDbPool::create(const std::string& webhookId) {
+  MutexLock lock(poolMutex_);
+  waitForFileLocked(lock, webhookId);
+  if (index_.count(webhookId)) return {};
+  if (removed_.count(webhookId))
+    return makeError(error_code::kNotFound, "webhook " + webhookId + " was deleted with its events");
+  opening_.insert(webhookId);
+  lock.unlock();
+  auto made = EventsDb::create(pathFor(webhookId), options_);
+  lock.lock();
+  opening_.erase(webhookId);
+  opened_.notify_all();
+  return made;
+}
+
 void EventsDbPool::letGo(const std::string& webhookId) {
   std::vector<std::shared_ptr<EventsDb>> closing(1);
   {

@@ -56,6 +56,16 @@ class EventsDbPool {
   // "not_found" for a webhook removed since the pool was made.
   Result<std::shared_ptr<EventsDb>> get(const std::string& webhookId);
 
+  // Makes a new webhook's file, whole and flushed (one disk flush: see
+  // storage/sqlite_database.cpp's makeFreshFileDurable), on a connection of
+  // its own that is closed again: provisioning thousands of webhooks neither
+  // fills the pool nor evicts the busy ones. Called before any committed row
+  // names the webhook, so a crash before it returns leaves at most a file no
+  // webhook owns; once it returns, the file survives a power cut (or is
+  // missing, and get() makes it again). Nothing to do for an id whose file
+  // the pool holds; "not_found" for a removed one.
+  Result<void> create(const std::string& webhookId) EXCLUDES(poolMutex_);
+
   // Closes the webhook's DB now, as an eviction would, if the pool holds it:
   // for a caller that knows the DB will not be wanted soon (a restart's
   // recovery reads every file once). SQLite's own open walks a list of every

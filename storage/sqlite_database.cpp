@@ -29,6 +29,26 @@ void shrinkLookaside(SQLite::Database& db) {
   sqlite3_db_config(db.getHandle(), SQLITE_DBCONFIG_LOOKASIDE, nullptr, 256, 64);
 }
 
+// A new file (no table yet) is made whole with no flush but one: its schema
+// is written in one rollback-journal transaction and the switch to WAL in
+// another, both under synchronous=OFF (no journal or folder flushes), and
+// then the file alone is flushed. Before that flush a power cut leaves an
+// empty or torn file that no committed row names yet (creators write the
+// row naming it afterwards, EventsDbPool::create); after it the file is
+// whole. Its WAL does not exist yet: the connection that writes the first
+// flushed commit creates it, and SQLite flushes the folder with a new WAL's
+// first flush, so the WAL's name is as durable as its first commit.
+// A file whose schema a power cut tore off the WAL (already in WAL mode,
+// no table) is made again the same way, its migration in the WAL.
+void makeFreshFileDurable(SQLite::Database& db) {
+  sqlite3_file* file = nullptr;
+  const int found = sqlite3_file_control(db.getHandle(), "main", SQLITE_FCNTL_FILE_POINTER, &file);
+  if (found != SQLITE_OK || !file || !file->pMethods)
+    throw std::runtime_error("the new file cannot be flushed: no file handle");
+  if (const int rc = file->pMethods->xSync(file, SQLITE_SYNC_NORMAL); rc != SQLITE_OK)
+    throw SQLite::Exception(std::string("flushing the new file failed: ") + sqlite3_errstr(rc), rc);
+}
+
 }  // namespace
 
 int schemaVersion(SQLite::Database& db) {
@@ -107,9 +127,24 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     // auto_vacuum only takes effect before the first table exists, so it is
     // set on a new file only: on an existing one it would be a write, and a
     // file refused as too new must not be written to.
-    if (db->execAndGet("SELECT COUNT(*) FROM sqlite_master").getInt() == 0)
+    const bool fresh = db->execAndGet("SELECT COUNT(*) FROM sqlite_master").getInt() == 0;
+    if (fresh) {
+      // A new file is written without a flush (see makeFreshFileDurable).
+      // Before auto_vacuum, or SQLite's first commit still flushes as FULL.
+      db->exec("PRAGMA synchronous = OFF");
       db->exec("PRAGMA auto_vacuum = INCREMENTAL");
+      const int version = schemaVersion(*db);
+      if (versionBefore) *versionBefore = version;
+      if (auto applied = migrate(*db, migrations); !applied) return applied.error();
+    }
     db->exec("PRAGMA journal_mode = WAL");
+    if (fresh) {
+      makeFreshFileDurable(*db);
+      // Opens the WAL now, as an existing file's open does: SQLite makes
+      // no WAL for a file since unlinked, and a holder of a removed DB
+      // (EventsDbPool::remove) goes on writing to it.
+      db->execAndGet("SELECT COUNT(*) FROM sqlite_master");
+    }
     // The last connection to close would checkpoint the WAL into the file,
     // with its disk flushes, on whichever thread let go of it last. The WAL
     // is as durable as the file; it is checkpointed while the DB is open
@@ -121,16 +156,11 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     // does not linger in free pages (user data; see docs/decisions.md).
     // Some builds default to it; others do not.
     db->exec("PRAGMA secure_delete = ON");
-    const int version = schemaVersion(*db);
-    if (versionBefore) *versionBefore = version;
-    // A new file's schema is written without a flush of its own: its WAL
-    // frames reach the disk with the file's first flushed commit (frames
-    // are appended in order, and SQLite syncs the folder with the WAL's
-    // first flush) or its first checkpoint. A power cut before that tears
-    // them off, leaving an empty file the next open makes whole again.
-    if (version == 0) db->exec("PRAGMA synchronous = NORMAL");
-    auto applied = migrate(*db, migrations);
-    if (!applied) return applied.error();
+    if (!fresh) {
+      const int version = schemaVersion(*db);
+      if (versionBefore) *versionBefore = version;
+      if (auto applied = migrate(*db, migrations); !applied) return applied.error();
+    }
     db->exec(options.sync == SyncMode::kFull ? "PRAGMA synchronous = FULL"
                                              : "PRAGMA synchronous = NORMAL");
     return db;

@@ -4,6 +4,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "storage/events_db_pool.h"
 #include "storage/webhook_transfer.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/fault_vfs.h"
 #include "tests/support/ingested_event.h"
 #include "tests/support/temp_dir.h"
 
@@ -413,4 +415,63 @@ TEST_CASE("get reports a data dir it cannot write as an error") {
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == "storage_error");
   CHECK(pool.openCount() == 0);
+}
+
+TEST_CASE("create makes a whole file in WAL mode, not held open, that get then opens") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const std::string reference = webhooker::newUuid(), id = webhooker::newUuid();
+  const int migrations = getOrFail(pool, reference)->schemaVersion();
+  pool.letGo(reference);
+
+  REQUIRE(pool.create(id).ok());
+  CHECK(pool.openCount() == 0);
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    names.push_back(entry.path().filename().string());
+  // Its file alone: no journal, WAL or scratch file left behind.
+  CHECK(std::count(names.begin(), names.end(), "events-" + id + ".db") == 1);
+  for (const std::string& name : names)
+    CHECK_MESSAGE((name.rfind("events-" + reference, 0) == 0 || name == "events-" + id + ".db"),
+                  name);
+  {
+    SQLite::Database raw(pool.pathFor(id).string(), SQLite::OPEN_READONLY);
+    CHECK(raw.execAndGet("PRAGMA journal_mode").getString() == "wal");
+    CHECK(raw.execAndGet("SELECT MAX(version) FROM schema_migrations").getInt() == migrations);
+    CHECK(raw.execAndGet("PRAGMA auto_vacuum").getInt() == 2);  // incremental
+  }
+  // Again for the same id: the file is kept as it is.
+  const std::string eventId = ingestOne(*getOrFail(pool, id), "kept");
+  REQUIRE(pool.create(id).ok());
+  pool.letGo(id);
+  REQUIRE(pool.create(id).ok());
+  CHECK(countEvents(pool.pathFor(id)) == 1);
+}
+
+TEST_CASE("create reports a data dir it cannot write as an error") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path() / "missing", DbOptions{}, clock);
+  auto r = pool.create(webhooker::newUuid());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == "storage_error");
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "missing"));
+}
+
+TEST_CASE("a file get makes is flushed once, with no journal flushes") {
+  webhooker::testing::FaultVfs& vfs = webhooker::testing::FaultVfs::install();
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const std::string id = webhooker::newUuid();
+  const std::string name = "events-" + id + ".db";
+  REQUIRE(getOrFail(pool, id)->schemaVersion() >= 1);
+  CHECK(vfs.syncsOf(name) == 1);
+  CHECK(vfs.syncsOf(name + "-journal") == 0);
+  CHECK(vfs.syncsOf(name + "-wal") == 0);
+  // The first flushed commit flushes the new WAL's header, then its frames
+  // (and SQLite the folder, with the WAL's name).
+  ingestOne(*getOrFail(pool, id), "first");
+  CHECK(vfs.syncsOf(name + "-wal") == 2);
 }
