@@ -8,11 +8,15 @@
 // rounds and WAL flushes per acknowledged event (a round's flushes are
 // issued together: the disk sees about one flush per round).
 #include <httplib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -36,6 +40,24 @@ double statusValue(pid_t pid, const std::string& key) {
   for (std::string line; std::getline(status, line);)
     if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
   return 0;
+}
+
+// Flush requests the disk holding `dir` has completed since boot (field 16
+// of /sys/block/<disk>/stat, kernels 5.5 and later): what the file system
+// made of the fdatasync calls, whoever issued them. nullopt when unknown.
+std::optional<double> diskFlushes(const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
+  std::filesystem::path block = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                                std::to_string(minor(st.st_dev));
+  std::error_code ec;
+  // A partition's flushes are counted on its disk.
+  if (std::filesystem::exists(block / "partition", ec)) block = std::filesystem::canonical(block, ec).parent_path();
+  std::ifstream in(block / "stat");
+  std::vector<double> fields;
+  for (double v; in >> v;) fields.push_back(v);
+  if (fields.size() < 17) return std::nullopt;
+  return fields[15];
 }
 
 // Creates `count` webhooks through the admin API, kCreatorsInFlight
@@ -78,14 +100,19 @@ struct DaemonAfterLoad {
   double peakRssMb = 0;
   double commitRounds = 0;
   double walFlushes = 0;
+  std::optional<double> diskFlushes;  // during the load, the whole machine's
 };
 
 // Posts `spec` through `daemon` (already holding the webhooks), then reads
 // its threads and peak RSS, stops it and reads its commit counts.
 DaemonAfterLoad loadAndStop(BenchDaemon& daemon, const LoadSpec& spec,
-                            const std::vector<std::string>& bodies) {
+                            const std::vector<std::string>& bodies,
+                            const std::filesystem::path& dataDir) {
   DaemonAfterLoad out;
+  const auto flushesBefore = diskFlushes(dataDir);
   out.load = runLoad(spec, bodies);
+  const auto flushesAfter = diskFlushes(dataDir);
+  if (flushesBefore && flushesAfter) out.diskFlushes = *flushesAfter - *flushesBefore;
   out.threads = statusValue(daemon.pid(), "Threads:");
   out.peakRssMb = daemon.peakRssMb();
   daemon.stop();
@@ -110,20 +137,22 @@ void runTenants(const BenchConfig& config, Report& report) {
     spec.baseUrl = daemon.url();
     spec.path = webhook.hookPath;
     spec.firstSeq = reserveSeqs(spec.requests);
-    one = loadAndStop(daemon, spec, config.bodies);
+    one = loadAndStop(daemon, spec, config.bodies, data.path());
   }
 
   testing::TempDir data;
   BenchDaemon daemon(data.path(), config.daemonSettings());
+  const auto creationFlushesBefore = diskFlushes(data.path());
   const auto creationStart = std::chrono::steady_clock::now();
   const std::vector<CreatedWebhook> webhooks = createWebhooks(daemon, tenants);
   const double creationSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - creationStart).count();
+  const auto creationFlushesAfter = diskFlushes(data.path());
   spec.baseUrl = daemon.url();
   spec.paths.clear();
   for (const CreatedWebhook& w : webhooks) spec.paths.push_back(w.hookPath);
   spec.firstSeq = reserveSeqs(spec.requests);
-  const DaemonAfterLoad many = loadAndStop(daemon, spec, config.bodies);
+  const DaemonAfterLoad many = loadAndStop(daemon, spec, config.bodies, data.path());
 
   const std::string at = " at " + std::to_string(tenants) + " webhooks";
   report.add({"tenants", "events/s acknowledged" + at, many.load.steadyRatePerSecond(), "1/s",
@@ -138,6 +167,10 @@ void runTenants(const BenchConfig& config, Report& report) {
   report.add({"tenants", "creating " + std::to_string(tenants) + " webhooks, 8 in flight",
               creationSeconds, "s", 0, "-",
               Goal{Goal::Kind::kValueAtMost, 20.0 * tenants / 10'000}});
+  if (creationFlushesBefore && creationFlushesAfter)
+    report.add({"tenants", "disk flushes per webhook created (whole disk)",
+                (*creationFlushesAfter - *creationFlushesBefore) / tenants, "1", 0, "-",
+                std::nullopt});
   const auto perEvent = [](double count, const DaemonAfterLoad& run) {
     return run.load.ok() > 0 ? count / static_cast<double>(run.load.ok()) : 0;
   };
@@ -147,6 +180,13 @@ void runTenants(const BenchConfig& config, Report& report) {
   report.add({"tenants", "WAL flushes per acknowledged event" + at,
               perEvent(many.walFlushes, many), "1", perEvent(one.walFlushes, one), "one webhook",
               std::nullopt});
+  // The disk's own count: concurrent fdatasync calls joined into one journal
+  // commit and cache flush show here as fewer flushes than calls. Counts
+  // every process's flushes, so a busy machine makes it an upper bound.
+  if (many.diskFlushes && one.diskFlushes)
+    report.add({"tenants", "disk flushes per acknowledged event (whole disk)" + at,
+                perEvent(*many.diskFlushes, many), "1", perEvent(*one.diskFlushes, one),
+                "one webhook", std::nullopt});
 
   // Every acknowledged event is in its webhook's file.
   std::map<size_t, std::vector<int64_t>> seqsOf;
