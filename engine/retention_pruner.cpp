@@ -99,9 +99,15 @@ Result<RetentionPruner::PassStats> RetentionPruner::runOnce(std::stop_token stop
       spdlog::info("retention.pruned webhook_id={} expired={} over_cap={}", w.id,
                    pruned->expired, pruned->overCap);
   }
-  spdlog::info("retention.pass webhooks={} expired={} over_cap={} masked={} failures={} "
-               "duration_ms={}",
-               stats.webhooks, stats.expired, stats.overCap, stats.masked, stats.failures,
+  // The audit log of the admin API keeps each webhook's rows as long as its events.
+  if (auto audited = store_.pruneAudit(); audited)
+    stats.audited = audited.value();
+  else
+    spdlog::warn("retention.audit_failed error=\"{}\"", audited.error().message);
+  spdlog::info("retention.pass webhooks={} expired={} over_cap={} masked={} audit_rows={} "
+               "failures={} duration_ms={}",
+               stats.webhooks, stats.expired, stats.overCap, stats.masked, stats.audited,
+               stats.failures,
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - started)
                    .count());

@@ -10,7 +10,8 @@
 // A DB the pool does not hold is first read on its own
 // (EventsDbPool::mayNeedPruningIfClosed) and opened only if an event may go
 // or bodies are to be masked: a pass leaves the pool as it found it.
-// Time comes from the events DBs' clock (the pool's).
+// Time comes from the events DBs' clock (the pool's). Last, the audit log's
+// rows past their webhook's retention go (MainStore::pruneAudit).
 //
 // Threading: one thread of its own (prunerThread_); runOnce() may also be
 // called directly (tests) but not concurrently with itself or a started
@@ -41,6 +42,7 @@ class RetentionPruner {
     int64_t masked = 0;   // bodies rewritten
     int64_t examined = 0; // events checked for masking, rewritten or not
     int failures = 0;     // webhooks whose pass failed (logged; retried next pass)
+    int64_t audited = 0;  // audit log rows past their webhook's retention
   };
 
   RetentionPruner(MainStore& store, EventsDbPool& eventsDbs,

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 
 #include "base/time_format.h"
 #include "base/uuid.h"
@@ -709,6 +710,159 @@ Result<std::unordered_map<std::string, std::string>> MainStore::liveTargetTypes(
     Types out;
     while (q.executeStep()) out.emplace(q.getColumn(0).getString(), q.getColumn(1).getString());
     return out;
+  });
+}
+
+// --- Access ----------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kTokenColumns =
+    "id, webhook_id, name, scope, token_sha256, created_at, expires_at, revoked_at";
+
+std::optional<std::string> optionalColumn(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return c.getString();
+}
+
+AccessTokenRecord readAccessToken(SQLite::Statement& q) {
+  return AccessTokenRecord{q.getColumn(0).getString(), q.getColumn(1).getString(),
+                           q.getColumn(2).getString(), q.getColumn(3).getString(),
+                           q.getColumn(4).getString(), q.getColumn(5).getString(),
+                           optionalColumn(q.getColumn(6)), optionalColumn(q.getColumn(7))};
+}
+
+void bindOptional(SQLite::Statement& q, int index, const std::optional<std::string>& value) {
+  if (value)
+    q.bind(index, *value);
+  else
+    q.bind(index);
+}
+
+}  // namespace
+
+// Tokens and the audit log are written under read(), not a WriteLock:
+// nothing the ingest cache holds changes, so its generation stays.
+Result<AccessTokenRecord> MainStore::createAccessToken(AccessTokenRecord token) {
+  token.id = newUuid();
+  token.createdAt = formatTime(clock_.now());
+  token.revokedAt.reset();
+  return read("create access token", [&](SQLite::Database& db) -> Result<AccessTokenRecord> {
+    SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
+    exists.bind(1, token.webhookId);
+    if (!exists.executeStep()) return notFound("webhook", token.webhookId);
+    SQLite::Statement q(db, std::string("INSERT INTO access_tokens (") + kTokenColumns +
+                                ") VALUES (?, ?, ?, ?, ?, ?, ?, NULL)");
+    q.bind(1, token.id);
+    q.bind(2, token.webhookId);
+    q.bind(3, token.name);
+    q.bind(4, token.scope);
+    q.bind(5, token.tokenSha256);
+    q.bind(6, token.createdAt);
+    bindOptional(q, 7, token.expiresAt);
+    q.exec();
+    return token;
+  });
+}
+
+Result<std::vector<AccessTokenRecord>> MainStore::listAccessTokens(const std::string& webhookId) {
+  return read("list access tokens",
+              [&](SQLite::Database& db) -> Result<std::vector<AccessTokenRecord>> {
+                SQLite::Statement q(db, std::string("SELECT ") + kTokenColumns +
+                                            " FROM access_tokens WHERE webhook_id = ? "
+                                            "ORDER BY created_at, id");
+                q.bind(1, webhookId);
+                std::vector<AccessTokenRecord> out;
+                while (q.executeStep()) out.push_back(readAccessToken(q));
+                return out;
+              });
+}
+
+Result<std::optional<AccessTokenRecord>> MainStore::findAccessToken(
+    const std::string& tokenSha256) {
+  return read("find access token",
+              [&](SQLite::Database& db) -> Result<std::optional<AccessTokenRecord>> {
+                SQLite::Statement q(db, std::string("SELECT ") + kTokenColumns +
+                                            " FROM access_tokens WHERE token_sha256 = ?");
+                q.bind(1, tokenSha256);
+                if (!q.executeStep()) return std::optional<AccessTokenRecord>();
+                return std::optional<AccessTokenRecord>(readAccessToken(q));
+              });
+}
+
+Result<AccessTokenRecord> MainStore::revokeAccessToken(const std::string& webhookId,
+                                                       const std::string& id) {
+  const std::string now = formatTime(clock_.now());
+  return read("revoke access token", [&](SQLite::Database& db) -> Result<AccessTokenRecord> {
+    SQLite::Statement update(db,
+                             "UPDATE access_tokens SET revoked_at = COALESCE(revoked_at, ?) "
+                             "WHERE id = ? AND webhook_id = ?");
+    update.bind(1, now);
+    update.bind(2, id);
+    update.bind(3, webhookId);
+    if (update.exec() == 0) return notFound("token", id);
+    SQLite::Statement q(db, std::string("SELECT ") + kTokenColumns +
+                                " FROM access_tokens WHERE id = ?");
+    q.bind(1, id);
+    q.executeStep();
+    return readAccessToken(q);
+  });
+}
+
+Result<void> MainStore::appendAudit(AuditRecord record) {
+  record.at = formatTime(clock_.now());
+  return read("append audit", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "INSERT INTO audit_log (at, actor, actor_id, webhook_id, method, route, "
+                        "ids, fields, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    q.bind(1, record.at);
+    q.bind(2, record.actor);
+    bindOptional(q, 3, record.actorId);
+    bindOptional(q, 4, record.webhookId);
+    q.bind(5, record.method);
+    q.bind(6, record.route);
+    q.bind(7, record.ids);
+    q.bind(8, record.fields);
+    q.bind(9, record.status);
+    q.exec();
+    return {};
+  });
+}
+
+Result<std::vector<AuditRecord>> MainStore::listAudit(const std::optional<std::string>& webhookId,
+                                                      int64_t beforeId, int limit) {
+  return read("list audit", [&](SQLite::Database& db) -> Result<std::vector<AuditRecord>> {
+    SQLite::Statement q(db,
+                        "SELECT id, at, actor, actor_id, webhook_id, method, route, ids, fields, "
+                        "status FROM audit_log WHERE (? IS NULL OR webhook_id = ?) AND id < ? "
+                        "ORDER BY id DESC LIMIT ?");
+    bindOptional(q, 1, webhookId);
+    bindOptional(q, 2, webhookId);
+    q.bind(3, beforeId > 0 ? beforeId : std::numeric_limits<int64_t>::max());
+    q.bind(4, limit);
+    std::vector<AuditRecord> out;
+    while (q.executeStep())
+      out.push_back(AuditRecord{q.getColumn(0).getInt64(), q.getColumn(1).getString(),
+                                q.getColumn(2).getString(), optionalColumn(q.getColumn(3)),
+                                optionalColumn(q.getColumn(4)), q.getColumn(5).getString(),
+                                q.getColumn(6).getString(), q.getColumn(7).getString(),
+                                q.getColumn(8).getString(), q.getColumn(9).getInt()});
+    return out;
+  });
+}
+
+Result<int64_t> MainStore::pruneAudit(int orphanDays) {
+  const std::string now = formatTime(clock_.now());
+  return read("prune audit", [&](SQLite::Database& db) -> Result<int64_t> {
+    // One pass, times compared as stored text (SQLite reads and writes
+    // the same ISO-8601 form).
+    SQLite::Statement q(db,
+                        "DELETE FROM audit_log WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ', ?, '-' || "
+                        "COALESCE((SELECT w.retention_days FROM webhooks w "
+                        "WHERE w.id = audit_log.webhook_id), ?) || ' days')");
+    q.bind(1, now);
+    q.bind(2, orphanDays);
+    return static_cast<int64_t>(q.exec());
   });
 }
 

@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/result.h"
+#include "storage/access_records.h"
 #include "storage/db_options.h"
 #include "storage/placement_records.h"
 #include "storage/records.h"
@@ -53,6 +54,8 @@ class MainStore {
   MainStore& operator=(const MainStore&) = delete;
 
   int schemaVersion();
+  // The clock that stamps its rows.
+  const Clock& clock() const { return clock_; }
   // Does the database take a write now? One small write transaction (an
   // fsync under synchronous=FULL); storage_unavailable on a full disk.
   Result<void> ping();
@@ -148,6 +151,25 @@ class MainStore {
   Result<std::vector<TargetRecord>> listDisabledTargets();
   // Every live target's target_health row.
   Result<std::vector<StoredTargetHealth>> listTargetHealth();
+
+  // --- Access (storage/access_records.h) ---
+  // `token.id` and createdAt are set by the store.
+  Result<AccessTokenRecord> createAccessToken(AccessTokenRecord token);
+  // The webhook's tokens, revoked ones too, oldest first.
+  Result<std::vector<AccessTokenRecord>> listAccessTokens(const std::string& webhookId);
+  // The token whose hash this is, whatever its state; nullopt when none.
+  Result<std::optional<AccessTokenRecord>> findAccessToken(const std::string& tokenSha256);
+  // Sets revoked_at (kept if already set); not_found for another webhook's id.
+  Result<AccessTokenRecord> revokeAccessToken(const std::string& webhookId, const std::string& id);
+  // Appends one row; id and at are set by the store.
+  Result<void> appendAudit(AuditRecord record);
+  // Newest first, ids below `beforeId` (0: from the newest), at most
+  // `limit`; only the webhook's when `webhookId` is set.
+  Result<std::vector<AuditRecord>> listAudit(const std::optional<std::string>& webhookId,
+                                             int64_t beforeId, int limit);
+  // Removes rows older than their webhook's retention_days (a row of no
+  // webhook, or of a deleted one: older than `orphanDays`); how many went.
+  Result<int64_t> pruneAudit(int orphanDays = Webhook::kDefaultRetentionDays);
 
   Result<std::optional<std::string>> getSetting(const std::string& key);
   Result<void> setSetting(const std::string& key, const std::string& value);
