@@ -23,6 +23,10 @@ inline constexpr std::string_view kUriTooLong = "uri_too_long";
 inline constexpr std::string_view kShuttingDown = "shutting_down";
 inline constexpr std::string_view kInternalError = "internal_error";
 inline constexpr std::string_view kUnauthorized = "unauthorized";
+// A webhook-scoped token or portal session outside its scopes.
+inline constexpr std::string_view kForbidden = "forbidden";
+// A portal link that is unknown, expired or already used.
+inline constexpr std::string_view kInvalidPortalLink = "invalid_portal_link";
 inline constexpr std::string_view kUnavailable = "unavailable";
 
 // Bad input to the admin API, the CLI or the configuration.

@@ -62,9 +62,14 @@ std::optional<std::string> resolveRef(
 
 }  // namespace
 
-std::optional<std::string> AdminApi::webhookRef(const HttpRequest& req, HttpResponse& res) {
+std::optional<std::string> webhookRefOf(MainStore& store, const HttpRequest& req,
+                                        HttpResponse& res) {
   return resolveRef(req.matches[1], "webhook", res,
-                    [this](const std::string& name) { return store_.webhookIdsNamed(name); });
+                    [&store](const std::string& name) { return store.webhookIdsNamed(name); });
+}
+
+std::optional<std::string> AdminApi::webhookRef(const HttpRequest& req, HttpResponse& res) {
+  return webhookRefOf(store_, req, res);
 }
 
 std::optional<std::string> AdminApi::targetRef(const HttpRequest& req, HttpResponse& res,

@@ -114,6 +114,12 @@ class AdminApi {
 std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what);
 
+// The webhook the path names (matches[1]): an id, or a name when the
+// segment is not shaped like an id. nullopt after a 404 or a 409
+// ambiguous_name (AdminApi::webhookRef).
+std::optional<std::string> webhookRefOf(MainStore& store, const HttpRequest& req,
+                                        HttpResponse& res);
+
 // Deletes the webhook's rows, then its events DB (a file left behind is
 // only disk space: logged, not an error).
 Result<void> deleteWebhookWithEvents(MainStore& store, EventsDbPool& eventsDbs,

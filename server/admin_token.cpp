@@ -36,16 +36,22 @@ Result<std::string> resetAdminToken(MainStore& store) {
   return token;
 }
 
-bool AdminAuth::allows(std::string_view header) const {
+std::optional<std::string_view> bearerToken(std::string_view header) {
   constexpr std::string_view kBearer = "bearer ";
-  if (header.size() <= kBearer.size()) return false;
+  if (header.size() <= kBearer.size()) return std::nullopt;
   for (size_t i = 0; i < kBearer.size(); ++i)  // the scheme name is case-insensitive
-    if (std::tolower(static_cast<unsigned char>(header[i])) != kBearer[i]) return false;
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kBearer[i]) return std::nullopt;
+  return header.substr(kBearer.size());
+}
+
+bool AdminAuth::allows(std::string_view header) const {
+  const auto token = bearerToken(header);
+  if (!token) return false;
   // Hashing first makes both sides the same length, so the comparison time
   // says nothing about the token.
   auto stored = store_.getSetting(kSettingKey);
   if (!stored || !stored.value()) return false;
-  return constantTimeEquals(sha256Hex(header.substr(kBearer.size())), *stored.value());
+  return constantTimeEquals(sha256Hex(*token), *stored.value());
 }
 
 }  // namespace webhooker::server

@@ -23,6 +23,10 @@ Result<TokenSetup> ensureAdminToken(MainStore& store, const std::optional<std::s
 // Replaces the token with a new random one and returns it.
 Result<std::string> resetAdminToken(MainStore& store);
 
+// The token of an "Authorization: Bearer <token>" header (the scheme's
+// name in any case); nullopt for any other header.
+std::optional<std::string_view> bearerToken(std::string_view authorizationHeader);
+
 // Checks "Bearer <token>" against the stored hash in constant time. Reads
 // the hash on every check, so `webhooker admin-token --reset` takes effect
 // on a running daemon at once.

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "server/access.h"
+
 namespace webhooker::server {
 
 struct CaseInsensitiveLess {
@@ -36,6 +38,8 @@ struct HttpRequest {
   // The client's address: the peer's, or from X-Forwarded-For when the peer
   // is a trusted proxy (server/client_address.h).
   std::string remote_addr;
+  // Who called an /api/ route: set by the server once it is authenticated.
+  Caller caller;
 
   bool has_header(std::string_view name) const;
   // The id-th value of `name`, "" when there is none.

@@ -31,6 +31,8 @@
 #include "base/mutex.h"
 #include "base/secret.h"
 #include "base/thread_name.h"
+#include "server/access_control.h"
+#include "server/admin_access.h"
 #include "server/admin_api.h"
 #include "server/admin_token.h"
 #include "server/buffered_requests.h"
@@ -101,6 +103,13 @@ IpAddress peerAddress(const tcp::endpoint& endpoint) {
   return IpAddress::fromV6Bytes(a.to_v6().to_bytes()).unmapped();
 }
 
+// A scoped caller refused by the access rules: not in the audit log (a
+// refusal changes nothing), so here.
+void logRefusal(const HttpRequest& req, std::string_view route, int status) {
+  spdlog::info("admin.refused actor={} actor_id={} method={} route={} status={}",
+               req.caller.actor(), req.caller.id, req.method, route, status);
+}
+
 class Connection;
 
 }  // namespace
@@ -148,11 +157,12 @@ class HttpServer::Impl {
   ServerMetrics metrics_;
   MainStore& store_;
   prometheus::Registry& registry_;
-  const AdminAuth auth_;
+  const AccessControl access_;
   MoveFence moveFence_;  // shared by the admin writes and the moves
   AdminApi admin_;
   PlacementApi placement_;
   MoveApi move_;
+  AccessApi accessApi_;
   Router router_;
 
   static constexpr std::chrono::seconds kProbeEvery{1};
@@ -505,13 +515,14 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       metrics_(parts.registry),
       store_(parts.store),
       registry_(parts.registry),
-      auth_(parts.store),
+      access_(parts.store),
       moveFence_(parts.store),
       admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers,
              moveFence_, parts.routing, parts.operationalEvents),
       placement_(parts.store, options_.nodeId),
       move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
             options_.nodeId),
+      accessApi_(parts.store),
       buffered_(options_.maxBufferedBytes, options_.stallTimeout / 5, metrics_.bufferedBytes()),
       workers_(adminThreads(options_)),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, moveFence_, options_.ingest,
@@ -543,6 +554,7 @@ void HttpServer::Impl::registerRoutes() {
   admin_.registerRoutes(router_);
   placement_.registerRoutes(router_);
   move_.registerRoutes(router_);
+  accessApi_.registerRoutes(router_);
   registerConsole(router_);
   registerApiDocument(router_);
 }
@@ -555,12 +567,22 @@ std::optional<HttpResponse> HttpServer::Impl::admit(const RequestParser& parser,
   if (auto refused = parser.refusedHead(req)) return refused;
   // Authenticates every admin request before its body is read, so an
   // unknown route or method says nothing to a caller without the token.
+  // A scoped caller is then held to its webhook and scope (routeAccess).
   const bool api = req.path.rfind("/api/", 0) == 0;
-  if (api && !auth_.allows(req.get_header_value("Authorization"))) {
-    HttpResponse res = errorResponse(401, error_code::kUnauthorized,
-                                     "a valid admin token is required (Authorization: Bearer)");
-    res.set_header("WWW-Authenticate", "Bearer");
-    return res;
+  if (api) {
+    req.caller = access_.authenticate(req);
+    if (req.caller.kind == Caller::Kind::kNone) {
+      HttpResponse res = errorResponse(
+          401, error_code::kUnauthorized,
+          "a valid admin or webhook token is required (Authorization: Bearer)");
+      res.set_header("WWW-Authenticate", "Bearer");
+      return res;
+    }
+    if (route)
+      if (auto refused = access_.refusal(route->access, req)) {
+        logRefusal(req, route->pattern, refused->status);
+        return refused;
+      }
   }
   if (route) return std::nullopt;
   // Refused before any body is read: a known path with another method is
@@ -576,7 +598,11 @@ std::optional<HttpResponse> HttpServer::Impl::admit(const RequestParser& parser,
 
 void HttpServer::Impl::handle(const Router::Route& route, HttpRequest& req, Respond respond) {
   if (route.asyncHandler) return route.asyncHandler(req, std::move(respond));
-  asio::post(workers_, [&route, &req, respond = std::move(respond)] {
+  asio::post(workers_, [this, &route, &req, respond = std::move(respond)] {
+    if (auto refused = access_.bodyRefusal(route.access, req)) {
+      logRefusal(req, route.pattern, refused->status);
+      return respond(std::move(*refused));
+    }
     HttpResponse res;
     try {
       route.handler(req, res);
@@ -585,6 +611,7 @@ void HttpServer::Impl::handle(const Router::Route& route, HttpRequest& req, Resp
                     e.what());
       res = errorResponse(500, error_code::kInternalError, "internal error");
     }
+    recordAudit(store_, route, req, res);
     respond(std::move(res));
   });
 }

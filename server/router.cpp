@@ -22,19 +22,68 @@ std::vector<std::string> splitPath(std::string_view path) {
   }
 }
 
+// The routes a webhook-scoped token or portal session may call, each on
+// its own webhook (matches[1]) only, with the scope it needs. Everything
+// else under /api/ (the webhook list, creating and deleting webhooks,
+// changing a webhook's settings, its tokens, the settings, placement,
+// moves, the whole audit log, the API document) is the admin's.
+struct AccessRow {
+  std::string_view method;
+  std::string_view pattern;
+  Scope scope;
+  std::string_view operateIfOnly = {};
+};
+constexpr std::string_view kWebhook = "/api/v1/webhooks/{id}";
+constexpr AccessRow kWebhookRoutes[] = {
+    {"GET", "", Scope::kRead},
+    {"GET", "/entrypoints", Scope::kRead},
+    {"POST", "/entrypoints", Scope::kManage},
+    {"PATCH", "/entrypoints/{id}", Scope::kManage},
+    {"DELETE", "/entrypoints/{id}", Scope::kManage},
+    {"GET", "/targets", Scope::kRead},
+    {"POST", "/targets", Scope::kManage},
+    {"GET", "/targets/{id}", Scope::kRead},
+    // Enabling or disabling a target is operate; anything else manage.
+    {"PATCH", "/targets/{id}", Scope::kManage, "active state"},
+    {"DELETE", "/targets/{id}", Scope::kManage},
+    {"POST", "/targets/{id}/preview", Scope::kRead},
+    {"GET", "/events", Scope::kRead},
+    {"GET", "/events/{id}", Scope::kRead},
+    {"POST", "/events/{id}/redeliver", Scope::kOperate},
+    {"GET", "/deliveries", Scope::kRead},
+    {"POST", "/deliveries/{id}/retry", Scope::kOperate},
+    {"POST", "/replay", Scope::kOperate},
+    {"GET", "/stats", Scope::kRead},
+    {"GET", "/audit", Scope::kRead},
+    {"POST", "/portal-links", Scope::kManage},
+};
+
 }  // namespace
+
+RouteAccess routeAccess(std::string_view method, std::string_view pattern) {
+  if (pattern.rfind("/api/", 0) != 0) return {RouteAccess::Need::kNone, Scope::kManage, {}};
+  if (pattern.rfind(kWebhook, 0) == 0) {
+    const std::string_view rest = pattern.substr(kWebhook.size());
+    for (const AccessRow& row : kWebhookRoutes)
+      if (row.method == method && row.pattern == rest)
+        return {RouteAccess::Need::kWebhook, row.scope, row.operateIfOnly};
+  }
+  return {RouteAccess::Need::kAdmin, Scope::kManage, {}};
+}
 
 void Router::add(std::string_view method, std::string pattern, Handler handler,
                  size_t bodyLimit) {
   std::vector<std::string> segments = splitPath(pattern);
+  RouteAccess access = routeAccess(method, pattern);
   routes_.push_back({std::string(method), std::move(pattern), std::move(segments),
-                     std::move(handler), nullptr, bodyLimit});
+                     std::move(handler), nullptr, bodyLimit, access});
 }
 
 void Router::addAsync(std::string_view method, std::string pattern, AsyncHandler handler) {
   std::vector<std::string> segments = splitPath(pattern);
+  RouteAccess access = routeAccess(method, pattern);
   routes_.push_back({std::string(method), std::move(pattern), std::move(segments), nullptr,
-                     std::move(handler)});
+                     std::move(handler), 0, access});
 }
 
 bool Router::patternMatches(const Route& route, const std::vector<std::string>& segments,

@@ -20,6 +20,11 @@
 
 namespace webhooker::server {
 
+// What a route needs of its caller: the one table of who may call which
+// route (server/access.h). Outside /api/ nothing (those routes have their
+// own checks); an /api/ route not in the table needs the admin token.
+RouteAccess routeAccess(std::string_view method, std::string_view pattern);
+
 class Router {
  public:
   // Answers at once; runs on the server's worker pool.
@@ -42,6 +47,7 @@ class Router {
     Handler handler;            // one of these two is set
     AsyncHandler asyncHandler;
     size_t bodyLimit = 0;       // 0: the server's
+    RouteAccess access;         // who may call it: routeAccess()
   };
   // The route for `method` and the decoded `path`, with its captures in
   // `matches`; nullptr when none matches.
