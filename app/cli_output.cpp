@@ -115,6 +115,16 @@ std::vector<Column> entrypointColumns() {
           fieldColumn("CREATED_AT", "created_at")};
 }
 
+std::vector<Column> tokenColumns() {
+  return {fieldColumn("ID", "id"), fieldColumn("NAME", "name"),
+          {"SCOPE", [](const json& row) {
+             // The widest: the list is the scope with the ones it includes.
+             const json scopes = field(row, "scopes");
+             return scopes.is_array() && !scopes.empty() ? cellText(scopes.back()) : "-";
+           }},
+          fieldColumn("EXPIRES_AT", "expires_at"), fieldColumn("REVOKED_AT", "revoked_at")};
+}
+
 // "125" seconds → "2m05s"; whole units only as far as they help a reader.
 
 int64_t integerField(const json& object, const char* key) {

@@ -46,6 +46,8 @@ void showObject(const nlohmann::json& answer);
 
 std::vector<Column> webhookColumns();
 std::vector<Column> entrypointColumns();
+// A webhook-scoped token: id, name, its widest scope, expiry, revocation.
+std::vector<Column> tokenColumns();
 // Reads each target's stats entry under "stats" (null: none).
 std::vector<Column> targetColumns();
 std::vector<Column> deliveryColumns();

@@ -620,6 +620,41 @@ void addOperationalWebhookCommands(CLI::App& app, const SessionPtr& s) {
           [](const json&) { std::cout << "operational webhook removed\n"; });
 }
 
+// `tokens create|list|revoke`: tokens that reach one webhook's routes
+// within a scope (docs/security.md, *Access model*); the admin token only.
+void addTokenCommands(CLI::App& app, const SessionPtr& s) {
+  auto& group = addGroup(app, s, "tokens", "tokens that reach one webhook (admin token only)");
+  auto& create = addLeaf(
+      group, s, "create", "make a token for one webhook; its value is shown this once",
+      [s] { return ApiCall{"POST", webhookPath(*s) + "/tokens", s->body}; },
+      [](const json& answer) {
+        std::cout << cellText(field(answer, "token")) << "\n";
+        std::cerr << "token " << cellText(field(answer, "id"))
+                  << " made; its value above is shown only now (only its hash is kept)\n";
+      });
+  addWebhookIdArg(create, s);
+  addBodyOption<std::string>(create, s, "--name", "/name", "what the token is for")->required();
+  create
+      .add_option_function<std::string>(
+          "--scope", [s](const std::string& scope) { s->body["scopes"] = json::array({scope}); },
+          "read, operate or manage (each includes the ones before it)")
+      ->required()
+      ->check(CLI::IsMember({"read", "operate", "manage"}));
+  addBodyOption<std::string>(create, s, "--expires-at", "/expires_at",
+                             "when it stops working (ISO 8601, UTC); default: never");
+  auto& list = addLeaf(
+      group, s, "list", "list a webhook's tokens, revoked ones too (never their values)",
+      [s] { return ApiCall{"GET", webhookPath(*s) + "/tokens", {}}; },
+      cli::showTable("tokens", cli::tokenColumns()));
+  addWebhookIdArg(list, s);
+  auto& revoke = addLeaf(
+      group, s, "revoke", "revoke a token: refused from its next request on",
+      [s] { return ApiCall{"DELETE", childPath(*s, "tokens"), {}}; },
+      [s](const json&) { std::cout << "revoked " << s->childId << "\n"; });
+  addWebhookIdArg(revoke, s);
+  addChildIdArg(revoke, s, "token");
+}
+
 // --- History and redrive --------------------------------------------------
 
 // A query option: when given, `?name=value` is sent.
@@ -826,6 +861,7 @@ void addClientCommands(CLI::App& app, int& exitCode) {
   addEntrypointCommands(app, session);
   addTargetCommands(app, session);
   addOperationalWebhookCommands(app, session);
+  addTokenCommands(app, session);
   addEventCommands(app, session);
   addDeliveryCommands(app, session);
   addRedriveCommands(app, session);

@@ -26,7 +26,11 @@
 #include "base/secret.h"
 #include "base/time_format.h"
 #include "base/uuid.h"
+#include "tests/support/daemon_api.h"
+#include "tests/support/daemon_process.h"
 #include "tests/support/history_fixture.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/text_pattern.h"
 
 namespace {
 
@@ -496,4 +500,63 @@ TEST_CASE("audit rows go with their webhook's retention") {
   f.clock.advance(std::chrono::hours(24 * 23));
   CHECK(f.server.store().pruneAudit().value() == 4);
   CHECK(count(f.webhookId) == 0);
+}
+
+TEST_CASE("webhooker tokens create, list and revoke, against the real daemon") {
+  using webhooker::testing::DaemonApi;
+  using webhooker::testing::DaemonProcess;
+  using webhooker::testing::firstMatch;
+  using webhooker::testing::runWebhooker;
+  webhooker::testing::TempDir dir;
+  DaemonProcess daemon(dir.path(), {.args = {}, .env = {DaemonApi::adminTokenEnv()}});
+  const DaemonApi api(daemon.url());
+  const std::string webhookId = api.createWebhook("shop")["id"];
+  const std::vector<std::string> env = {std::string("WEBHOOKER_TOKEN=") + DaemonApi::kAdminToken,
+                                        "WEBHOOKER_URL=" + daemon.url()};
+  const auto describe = [](const webhooker::testing::CommandResult& r) {
+    return "exit " + std::to_string(r.exitCode) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+  };
+
+  // By name, as the other commands take it.
+  const auto created = runWebhooker(
+      {"tokens", "create", "shop", "--name", "customer", "--scope", "operate"}, env);
+  REQUIRE_MESSAGE(created.exitCode == 0, describe(created));
+  const auto token = firstMatch(created.out, "wht_[0-9a-f]+");
+  REQUIRE(token);
+  CHECK(created.out == *token + "\n");
+  CHECK(created.err.find("shown only now") != std::string::npos);
+
+  httplib::Client customer(daemon.url());
+  customer.set_bearer_token_auth(*token);
+  CHECK(statusOf(customer.Get(kWebhooks + "/" + webhookId)) == 200);
+  CHECK(statusOf(customer.Get(kWebhooks)) == 403);
+
+  const auto listed = runWebhooker({"tokens", "list", webhookId}, env);
+  REQUIRE_MESSAGE(listed.exitCode == 0, describe(listed));
+  CHECK(firstMatch(listed.out, "ID +NAME +SCOPE +EXPIRES_AT +REVOKED_AT\n"));
+  const auto row = firstMatch(listed.out, "[0-9a-f-]{36} +customer +operate +- +-\n");
+  REQUIRE_MESSAGE(row, listed.out);
+  CHECK(listed.out.find(*token) == std::string::npos);
+  const std::string tokenId = row->substr(0, 36);
+
+  // Refused input changes nothing: still one token.
+  const auto badScope = runWebhooker(
+      {"tokens", "create", webhookId, "--name", "x", "--scope", "admin"}, env);
+  CHECK(badScope.exitCode != 0);
+  CHECK(badScope.out.empty());
+  const auto badExpiry = runWebhooker({"tokens", "create", webhookId, "--name", "x", "--scope",
+                                       "read", "--expires-at", "2001-01-01T00:00:00Z"},
+                                      env);
+  CHECK(badExpiry.exitCode == 1);
+  CHECK(badExpiry.err.find("invalid_field") != std::string::npos);
+  const auto asJson = runWebhooker({"tokens", "list", webhookId, "--json"}, env);
+  REQUIRE_MESSAGE(asJson.exitCode == 0, describe(asJson));
+  CHECK(nlohmann::json::parse(asJson.out)["tokens"].size() == 1);
+
+  const auto revoked = runWebhooker({"tokens", "revoke", webhookId, tokenId}, env);
+  REQUIRE_MESSAGE(revoked.exitCode == 0, describe(revoked));
+  CHECK(revoked.out == "revoked " + tokenId + "\n");
+  CHECK(statusOf(customer.Get(kWebhooks + "/" + webhookId)) == 401);
+  const auto again = runWebhooker({"tokens", "list", webhookId}, env);
+  CHECK(firstMatch(again.out, tokenId + " +customer +operate +- +20[0-9T:.-]+Z\n"));
 }
