@@ -20,6 +20,18 @@ struct AccessTokenRecord {
   std::optional<std::string> revokedAt;
 };
 
+// A portal link and, once its secret was exchanged, the session it became.
+struct PortalLinkRecord {
+  std::string id;
+  std::string webhookId;
+  std::string scope;          // read | operate | manage
+  std::string secretSha256;   // the link's secret is never stored
+  std::string createdAt;
+  std::string expiresAt;      // the secret is refused after this
+  std::optional<std::string> usedAt;            // set once: the secret works once
+  std::optional<std::string> sessionExpiresAt;  // the cookie's session ends then
+};
+
 struct AuditRecord {
   int64_t id = 0;  // set by the store
   std::string at;  // set by the store

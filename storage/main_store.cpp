@@ -809,6 +809,96 @@ Result<AccessTokenRecord> MainStore::revokeAccessToken(const std::string& webhoo
   });
 }
 
+namespace {
+
+constexpr const char* kPortalColumns =
+    "id, webhook_id, scope, secret_sha256, created_at, expires_at, used_at, session_expires_at";
+
+PortalLinkRecord readPortalLink(SQLite::Statement& q) {
+  return PortalLinkRecord{q.getColumn(0).getString(), q.getColumn(1).getString(),
+                          q.getColumn(2).getString(), q.getColumn(3).getString(),
+                          q.getColumn(4).getString(), q.getColumn(5).getString(),
+                          optionalColumn(q.getColumn(6)), optionalColumn(q.getColumn(7))};
+}
+
+}  // namespace
+
+Result<PortalLinkRecord> MainStore::createPortalLink(PortalLinkRecord link) {
+  link.id = newUuid();
+  link.createdAt = formatTime(clock_.now());
+  link.usedAt.reset();
+  link.sessionExpiresAt.reset();
+  return read("create portal link", [&](SQLite::Database& db) -> Result<PortalLinkRecord> {
+    SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
+    exists.bind(1, link.webhookId);
+    if (!exists.executeStep()) return notFound("webhook", link.webhookId);
+    SQLite::Statement q(db, std::string("INSERT INTO portal_links (") + kPortalColumns +
+                                ") VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)");
+    q.bind(1, link.id);
+    q.bind(2, link.webhookId);
+    q.bind(3, link.scope);
+    q.bind(4, link.secretSha256);
+    q.bind(5, link.createdAt);
+    q.bind(6, link.expiresAt);
+    q.exec();
+    return link;
+  });
+}
+
+Result<std::optional<PortalLinkRecord>> MainStore::exchangePortalLink(
+    const std::string& secretSha256, const std::string& sessionSha256,
+    const std::string& sessionExpiresAt) {
+  using Found = std::optional<PortalLinkRecord>;
+  const std::string now = formatTime(clock_.now());
+  return read("exchange portal link", [&](SQLite::Database& db) -> Result<Found> {
+    // One statement: of two requests with the same secret, one wins.
+    SQLite::Statement use(db,
+                          "UPDATE portal_links SET used_at = ?, session_sha256 = ?, "
+                          "session_expires_at = ? WHERE secret_sha256 = ? AND used_at IS NULL "
+                          "AND expires_at > ?");
+    use.bind(1, now);
+    use.bind(2, sessionSha256);
+    use.bind(3, sessionExpiresAt);
+    use.bind(4, secretSha256);
+    use.bind(5, now);
+    if (use.exec() == 0) return Found();
+    SQLite::Statement q(db, std::string("SELECT ") + kPortalColumns +
+                                " FROM portal_links WHERE secret_sha256 = ?");
+    q.bind(1, secretSha256);
+    if (!q.executeStep()) return Found();
+    return Found(readPortalLink(q));
+  });
+}
+
+Result<std::optional<PortalLinkRecord>> MainStore::findPortalSession(
+    const std::string& sessionSha256) {
+  using Found = std::optional<PortalLinkRecord>;
+  const std::string now = formatTime(clock_.now());
+  return read("find portal session", [&](SQLite::Database& db) -> Result<Found> {
+    SQLite::Statement q(db, std::string("SELECT ") + kPortalColumns +
+                                " FROM portal_links WHERE session_sha256 = ? "
+                                "AND session_expires_at > ?");
+    q.bind(1, sessionSha256);
+    q.bind(2, now);
+    if (!q.executeStep()) return Found();
+    return Found(readPortalLink(q));
+  });
+}
+
+Result<void> MainStore::endPortalSession(const std::string& sessionSha256) {
+  const std::string now = formatTime(clock_.now());
+  return read("end portal session", [&](SQLite::Database& db) -> Result<void> {
+    SQLite::Statement q(db,
+                        "UPDATE portal_links SET session_expires_at = ? "
+                        "WHERE session_sha256 = ? AND session_expires_at > ?");
+    q.bind(1, now);
+    q.bind(2, sessionSha256);
+    q.bind(3, now);
+    q.exec();
+    return {};
+  });
+}
+
 Result<void> MainStore::appendAudit(AuditRecord record) {
   record.at = formatTime(clock_.now());
   return read("append audit", [&](SQLite::Database& db) -> Result<void> {
@@ -862,7 +952,15 @@ Result<int64_t> MainStore::pruneAudit(int orphanDays) {
                         "WHERE w.id = audit_log.webhook_id), ?) || ' days')");
     q.bind(1, now);
     q.bind(2, orphanDays);
-    return static_cast<int64_t>(q.exec());
+    const int64_t removed = q.exec();
+    // Portal links, used or not, once their end is as old.
+    SQLite::Statement links(db,
+                            "DELETE FROM portal_links WHERE COALESCE(session_expires_at, "
+                            "expires_at) < strftime('%Y-%m-%dT%H:%M:%fZ', ?, '-' || ? || ' days')");
+    links.bind(1, now);
+    links.bind(2, orphanDays);
+    links.exec();
+    return removed;
   });
 }
 

@@ -161,6 +161,18 @@ class MainStore {
   Result<std::optional<AccessTokenRecord>> findAccessToken(const std::string& tokenSha256);
   // Sets revoked_at (kept if already set); not_found for another webhook's id.
   Result<AccessTokenRecord> revokeAccessToken(const std::string& webhookId, const std::string& id);
+  // `link.id` and createdAt are set by the store.
+  Result<PortalLinkRecord> createPortalLink(PortalLinkRecord link);
+  // Uses the link whose secret has this hash, once: only an unused link
+  // before its expiry is exchanged, for a session whose hash and end are
+  // given. nullopt when no such link is there (unknown, used or expired).
+  Result<std::optional<PortalLinkRecord>> exchangePortalLink(const std::string& secretSha256,
+                                                             const std::string& sessionSha256,
+                                                             const std::string& sessionExpiresAt);
+  // The link whose session has this hash, while the session lasts.
+  Result<std::optional<PortalLinkRecord>> findPortalSession(const std::string& sessionSha256);
+  // Ends the session now (signing out); nothing when there is none.
+  Result<void> endPortalSession(const std::string& sessionSha256);
   // Appends one row; id and at are set by the store.
   Result<void> appendAudit(AuditRecord record);
   // Newest first, ids below `beforeId` (0: from the newest), at most
@@ -169,6 +181,7 @@ class MainStore {
                                              int64_t beforeId, int limit);
   // Removes rows older than their webhook's retention_days (a row of no
   // webhook, or of a deleted one: older than `orphanDays`); how many went.
+  // Portal links whose end is older than `orphanDays` go too.
   Result<int64_t> pruneAudit(int orphanDays = Webhook::kDefaultRetentionDays);
 
   Result<std::optional<std::string>> getSetting(const std::string& key);
