@@ -1,5 +1,7 @@
 #include "app/config.h"
 
+#include "server/console.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -114,6 +116,16 @@ void addServeOptions(CLI::App& cmd, Config& c) {
                  "comma-separated CIDRs of reverse proxies: from them only, an event's remote "
                  "address is the right-most untrusted hop of X-Forwarded-For")
       ->envname("WEBHOOKER_TRUSTED_PROXIES");
+  cmd.add_option("--portal-link-minutes", c.portalLinkMinutes,
+                 "how long a portal link works (it works once)")
+      ->envname("WEBHOOKER_PORTAL_LINK_MINUTES")
+      ->check(CLI::Range(int64_t{1}, int64_t{7 * 24 * 60}))
+      ->capture_default_str();
+  cmd.add_option("--portal-frame-ancestors", c.portalFrameAncestors,
+                 "origins whose pages may embed the console (CSP frame-ancestors), "
+                 "space-separated: 'self', https://app.example.com, ...")
+      ->envname("WEBHOOKER_PORTAL_FRAME_ANCESTORS")
+      ->capture_default_str();
   cmd.add_option("--max-open-events-dbs", c.maxOpenEventsDbs,
                  "events databases kept open at once (least recently used are closed)")
       ->envname("WEBHOOKER_MAX_OPEN_EVENTS_DBS")
@@ -215,6 +227,9 @@ Result<void> finishConfig(Config& c) {
   if (c.maxBufferedMb * 1024 * 1024 < c.bodyLimit)
     return makeError(error_code::kInvalidConfig,
                      "--max-buffered-mb must hold at least one body of --body-limit");
+  auto ancestors = server::checkFrameAncestors(c.portalFrameAncestors);
+  if (!ancestors) return ancestors.error();
+  c.portalFrameAncestors = ancestors.value();
   if (c.debug && c.logLevel == "info") c.logLevel = "debug";
   return {};
 }

@@ -34,6 +34,8 @@ struct Config {
   size_t maxConnections = 10'000;
   size_t maxConnectionsPerAddress = 256;
   std::string trustedProxies;       // CIDRs whose X-Forwarded-For is believed
+  int64_t portalLinkMinutes = 15;   // how long a portal link's secret works
+  std::string portalFrameAncestors = "'none'";  // who may frame the console
 
   int workers = 8;
   int maxWorkers = 64;

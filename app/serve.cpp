@@ -201,6 +201,8 @@ int runServe(const Config& config) {
   options.maxConnections = config.maxConnections;
   options.maxConnectionsPerAddress = config.maxConnectionsPerAddress;
   options.trustedProxies = std::move(trustedProxies.value());
+  options.portalLinkLifetime = std::chrono::minutes(config.portalLinkMinutes);
+  options.portalFrameAncestors = config.portalFrameAncestors;
   server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, breakers, registry,
                                     &routing, &routingMetrics, &operationalEvents});
   BacklogSampler sampler(*store.value(), eventsDbs, metrics, clock,

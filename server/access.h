@@ -21,7 +21,8 @@ std::string_view scopeWord(Scope scope);
 // What a route asks of its caller.
 struct RouteAccess {
   enum class Need {
-    kNone,     // outside /api/: ingest, health, the console, /metrics (its own auth)
+    kNone,     // no token: outside /api/ (ingest, health, the console, /metrics with its
+               // own auth) and a portal link's exchange
     kAdmin,    // the admin token only
     kWebhook,  // the admin token, or a caller of the webhook in matches[1] with `scope`
   };

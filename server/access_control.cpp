@@ -6,6 +6,7 @@
 #include "base/secret.h"
 #include "base/time_format.h"
 #include "base/uuid.h"
+#include "server/admin_portal.h"
 #include "server/json_io.h"
 
 namespace webhooker::server {
@@ -39,6 +40,7 @@ Caller AccessControl::authenticate(const HttpRequest& req) const {
     admin.kind = Caller::Kind::kAdmin;
     return admin;
   }
+  if (header.empty()) return portalCaller(req);
   const auto token = bearerToken(header);
   if (!token || token->rfind(kScopedTokenPrefix, 0) != 0) return {};
   auto found = store_.findAccessToken(sha256Hex(*token));
@@ -53,6 +55,20 @@ Caller AccessControl::authenticate(const HttpRequest& req) const {
   const auto scope = parseScope(record.scope);
   if (!scope) return {};
   return Caller{Caller::Kind::kToken, record.id, record.webhookId, *scope};
+}
+
+Caller AccessControl::portalCaller(const HttpRequest& req) const {
+  const std::string session = cookieValue(req, kPortalCookie);
+  if (session.empty()) return {};
+  auto found = store_.findPortalSession(sha256Hex(session));
+  if (!found) {
+    spdlog::warn("admin.portal_lookup_failed error=\"{}\"", found.error().message);
+    return {};
+  }
+  if (!found.value()) return {};
+  const auto scope = parseScope(found.value()->scope);
+  if (!scope) return {};
+  return Caller{Caller::Kind::kPortal, found.value()->id, found.value()->webhookId, *scope};
 }
 
 std::optional<HttpResponse> AccessControl::refusal(const RouteAccess& access,

@@ -3,7 +3,8 @@
 // the model is in docs/security.md, *Access model*).
 //
 // A caller is the admin (the admin token), a webhook-scoped token
-// ("Bearer wht_..."), or a portal session (its cookie). Tokens are looked
+// ("Bearer wht_..."), or a portal session (its cookie, when the request has
+// no Authorization header). Tokens are looked
 // up by their SHA-256; a revoked or expired one names nobody. A scoped
 // caller asking for another webhook's path gets 404, as if it did not
 // exist; a route outside its scope 403.
@@ -39,6 +40,10 @@ class AccessControl {
   std::optional<HttpResponse> bodyRefusal(const RouteAccess& access, const HttpRequest& req) const;
 
  private:
+  // The portal session of the request's cookie (server/admin_portal.h),
+  // when it sends no Authorization header.
+  Caller portalCaller(const HttpRequest& req) const;
+
   MainStore& store_;
   const AdminAuth admin_;
 };

@@ -21,14 +21,6 @@ using nlohmann::json;
 constexpr int64_t kMaxAuditPage = 500;
 constexpr int64_t kDefaultAuditPage = 100;
 
-// A scope and the ones it includes: manage → read, operate, manage.
-json scopeList(Scope scope) {
-  json out = json::array();
-  for (Scope s : {Scope::kRead, Scope::kOperate, Scope::kManage})
-    if (s <= scope) out.push_back(scopeWord(s));
-  return out;
-}
-
 json tokenView(const AccessTokenRecord& t) {
   const auto optional = [](const std::optional<std::string>& v) { return v ? json(*v) : json(); };
   return {{"id", t.id},
@@ -38,23 +30,6 @@ json tokenView(const AccessTokenRecord& t) {
           {"created_at", t.createdAt},
           {"expires_at", optional(t.expiresAt)},
           {"revoked_at", optional(t.revokedAt)}};
-}
-
-// "scopes": a non-empty list of scope words; the widest one wins.
-Result<Scope> scopesField(const json& body) {
-  const auto invalid = [] {
-    return makeError(error_code::kInvalidField,
-                     "scopes must be a non-empty list of \"read\", \"operate\", \"manage\"");
-  };
-  if (!body.contains("scopes") || !body["scopes"].is_array() || body["scopes"].empty())
-    return invalid();
-  Scope widest = Scope::kRead;
-  for (const json& word : body["scopes"]) {
-    const auto scope = word.is_string() ? parseScope(word.get<std::string>()) : std::nullopt;
-    if (!scope) return invalid();
-    widest = std::max(widest, *scope);
-  }
-  return widest;
 }
 
 // "expires_at": absent or null for a token that does not expire, otherwise
@@ -99,6 +74,29 @@ json fieldNames(const std::string& body) {
 }
 
 }  // namespace
+
+json scopeList(Scope scope) {
+  json out = json::array();
+  for (Scope s : {Scope::kRead, Scope::kOperate, Scope::kManage})
+    if (s <= scope) out.push_back(scopeWord(s));
+  return out;
+}
+
+Result<Scope> scopesField(const json& body) {
+  const auto invalid = [] {
+    return makeError(error_code::kInvalidField,
+                     "scopes must be a non-empty list of \"read\", \"operate\", \"manage\"");
+  };
+  if (!body.contains("scopes") || !body["scopes"].is_array() || body["scopes"].empty())
+    return invalid();
+  Scope widest = Scope::kRead;
+  for (const json& word : body["scopes"]) {
+    const auto scope = word.is_string() ? parseScope(word.get<std::string>()) : std::nullopt;
+    if (!scope) return invalid();
+    widest = std::max(widest, *scope);
+  }
+  return widest;
+}
 
 void AccessApi::registerRoutes(Router& router) {
   const auto bind = [this](void (AccessApi::*handler)(const HttpRequest&, HttpResponse&)) {

@@ -12,6 +12,9 @@
 // Threading: handlers run concurrently on the server's worker pool.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
 #include "server/http_message.h"
 #include "server/router.h"
 #include "storage/main_store.h"
@@ -37,6 +40,14 @@ class AccessApi {
 
   MainStore& store_;
 };
+
+// "scopes" of a request body: a non-empty list of "read", "operate",
+// "manage"; the widest wins (each includes the ones before it).
+// invalid_field otherwise.
+Result<Scope> scopesField(const nlohmann::json& body);
+// A scope with the ones it includes, as the API shows it: manage →
+// ["read", "operate", "manage"].
+nlohmann::json scopeList(Scope scope);
 
 // Records a write (any method but GET and HEAD) to an /api/ route that its
 // handler answered: who, the route, the path's ids, the names of the body's

@@ -34,6 +34,7 @@
 #include "server/access_control.h"
 #include "server/admin_access.h"
 #include "server/admin_api.h"
+#include "server/admin_portal.h"
 #include "server/admin_token.h"
 #include "server/buffered_requests.h"
 #include "server/client_address.h"
@@ -163,6 +164,7 @@ class HttpServer::Impl {
   PlacementApi placement_;
   MoveApi move_;
   AccessApi accessApi_;
+  PortalApi portal_;
   Router router_;
 
   static constexpr std::chrono::seconds kProbeEvery{1};
@@ -523,6 +525,7 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
             options_.nodeId),
       accessApi_(parts.store),
+      portal_(parts.store, options_.portalLinkLifetime),
       buffered_(options_.maxBufferedBytes, options_.stallTimeout / 5, metrics_.bufferedBytes()),
       workers_(adminThreads(options_)),
       ingest_(parts.store, parts.eventsDbs, parts.dispatcher, metrics_, moveFence_, options_.ingest,
@@ -555,7 +558,8 @@ void HttpServer::Impl::registerRoutes() {
   placement_.registerRoutes(router_);
   move_.registerRoutes(router_);
   accessApi_.registerRoutes(router_);
-  registerConsole(router_);
+  portal_.registerRoutes(router_);
+  registerConsole(router_, options_.portalFrameAncestors);
   registerApiDocument(router_);
 }
 
@@ -568,7 +572,8 @@ std::optional<HttpResponse> HttpServer::Impl::admit(const RequestParser& parser,
   // Authenticates every admin request before its body is read, so an
   // unknown route or method says nothing to a caller without the token.
   // A scoped caller is then held to its webhook and scope (routeAccess).
-  const bool api = req.path.rfind("/api/", 0) == 0;
+  const bool api = req.path.rfind("/api/", 0) == 0 &&
+                   !(route && route->access.need == RouteAccess::Need::kNone);
   if (api) {
     req.caller = access_.authenticate(req);
     if (req.caller.kind == Caller::Kind::kNone) {

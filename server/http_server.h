@@ -73,6 +73,10 @@ struct ServerOptions {
   size_t maxConnectionsPerAddress = 256;
   // Peers whose X-Forwarded-For is believed (server/client_address.h).
   std::vector<Cidr> trustedProxies;
+  // How long a portal link's secret works (server/admin_portal.h), and the
+  // console's CSP frame-ancestors (server/console.h: checked already).
+  std::chrono::minutes portalLinkLifetime{15};
+  std::string portalFrameAncestors = "'none'";
 };
 
 // What the server works with; owned by the caller.

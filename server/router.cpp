@@ -58,10 +58,20 @@ constexpr AccessRow kWebhookRoutes[] = {
     {"POST", "/portal-links", Scope::kManage},
 };
 
+// Under /api/ but without a token: exchanging a portal link's secret for a
+// session, and ending one (server/admin_portal.h).
+constexpr AccessRow kOpenRoutes[] = {
+    {"POST", "/api/v1/portal/session", Scope::kRead},
+    {"DELETE", "/api/v1/portal/session", Scope::kRead},
+};
+
 }  // namespace
 
 RouteAccess routeAccess(std::string_view method, std::string_view pattern) {
   if (pattern.rfind("/api/", 0) != 0) return {RouteAccess::Need::kNone, Scope::kManage, {}};
+  for (const AccessRow& row : kOpenRoutes)
+    if (row.method == method && row.pattern == pattern)
+      return {RouteAccess::Need::kNone, Scope::kManage, {}};
   if (pattern.rfind(kWebhook, 0) == 0) {
     const std::string_view rest = pattern.substr(kWebhook.size());
     for (const AccessRow& row : kWebhookRoutes)

@@ -49,7 +49,8 @@ using webhooker::testing::statusOf;
 
 const std::string kWebhooks = "/api/v1/webhooks";
 
-enum class Need { kAdmin, kRead, kOperate, kManage };
+// kOpen: no token at all (a portal link's exchange, which takes the link).
+enum class Need { kOpen, kAdmin, kRead, kOperate, kManage };
 
 struct Expect {
   Need need;
@@ -94,6 +95,9 @@ const std::map<std::string, Expect>& expectations() {
       {"GET /api/v1/webhooks/{id}/tokens", {Need::kAdmin}},
       {"DELETE /api/v1/webhooks/{id}/tokens/{id}", {Need::kAdmin}},
       {"GET /api/v1/audit", {Need::kAdmin}},
+      {"POST /api/v1/webhooks/{id}/portal-links", {Need::kManage, {{"scopes", {"read"}}}}},
+      {"POST /api/v1/portal/session", {Need::kOpen, {{"link", "whp_unknown"}}}},
+      {"DELETE /api/v1/portal/session", {Need::kOpen}},
       {"GET /api/v1/settings/operational-webhook", {Need::kAdmin}},
       {"PUT /api/v1/settings/operational-webhook",
        {Need::kAdmin, {{"url", "https://ops.example.com/in"}}}},
@@ -196,7 +200,8 @@ std::string mintToken(HistoryFixture& f, const std::string& webhookId, const std
 }
 
 bool allowed(Need need, Need scope) {
-  return need != Need::kAdmin && static_cast<int>(scope) >= static_cast<int>(need);
+  return need != Need::kAdmin && need != Need::kOpen &&
+         static_cast<int>(scope) >= static_cast<int>(need);
 }
 
 const char* scopeName(Need scope) {
@@ -204,7 +209,8 @@ const char* scopeName(Need scope) {
     case Need::kRead: return "read";
     case Need::kOperate: return "operate";
     case Need::kManage: return "manage";
-    case Need::kAdmin: break;
+    case Need::kAdmin:
+    case Need::kOpen: break;
   }
   return "admin";
 }
@@ -260,6 +266,14 @@ TEST_CASE("every admin route refuses what its caller may not do, and changes not
     }
     ++walked;
     const Expect& expect = row->second;
+    if (expect.need == Need::kOpen) {  // answered without a token, never "unauthorized"
+      const State before = stateOf(f);
+      auto res = call(f, route.method, route.pattern, bodyFor(expect.body, own), std::nullopt);
+      CHECK(statusOf(res) < 500);
+      CHECK(errorCode(res) != "unauthorized");
+      CHECK(stateOf(f) == before);
+      continue;
+    }
     const std::string ownPath = pathFor(route.pattern, own);
     const std::string ownBody = bodyFor(expect.body, own);
 

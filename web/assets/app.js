@@ -7,10 +7,14 @@
 // - The admin token lives in sessionStorage only and goes out only as the
 //   Authorization header of API calls; it is never rendered or put in a URL.
 // - Routes are URL fragments (#/webhooks/<id>) holding ids, never data.
+// - A portal link (#/portal/<secret>) is exchanged at once for an HttpOnly
+//   session cookie and dropped from the URL; the page then shows that one
+//   webhook only, with the link's scopes (docs/console.md, *Portal*).
 'use strict';
 
 (() => {
   const TOKEN_KEY = 'webhooker.adminToken';
+  const PORTAL_KEY = 'webhooker.portal';  // {webhook_id, scopes} of a portal session
   const REFRESH_MS = 3000;
   const EVENTS_PAGE = 25;
   const STATUSES = ['pending', 'retrying', 'delivered', 'failed'];
@@ -133,17 +137,26 @@
     }
   }
 
+  // The portal session of this tab, or null (signed in with the admin token).
+  function portal() {
+    try { return JSON.parse(sessionStorage.getItem(PORTAL_KEY)); } catch (e) { return null; }
+  }
+  const portalMay = (scope) => { const p = portal(); return !p || p.scopes.includes(scope); };
+
   // One API call; a refused token is an ApiError with status 401 like any other.
+  // A portal session's calls carry its cookie instead of a token.
   async function request(method, path, body) {
     const token = sessionStorage.getItem(TOKEN_KEY);
-    if (!token) throw new ApiError(401, 'unauthorized', 'Not signed in.');
+    const inPortal = portal() !== null;
+    if (!token && !inPortal) throw new ApiError(401, 'unauthorized', 'Not signed in.');
     const init = {
       method,
-      headers: { Authorization: 'Bearer ' + token, Accept: 'application/json' },
+      headers: { Accept: 'application/json' },
       cache: 'no-store',
-      credentials: 'omit',
+      credentials: inPortal ? 'same-origin' : 'omit',
       referrerPolicy: 'no-referrer',
     };
+    if (!inPortal) init.headers.Authorization = 'Bearer ' + token;
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -171,7 +184,10 @@
     try {
       return await request(method, path, body);
     } catch (e) {
-      if (e.status === 401) signOut('The admin token was refused. Sign in again.');
+      if (e.status === 401) {
+        signOut(portal() ? 'The portal session has ended. Ask for a new link.'
+          : 'The admin token was refused. Sign in again.');
+      }
       throw e;
     }
   }
@@ -216,6 +232,7 @@
 
   function setCrumbs(...parts) {
     fill(crumbs);
+    if (portal()) parts = parts.filter((p) => p.href !== '#/' && p.text !== 'Webhooks');
     parts.forEach((p, i) => {
       if (i > 0) crumbs.append(h('span', { class: 'sep', 'aria-hidden': 'true' }, '/'));
       crumbs.append(p.href ? link(p.href, p.text) : h('span', null, p.text));
@@ -262,10 +279,49 @@
   // Sign-in
 
   function signOut(message) {
+    if (portal()) {
+      sessionStorage.removeItem(PORTAL_KEY);
+      fetch('/api/v1/portal/session', { method: 'DELETE', credentials: 'same-origin', cache: 'no-store' })
+        .catch(() => {});
+      return renderPortalEnded(message || 'Signed out of the portal.');
+    }
     sessionStorage.removeItem(TOKEN_KEY);
     if (message) showNotice(message, 'error');
     if (location.hash && location.hash !== '#/') location.hash = '#/';
     else route();
+  }
+
+  // A portal link: its secret becomes a session cookie (once: the link is
+  // single-use), then the URL holds only the webhook's id.
+  async function openPortal(secret) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(PORTAL_KEY);
+    history.replaceState(null, '', location.pathname + '#/');
+    fill(app, h('p', { class: 'empty' }, 'Opening the portal…'));
+    let res;
+    try {
+      res = await fetch('/api/v1/portal/session', {
+        method: 'POST', credentials: 'same-origin', cache: 'no-store', referrerPolicy: 'no-referrer',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ link: secret }),
+      });
+    } catch (e) {
+      return renderPortalEnded('The daemon did not answer.');
+    }
+    const data = await res.json().catch(() => null);
+    if (!res.ok || !data) {
+      return renderPortalEnded(data && data.error ? data.error.message : `The link was refused (HTTP ${res.status}).`);
+    }
+    sessionStorage.setItem(PORTAL_KEY, JSON.stringify({ webhook_id: data.webhook_id, scopes: data.scopes }));
+    location.replace('#/webhooks/' + encodeURIComponent(data.webhook_id));
+  }
+
+  function renderPortalEnded(message) {
+    setCrumbs();
+    signOutButton.hidden = true;
+    fill(app, h('div', { class: 'card signin portal-ended' },
+      h('div', { class: 'card-head' }, h('h2', null, 'Portal')),
+      h('div', { class: 'card-body' }, h('p', null, message))));
   }
 
   function renderSignIn() {
@@ -438,10 +494,12 @@
 
     const refreshButton = h('button', { type: 'button', class: 'btn', onclick: () => act(refreshButton, refresh) }, 'Refresh');
     const replayAll = h('button', { type: 'button', class: 'btn', onclick: () => act(replayAll, () => replay(id, null, 'this webhook', refresh)) }, 'Replay dead letters');
+    replayAll.hidden = !portalMay('operate');
     const addTarget = h('button', {
       type: 'button', class: 'btn btn-small',
       onclick: () => { targetForm.hidden = !targetForm.hidden; if (!targetForm.hidden) targetForm.querySelector('input').focus(); },
     }, 'Add target');
+    addTarget.hidden = !portalMay('manage');
 
     fill(app,
       pageHead(webhook.name, webhook.description || h('span', { class: 'mono' }, webhook.id), replayAll, refreshButton),
@@ -902,6 +960,7 @@
 
     const refreshButton = h('button', { type: 'button', class: 'btn', onclick: () => act(refreshButton, refresh) }, 'Refresh');
     const redeliver = h('button', { type: 'button', class: 'btn' }, 'Redeliver');
+    redeliver.hidden = !portalMay('operate');
     redeliver.addEventListener('click', () => act(redeliver, async () => {
       const ok = await confirmDialog('Redeliver event',
         'Send this event again to every active target, as new deliveries?', 'Redeliver');
@@ -977,7 +1036,7 @@
       return h('p', { class: 'empty' }, 'No deliveries: the webhook had no active target when this event arrived.');
     }
     return deliveries.map((d) => {
-      const retry = d.status === 'failed' && !d.target_deleted
+      const retry = d.status === 'failed' && !d.target_deleted && portalMay('operate')
         ? h('button', { type: 'button', class: 'btn btn-small' }, 'Retry')
         : null;
       if (retry) {
@@ -1022,9 +1081,16 @@
     clearInterval(refreshTimer);
     refreshTimer = null;
     onResize = null;
-    if (!sessionStorage.getItem(TOKEN_KEY)) return renderSignIn();
-    signOutButton.hidden = false;
     const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === 'portal' && parts.length === 2) return openPortal(parts[1]);
+    const inPortal = portal();
+    if (!inPortal && !sessionStorage.getItem(TOKEN_KEY)) return renderSignIn();
+    signOutButton.hidden = false;
+    // A portal session shows its one webhook: anything else leads there.
+    if (inPortal && (parts[0] !== 'webhooks' || parts[1] !== inPortal.webhook_id)) {
+      location.replace('#/webhooks/' + encodeURIComponent(inPortal.webhook_id));
+      return;
+    }
     let shown;
     if (parts[0] === 'webhooks' && parts.length === 2) shown = showWebhook(parts[1]);
     else if (parts[0] === 'webhooks' && parts.length === 4 && parts[2] === 'events') shown = showEvent(parts[1], parts[3]);
