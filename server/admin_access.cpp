@@ -60,9 +60,8 @@ json auditView(const AuditRecord& a) {
 
 // The names of a JSON body's fields, one level into objects
 // ("config.signing_secret"): what a write changed, without a value.
-json fieldNames(const std::string& body) {
+json fieldNames(const json& parsed) {
   json out = json::array();
-  const json parsed = json::parse(body, nullptr, false);
   if (!parsed.is_object()) return out;
   for (const auto& item : parsed.items()) {
     out.push_back(item.key());
@@ -213,6 +212,11 @@ void recordAudit(MainStore& store, const Router::Route& route, const HttpRequest
   if (req.method == "GET" || req.method == "HEAD") return;
   if (route.access.need == RouteAccess::Need::kNone) return;
   if (res.status >= 400 && res.status < 500) return;
+  // A read that posts (a routing preview) and a dry run change nothing.
+  if (route.access.need == RouteAccess::Need::kWebhook && route.access.scope == Scope::kRead)
+    return;
+  const json body = json::parse(req.body, nullptr, false);
+  if (body.is_object() && body.contains("dry_run") && body["dry_run"] == true) return;
   AuditRecord record;
   record.actor = std::string(req.caller.actor());
   if (!req.caller.admin()) record.actorId = req.caller.id;
@@ -221,7 +225,7 @@ void recordAudit(MainStore& store, const Router::Route& route, const HttpRequest
   json ids = json::array();
   for (size_t i = 1; i < req.matches.size(); ++i) ids.push_back(req.matches[i]);
   record.ids = ids.dump();
-  record.fields = fieldNames(req.body).dump();
+  record.fields = fieldNames(body).dump();
   record.status = res.status;
   // The webhook: the path's, by id or (the admin's) name, or a new one's.
   if (route.pattern.rfind("/api/v1/webhooks/{id}", 0) == 0) {

@@ -52,7 +52,8 @@ nlohmann::json scopeList(Scope scope);
 // Records a write (any method but GET and HEAD) to an /api/ route that its
 // handler answered: who, the route, the path's ids, the names of the body's
 // fields (never their values) and the status. A 4xx is not recorded: a
-// refused request changes nothing, the audit log included. A failure to
+// refused request changes nothing, the audit log included; nor is a POST
+// that only reads (a routing preview) or a dry run. A failure to
 // record is logged; the write it describes stands.
 void recordAudit(MainStore& store, const Router::Route& route, const HttpRequest& req,
                  const HttpResponse& res);
