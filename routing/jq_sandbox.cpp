@@ -210,7 +210,7 @@ Result<JqOutputs> JqSandbox::run(std::string_view program, std::string_view inpu
 Result<JqSandbox::Worker> JqSandbox::take(std::string_view tenant) {
   using std::chrono::steady_clock;
   MutexLock lock(poolMutex_);
-  shares_.waiting(tenant);
+  shares_.waiting(tenant, steady_clock::now());
   std::optional<steady_clock::time_point> throttled;
   const bool turn =
       workerIdle_.wait_for(lock, options_.timeout * kQueueBudgets, [&]() REQUIRES(poolMutex_) {
@@ -219,7 +219,7 @@ Result<JqSandbox::Worker> JqSandbox::take(std::string_view tenant) {
         return throttled || (!idle_.empty() && shares_.isTurnOf(tenant, now));
       });
   if (!turn || throttled) {
-    shares_.gaveUp(tenant);
+    shares_.gaveUp(tenant, steady_clock::now());
     workerIdle_.notify_all();  // the turn may be another webhook's now
     if (!throttled) return makeError(error_code::kJqBusy, "no jq worker was free in time");
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(*throttled - steady_clock::now());
@@ -227,7 +227,7 @@ Result<JqSandbox::Worker> JqSandbox::take(std::string_view tenant) {
                      "this webhook's jq programs keep overrunning their budget: throttled for " +
                          std::to_string(left.count()) + " ms");
   }
-  shares_.took(tenant);
+  shares_.took(tenant, steady_clock::now());
   Worker worker = idle_.back();
   idle_.pop_back();
   if (!idle_.empty()) workerIdle_.notify_all();  // the next turn, if it is another's
@@ -240,6 +240,7 @@ Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::str
     return makeError(error_code::kJqError, "the program or its input is too large");
   auto taken = take(tenant);
   if (!taken) return taken.error();
+  const auto takenAt = std::chrono::steady_clock::now();
   Worker worker = taken.value();
   bool retiring = false;  // a worker retires only after a run
   Result<JqOutputs> result = JqOutputs{};
@@ -252,7 +253,8 @@ Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::str
   const bool overran = !result && result.error().code != error_code::kJqError;
   {
     MutexLock lock(poolMutex_);
-    shares_.returned(tenant, overran, std::chrono::steady_clock::now());
+    const auto now = std::chrono::steady_clock::now();
+    shares_.returned(tenant, overran, now - takenAt, now);
   }
   if (overran) {
     spdlog::warn("jq.worker_replaced pid={} reason={}", worker.pid, result.error().code);

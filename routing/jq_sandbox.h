@@ -4,8 +4,8 @@
 // jq_next() can only be stopped from outside its process.
 //
 // A call takes an idle worker when it is its webhook's turn (jq_shares.h:
-// webhooks take turns, and one whose programs keep overrunning their budget
-// is throttled), waiting at most kQueueBudgets budgets for one: under a
+// webhooks take turns, one over its share of the workers' time goes last,
+// and one whose programs keep overrunning their budget is throttled), waiting at most kQueueBudgets budgets for one: under a
 // burst, a legitimate program waits its turn rather than fail. A call that
 // gets no worker (the wait ran out, its webhook is throttled) fails
 // "jq_busy": the caller retries it, it says nothing of the program. One that
