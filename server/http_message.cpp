@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 
-#include "base/hex_digit.h"
 
 namespace webhooker::server {
 
@@ -46,37 +45,9 @@ void HttpResponse::set_content(std::string content, std::string_view contentType
   set_header("Content-Type", std::string(contentType));
 }
 
-std::string decodeUrl(std::string_view text, bool plusIsSpace) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '%' && i + 2 < text.size()) {
-      const int hi = hexDigitValue(text[i + 1]);
-      const int lo = hexDigitValue(text[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        continue;
-      }
-    }
-    out += plusIsSpace && c == '+' ? ' ' : c;
-  }
-  return out;
-}
-
 std::multimap<std::string, std::string> parseQuery(std::string_view query) {
   std::multimap<std::string, std::string> out;
-  while (!query.empty()) {
-    const size_t amp = std::min(query.find('&'), query.size());
-    const std::string_view pair = query.substr(0, amp);
-    query.remove_prefix(std::min(amp + 1, query.size()));
-    if (pair.empty()) continue;
-    const size_t eq = pair.find('=');
-    const std::string_view name = pair.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-    out.emplace(decodeUrl(name, true), decodeUrl(value, true));
-  }
+  for (auto& [name, value] : parseFormPairs(query)) out.emplace(std::move(name), std::move(value));
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/form_encoding.h"
 #include "server/access.h"
 
 namespace webhooker::server {
@@ -60,10 +61,6 @@ struct HttpResponse {
 // How a handler that finishes later (ingest, after its commit) answers.
 // Called exactly once, from any thread.
 using Respond = std::function<void(HttpResponse)>;
-
-// "%41b+c" → "Ab+c" (or "Ab c" with plusIsSpace, for query strings).
-// A broken escape stays as it is.
-std::string decodeUrl(std::string_view text, bool plusIsSpace);
 
 // "a=1&b=%20" → {a: "1", b: " "}; a name without "=" has the value "".
 std::multimap<std::string, std::string> parseQuery(std::string_view query);
