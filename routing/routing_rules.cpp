@@ -7,6 +7,7 @@
 #include <map>
 
 #include "base/ascii_case.h"
+#include "base/form_encoding.h"
 #include "base/json_member.h"
 #include "base/json_pointer.h"
 #include "base/json_text.h"
@@ -187,8 +188,23 @@ std::string eventTypeRuleText(const EventTypeRule& rule) {
   return rule.source == EventTypeSource::kDefault ? "" : eventTypeRuleJson(rule).dump();
 }
 
+std::optional<std::string> formBodyJson(const HeaderList& headers, std::string_view body) {
+  if (isJsonText(body)) return std::nullopt;
+  const auto contentType = headerValue(headers, "Content-Type");
+  if (!contentType || !isFormContentType(*contentType)) return std::nullopt;
+  return formFieldsJson(body);
+}
+
 std::optional<std::string> eventTypeWithoutJq(const EventTypeRule& rule, const HeaderList& headers,
                                               std::string_view body) {
+  if (rule.source == EventTypeSource::kJsonPointer || rule.source == EventTypeSource::kDefault) {
+    if (const auto form = formBodyJson(headers, body)) {
+      if (rule.source == EventTypeSource::kJsonPointer)
+        return usable(typeAtPointer(*form, rule.expression));
+      if (auto github = usable(headerValue(headers, "X-GitHub-Event"))) return github;
+      return usable(topLevelStringMember(*form, "type"));
+    }
+  }
   switch (rule.source) {
     case EventTypeSource::kHeader: return usable(headerValue(headers, rule.expression));
     case EventTypeSource::kJsonPointer: return usable(typeAtPointer(body, rule.expression));
@@ -278,7 +294,13 @@ std::string jqInput(const std::optional<std::string>& eventType, const HeaderLis
   if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
   head.pop_back();  // the closing brace
   head += ",\"body\":";
-  head += isJsonText(body) ? body : std::string_view("null");
+  if (isJsonText(body)) {
+    head += body;
+  } else if (const auto form = formBodyJson(headers, body)) {
+    head += *form;
+  } else {
+    head += "null";
+  }
   head += '}';
   return head;
 }

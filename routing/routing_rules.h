@@ -83,9 +83,14 @@ TargetRouting storedTargetRouting(const std::string& text);
 nlohmann::json targetRoutingJson(const TargetRouting& routing);
 std::string targetRoutingText(const TargetRouting& routing);
 
+// A form body (Content-Type application/x-www-form-urlencoded, and not JSON)
+// as JSON text (base/form_encoding.h's formFieldsJson); nullopt otherwise.
+std::optional<std::string> formBodyJson(const HeaderList& headers, std::string_view body);
+
 // The input of every routing program, as JSON text:
 //   {"event_type", "headers": {lower-case name: value}, "body", "received_at"}
-// body is the parsed body, or null when it is not JSON; a repeated header's
+// body is the parsed body, a form body's fields (formBodyJson), or null
+// otherwise; a repeated header's
 // values are joined with ", ". Never fails, whatever the bytes.
 std::string jqInput(const std::optional<std::string>& eventType, const HeaderList& headers,
                     std::string_view body, std::string_view receivedAt);
