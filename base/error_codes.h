@@ -68,6 +68,8 @@ inline constexpr std::string_view kStaleTimestamp = "stale_timestamp";
 inline constexpr std::string_view kBadSignature = "bad_signature";
 inline constexpr std::string_view kUnknownScheme = "unknown_scheme";
 inline constexpr std::string_view kUnusableSecret = "unusable_secret";
+// A provider's handshake with the wrong verify token (Meta's hub.verify_token).
+inline constexpr std::string_view kHandshakeRefused = "handshake_refused";
 
 // Routing rules and the jq sandbox.
 inline constexpr std::string_view kInvalidEventType = "invalid_event_type";

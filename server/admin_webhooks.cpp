@@ -4,7 +4,7 @@
 #include "base/json_pointer.h"
 #include "base/uuid.h"
 #include "server/admin_api.h"
-#include "server/inbound_verifier.h"
+#include "server/inbound_settings.h"
 #include "server/json_io.h"
 #include "server/request_fields.h"
 
@@ -20,31 +20,6 @@ constexpr int64_t kMaxMaxEvents = 10'000'000;
 constexpr size_t kMaxMaskPointers = 64;
 constexpr size_t kMaxPointerLength = 1024;
 
-// {"scheme": "github", "secret": "..."}: how the entrypoint checks that a
-// request comes from its sender. Absent → nullopt.
-Result<std::optional<std::pair<std::string, std::string>>> verificationField(const json& body) {
-  using Value = std::optional<std::pair<std::string, std::string>>;
-  if (!body.contains("verification")) return Value();
-  const json& v = body["verification"];
-  if (!v.is_object()) return makeError(error_code::kInvalidField, "verification must be an object");
-  if (auto r = refuseUnknownFields(v, {"scheme", "secret"}); !r) return r.error();
-  auto scheme = stringField(v, "scheme", 16);
-  if (!scheme) return scheme.error();
-  if (!scheme.value() || !verificationSchemeOf(*scheme.value()))
-    return makeError(error_code::kInvalidField,
-                     "verification.scheme must be none, standard, github or stripe");
-  auto secret = stringField(v, "secret", 256, true);
-  if (!secret) return secret.error();
-  if (*scheme.value() == "none") {
-    if (secret.value())
-      return makeError(error_code::kInvalidField, "verification none takes no secret");
-    return Value(std::make_pair(std::string("none"), std::string()));
-  }
-  const std::string key = secret.value().value_or("");
-  if (auto r = validateVerificationSecret(*scheme.value(), key); !r) return r.error();
-  return Value(std::make_pair(*scheme.value(), key));
-}
-
 // An entrypoint's name: 1 to kMaxNameLength characters, no '/' (it goes
 // into paths) and not shaped like an id (an id always wins over a name).
 Result<std::optional<std::string>> entrypointNameField(const json& body) {
@@ -58,40 +33,43 @@ Result<std::optional<std::string>> entrypointNameField(const json& body) {
 }
 
 // The fields an entrypoint's POST and PATCH take; absent ones are nullopt.
+// The inbound settings (verification, handshake, response) are applied onto
+// the entrypoint's current ones by server/inbound_settings.h.
 struct EntrypointFields {
   std::optional<std::string> name;
   std::optional<bool> active;
-  std::optional<std::pair<std::string, std::string>> verification;
   std::optional<EventTypeRule> eventType;
 };
 
 Result<EntrypointFields> entrypointFields(const json& body) {
-  if (auto r = refuseUnknownFields(body, {"name", "active", "verification", "event_type"}); !r)
+  if (auto r = refuseUnknownFields(
+          body, {"name", "active", "verification", "event_type", "handshake", "response"});
+      !r)
     return r.error();
   auto name = entrypointNameField(body);
   if (!name) return name.error();
   auto active = boolField(body, "active");
   if (!active) return active.error();
-  auto verification = verificationField(body);
-  if (!verification) return verification.error();
   std::optional<EventTypeRule> eventType;
   if (body.contains("event_type")) {
     auto rule = parseEventTypeRule(body["event_type"]);
     if (!rule) return rule.error();
     eventType = rule.value();
   }
-  return EntrypointFields{name.value(), active.value(), verification.value(), eventType};
+  return EntrypointFields{name.value(), active.value(), eventType};
 }
 
 json entrypointJson(const Entrypoint& e) {
-  return {{"id", e.id},
-          {"name", e.name},
-          {"url", "/hooks/" + e.id},
-          {"active", e.active},
-          {"verification", e.verification},  // the secret is never shown
-          {"event_type", eventTypeRuleJson(storedEventTypeRule(e.eventTypeRule))},
-          {"created_at", e.createdAt},
-          {"updated_at", e.updatedAt}};
+  json out = {{"id", e.id},
+              {"name", e.name},
+              {"url", "/hooks/" + e.id},
+              {"active", e.active},
+              {"verification", e.verification},  // the secrets are never shown
+              {"event_type", eventTypeRuleJson(storedEventTypeRule(e.eventTypeRule))},
+              {"created_at", e.createdAt},
+              {"updated_at", e.updatedAt}};
+  addInboundJson(e, out);
+  return out;
 }
 
 // Absent → nullopt. Present: an array of at most kMaxMaskPointers JSON
@@ -279,8 +257,8 @@ void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
   if (auto r = refuseOperationalEntrypoint(*id); !r)
     return sendError(res, 409, r.error().code, r.error().message);
   // An empty body is fine; a body, if sent, must be a JSON object with
-  // nothing but "name", "active", "verification" and "event_type". One
-  // INSERT: a refused request creates nothing.
+  // nothing but the entrypoint's fields. One INSERT: a refused request
+  // creates nothing.
   EntrypointSettings settings;
   if (!req.body.empty()) {
     auto body = parseJsonObject(req, res);
@@ -289,9 +267,13 @@ void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
     if (!fields) return sendError(res, fields.error());
     if (fields->name) settings.name = *fields->name;
     if (fields->active) settings.active = *fields->active;
-    if (fields->verification) {
-      settings.verification = fields->verification->first;
-      settings.verificationSecret = fields->verification->second;
+    auto inbound = applyInboundFields(*body, Entrypoint{});
+    if (!inbound) return sendError(res, inbound.error());
+    if (inbound.value()) {
+      settings.verification = inbound.value()->verification;
+      settings.verificationSecret = inbound.value()->verificationSecret;
+      settings.inboundSettings = inbound.value()->inboundSettings;
+      settings.inboundSecrets = inbound.value()->inboundSecrets;
     }
     if (fields->eventType) {
       if (auto r = checkPrograms(*fields->eventType); !r) return sendError(res, r.error());
@@ -312,10 +294,18 @@ void AdminApi::updateEntrypoint(const HttpRequest& req, HttpResponse& res) {
   if (!body) return;
   auto fields = entrypointFields(*body);
   if (!fields) return sendError(res, fields.error());
-  if (!fields->name && !fields->active && !fields->verification && !fields->eventType)
+  // Verification, handshake and response apply onto what the entrypoint
+  // has now; everything is checked before the one UPDATE.
+  auto current = store_.getEntrypoint(*eid);
+  if (!current && !current.error().isNotFound()) return sendError(res, current.error());
+  if (!current || current->webhookId != *id)
+    return sendError(res, 404, error_code::kNotFound, "no such entrypoint");
+  auto inbound = applyInboundFields(*body, current.value());
+  if (!inbound) return sendError(res, inbound.error());
+  if (!fields->name && !fields->active && !inbound.value() && !fields->eventType)
     return sendError(res, 400, error_code::kInvalidField,
-                     "name, active, verification or event_type is required");
-  EntrypointPatch patch{fields->name, fields->active, fields->verification, std::nullopt};
+                     "name, active, verification, handshake, response or event_type is required");
+  EntrypointPatch patch{fields->name, fields->active, inbound.value(), std::nullopt};
   if (fields->eventType) {
     if (auto r = checkPrograms(*fields->eventType); !r) return sendError(res, r.error());
     patch.eventTypeRule = eventTypeRuleText(*fields->eventType);

@@ -548,6 +548,9 @@ void HttpServer::Impl::registerRoutes() {
   router_.addAsync("POST", "/hooks/{id}", [this](HttpRequest& req, Respond respond) {
     ingest_.handle(req, std::move(respond));
   });
+  router_.addAsync("GET", "/hooks/{id}", [this](HttpRequest& req, Respond respond) {
+    ingest_.handleGet(req, std::move(respond));
+  });
   router_.add("GET", "/healthz", [](const HttpRequest&, HttpResponse& res) {
     sendJson(res, 200, {{"status", "ok"}});
   });

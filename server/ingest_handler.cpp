@@ -5,6 +5,8 @@
 
 #include "base/json_depth.h"
 #include "base/uuid.h"
+#include "base/ascii_case.h"
+#include "server/handshake.h"
 #include "server/inbound_verifier.h"
 #include "server/json_io.h"
 #include "server/stored_headers.h"
@@ -36,6 +38,21 @@ std::optional<std::string> idempotencyKeyOf(const HttpRequest& req, std::string_
   return std::nullopt;
 }
 
+// A header that carries the shared secret itself (a token or Basic scheme's,
+// such as GitLab's X-Gitlab-Token): never stored with the event.
+bool isCredentialHeader(const InboundSettings& inbound, std::string_view name) {
+  if (!inbound.scheme || (inbound.scheme->algorithm != SignatureAlgorithm::kToken &&
+                          inbound.scheme->algorithm != SignatureAlgorithm::kBasic))
+    return false;
+  std::string_view names = inbound.scheme->header;
+  while (!names.empty()) {
+    const size_t bar = std::min(names.find('|'), names.size());
+    if (equalsIgnoringCase(names.substr(0, bar), name)) return true;
+    names.remove_prefix(std::min(bar + 1, names.size()));
+  }
+  return false;
+}
+
 }  // namespace
 
 IngestHandler::IngestHandler(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
@@ -55,15 +72,18 @@ IngestHandler::~IngestHandler() {
   parkedDone_.wait(lock, [this]() REQUIRES(parkedMutex_) { return parked_ == 0; });
 }
 
-void IngestHandler::handle(HttpRequest& req, Respond respond) {
+std::shared_ptr<const IngestRoute> IngestHandler::admit(const HttpRequest& req,
+                                                       const Respond& respond) {
   const auto refuse = [&respond](int status, std::string_view code, std::string_view message) {
     respond(errorResponse(status, code, message));
+    return nullptr;
   };
   if (!accepting_) {
     HttpResponse res =
         errorResponse(503, error_code::kShuttingDown, "webhooker is shutting down; retry shortly");
     res.set_header("Retry-After", "5");
-    return respond(std::move(res));
+    respond(std::move(res));
+    return nullptr;
   }
   const std::string& rawId = req.matches[1];
   if (!isUuid(rawId)) return refuse(404, error_code::kNotFound, "no such entrypoint");
@@ -71,9 +91,6 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     return refuse(
         413, error_code::kBodyTooLarge,
         "the body is larger than the limit of " + std::to_string(options_.bodyLimit) + " bytes");
-
-  // Before the route says whether the webhook is moving (see MoveFence).
-  MoveFence::IngestPass pass = moveFence_.admitIngest();
   auto route = routes_.lookup(normalizeUuid(rawId));
   if (!route) {
     if (route.error().isNotFound()) return refuse(404, error_code::kNotFound, "no such entrypoint");
@@ -87,14 +104,49 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     HttpResponse res = errorResponse(503, error_code::kWebhookMoving,
                                      "this webhook is moving to another node; retry shortly");
     res.set_header("Retry-After", "1");
+    respond(std::move(res));
+    return nullptr;
+  }
+  if (!route.value()->entrypoint.active)
+    return refuse(410, error_code::kEntrypointInactive, "this entrypoint is not accepting events");
+  return std::move(route.value());
+}
+
+void IngestHandler::handleGet(HttpRequest& req, Respond respond) {
+  const auto route = admit(req, respond);
+  if (!route) return;
+  const InboundSettings& inbound = route->inbound;
+  auto answer = inbound.unusable ? std::nullopt : answerHandshakeGet(inbound, req.params);
+  if (!answer) {
+    HttpResponse res = errorResponse(405, error_code::kMethodNotAllowed,
+                                     "GET is not allowed here; allowed: POST");
+    res.set_header("Allow", "POST");
     return respond(std::move(res));
   }
-  const Entrypoint& entrypoint = route.value()->entrypoint;
-  if (!entrypoint.active)
-    return refuse(410, error_code::kEntrypointInactive, "this entrypoint is not accepting events");
+  const std::string_view kind = handshakeName(inbound.handshake);
+  metrics_.handshake(kind, answer->answered);
+  spdlog::info("ingest.handshake entrypoint_id={} kind={} status={}", route->entrypoint.id, kind,
+               answer->response.status);
+  respond(std::move(answer->response));
+}
+
+void IngestHandler::handle(HttpRequest& req, Respond respond) {
+  const auto refuse = [&respond](int status, std::string_view code, std::string_view message) {
+    respond(errorResponse(status, code, message));
+  };
+  // Before the route says whether the webhook is moving (see MoveFence).
+  MoveFence::IngestPass pass = moveFence_.admitIngest();
+  std::shared_ptr<const IngestRoute> route = admit(req, respond);
+  if (!route) return;
+  const Entrypoint& entrypoint = route->entrypoint;
+  const InboundSettings& inbound = route->inbound;
   const auto header = [&req](const char* name) { return req.get_header_value(name); };
-  if (auto verified = verifyInbound(entrypoint.verification, entrypoint.verificationSecret,
-                                    header, req.body, std::chrono::system_clock::now());
+  const InboundRequest signedRequest{header, req.body, req.target, inbound.publicUrl};
+  if (auto verified = inbound.unusable
+                          ? Result<void>(makeError(error_code::kUnknownScheme,
+                                                   "the entrypoint's settings are unreadable"))
+                          : verifyRequest(inbound.scheme, inbound.secrets, signedRequest,
+                                          std::chrono::system_clock::now());
       !verified) {
     const Error& why = verified.error();
     metrics_.verificationFailed(why.code);
@@ -108,6 +160,13 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     spdlog::info("ingest.verification_failed entrypoint_id={} reason={}", entrypoint.id,
                  why.code);
     return refuse(401, error_code::kSignatureInvalid, why.message);
+  }
+  if (auto answer = answerHandshakePost(inbound, req.body)) {
+    const std::string_view kind = handshakeName(inbound.handshake);
+    metrics_.handshake(kind, answer->answered);
+    spdlog::info("ingest.handshake entrypoint_id={} kind={} status={}", entrypoint.id, kind,
+                 answer->response.status);
+    return respond(std::move(answer->response));
   }
 
   auto idempotencyKey = idempotencyKeyOf(req, entrypoint.verification);
@@ -131,7 +190,8 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
   if (const size_t q = req.target.find('?'); q != std::string::npos)
     event.query = req.target.substr(q + 1);
   for (const auto& [name, value] : req.headers)
-    if (isStoredHeader(name)) event.headers.emplace_back(name, value);
+    if (isStoredHeader(name) && !isCredentialHeader(inbound, name))
+      event.headers.emplace_back(name, value);
   event.contentType = req.get_header_value("Content-Type");
   event.body = std::move(req.body);
   event.remoteAddr = req.remote_addr;
@@ -141,14 +201,14 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     MutexLock lock(parkedMutex_);
     ++parked_;
   }
-  if (!route.value()->runsJq)
-    return routeAndStore(std::move(route.value()), std::move(db.value()), std::move(event),
+  if (!route->runsJq)
+    return routeAndStore(std::move(route), std::move(db.value()), std::move(event),
                          std::move(respond), std::move(pass));
   // A jq program may take its whole time budget: not on the event loop.
   auto job = std::make_shared<std::tuple<std::shared_ptr<const IngestRoute>,
                                          std::shared_ptr<EventsDb>, InboundEvent, Respond,
                                          MoveFence::IngestPass>>(
-      std::move(route.value()), std::move(db.value()), std::move(event), std::move(respond),
+      std::move(route), std::move(db.value()), std::move(event), std::move(respond),
       std::move(pass));
   const std::string webhookId = entrypoint.webhookId;
   if (!routing_.post(webhookId, [this, job]() {
@@ -221,10 +281,15 @@ void IngestHandler::finish(const IngestRoute& route, const RoutedEvent& routed,
   // The deliveries go to the engine before the answer goes out, so a sender
   // that has its 200 finds them handed over.
   // A duplicate queues nothing: its count is 0, not the first event's.
-  sendJson(res, 200,
-           {{"event_id", stored->eventId},
-            {"deliveries", stored->duplicate ? 0 : stored->deliveries.size()},
-            {"duplicate", stored->duplicate}});
+  if (const auto& custom = route.inbound.response) {
+    res.status = custom->status;
+    res.set_content(custom->body, custom->contentType);
+  } else {
+    sendJson(res, 200,
+             {{"event_id", stored->eventId},
+              {"deliveries", stored->duplicate ? 0 : stored->deliveries.size()},
+              {"duplicate", stored->duplicate}});
+  }
   if (stored->duplicate) {
     spdlog::info("ingest.duplicate webhook_id={} event_id={}", webhookId, stored->eventId);
     return respond(std::move(res));

@@ -65,6 +65,9 @@ class IngestHandler {
   // Answers through `respond` once: at once for a refusal, after the commit
   // otherwise.
   void handle(HttpRequest& req, Respond respond);
+  // GET /hooks/<id>: a provider's handshake (Meta, X, Dropbox), answered
+  // at once, storing nothing; 405 for an entrypoint without one.
+  void handleGet(HttpRequest& req, Respond respond);
 
   // While false, every ingest answers 503 (shutting down).
   void setAccepting(bool accepting) { accepting_ = accepting; }
@@ -79,6 +82,9 @@ class IngestHandler {
   // On a commit thread, after the commit: the answer, then the deliveries.
   void finish(const IngestRoute& route, const RoutedEvent& routed, Result<IngestOutcome> stored,
               InboundEvent& event, const Respond& respond);
+  // The route of an entrypoint that takes requests now; nullptr after
+  // answering why not (404, 410, 503).
+  std::shared_ptr<const IngestRoute> admit(const HttpRequest& req, const Respond& respond);
   void unpark();
   // 503 routing_busy with Retry-After: the event was not stored, send it again.
   static HttpResponse routingBusy();

@@ -31,6 +31,7 @@ Result<std::shared_ptr<const IngestRoute>> IngestRoutes::lookup(const std::strin
   auto route = std::make_shared<IngestRoute>();
   route->entrypoint = std::move(entrypoint.value());
   route->eventTypeRule = storedEventTypeRule(route->entrypoint.eventTypeRule);
+  route->inbound = inboundSettingsOf(route->entrypoint);
   route->runsJq = route->eventTypeRule.source == EventTypeSource::kJq;
   route->webhookMovingOut = webhook->movingTo.has_value();
   for (const TargetRecord& t : targets.value()) {

@@ -19,6 +19,7 @@
 #include "base/result.h"
 #include "storage/main_store.h"
 #include "routing/routing_rules.h"
+#include "server/inbound_settings.h"
 
 namespace webhooker::server {
 
@@ -31,6 +32,7 @@ struct IngestRoute {
   Entrypoint entrypoint;
   std::vector<ActiveTarget> targets;  // active ones, oldest first
   EventTypeRule eventTypeRule;
+  InboundSettings inbound;  // verification, handshake and response, read once per load
   // Routing this event runs a jq program (its type or a target's filter):
   // ingest then works it out off the event loop.
   bool runsJq = false;

@@ -30,6 +30,11 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
                                 .Name("webhooker_ingest_verification_failures_total")
                                 .Help("Inbound requests refused by signature verification")
                                 .Register(registry)),
+      handshakes_(prometheus::BuildCounter()
+                      .Name("webhooker_ingest_handshakes_total")
+                      .Help("Providers' handshakes answered at ingest (nothing stored), by "
+                            "kind and outcome")
+                      .Register(registry)),
       durations_(prometheus::BuildHistogram()
                      .Name("webhooker_http_request_duration_seconds")
                      .Help("Time to handle an HTTP request, by route pattern")
@@ -51,6 +56,12 @@ void ServerMetrics::eventReceived() { eventsReceived_.Increment(); }
 void ServerMetrics::verificationFailed(std::string_view reason) {
   // The reasons come from a fixed set (inbound_verifier.h).
   verificationFailures_.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void ServerMetrics::handshake(std::string_view kind, bool answered) {
+  // The kinds come from a fixed set (inbound_settings.h).
+  handshakes_.Add({{"kind", std::string(kind)}, {"outcome", answered ? "answered" : "refused"}})
+      .Increment();
 }
 
 void ServerMetrics::request(std::string_view route, int status,

@@ -25,6 +25,9 @@ class ServerMetrics {
   void eventReceived();
   // An inbound request refused by its entrypoint's signature check.
   void verificationFailed(std::string_view reason);
+  // A provider's handshake answered at ingest (`kind`: slack, meta, zoom,
+  // twitter, dropbox; `outcome`: answered or refused).
+  void handshake(std::string_view kind, bool answered);
   // `route`: a registered pattern or Router::kUnmatched, never a path.
   void request(std::string_view route, int status, std::chrono::duration<double> duration);
   // What unfinished requests hold in memory (server/buffered_requests.h).
@@ -34,6 +37,7 @@ class ServerMetrics {
   prometheus::Counter& eventsReceived_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Counter>& verificationFailures_;
+  prometheus::Family<prometheus::Counter>& handshakes_;
   prometheus::Family<prometheus::Histogram>& durations_;
   prometheus::Gauge& bufferedBytes_;
 };

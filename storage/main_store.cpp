@@ -62,14 +62,16 @@ Webhook readWebhook(SQLite::Statement& q) {
 
 constexpr const char* kEntrypointColumns =
     "id, webhook_id, active, created_at, updated_at, verification, "
-    "COALESCE(verification_secret, ''), COALESCE(event_type_rule, ''), name";
+    "COALESCE(verification_secret, ''), COALESCE(event_type_rule, ''), name, "
+    "COALESCE(inbound_settings, ''), COALESCE(inbound_secrets, '')";
 
 Entrypoint readEntrypoint(SQLite::Statement& q) {
   return Entrypoint{q.getColumn(0).getString(), q.getColumn(1).getString(),
                     q.getColumn(2).getInt() != 0, q.getColumn(3).getString(),
                     q.getColumn(4).getString(), q.getColumn(5).getString(),
                     q.getColumn(6).getString(), q.getColumn(7).getString(),
-                    q.getColumn(8).getString()};
+                    q.getColumn(8).getString(), q.getColumn(9).getString(),
+                    q.getColumn(10).getString()};
 }
 
 // Binds what a target's create and update both write, from active to
@@ -464,8 +466,17 @@ Result<void> MainStore::deleteWebhook(const std::string& id) {
 Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
                                               const EntrypointSettings& settings) {
   const std::string now = formatTime(clock_.now());
-  Entrypoint ep{newUuid(), webhookId, settings.active, now, now, settings.verification,
-                settings.verificationSecret, settings.eventTypeRule, settings.name};
+  Entrypoint ep{newUuid(),
+                webhookId,
+                settings.active,
+                now,
+                now,
+                settings.verification,
+                settings.verificationSecret,
+                settings.eventTypeRule,
+                settings.name,
+                settings.inboundSettings,
+                settings.inboundSecrets};
   return write("create entrypoint", [&](SQLite::Database& db) -> Result<Entrypoint> {
     SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
     exists.bind(1, webhookId);
@@ -480,8 +491,8 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
     }
     SQLite::Statement q(db,
                         "INSERT INTO entrypoints (id, webhook_id, active, created_at, updated_at, "
-                        "verification, verification_secret, event_type_rule, name) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                        "verification, verification_secret, event_type_rule, name, "
+                        "inbound_settings, inbound_secrets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, ep.id);
     q.bind(2, ep.webhookId);
     q.bind(3, ep.active ? 1 : 0);
@@ -491,6 +502,8 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
     if (ep.verification != "none") q.bind(7, ep.verificationSecret);
     if (!ep.eventTypeRule.empty()) q.bind(8, ep.eventTypeRule);
     q.bind(9, ep.name);
+    if (!ep.inboundSettings.empty()) q.bind(10, ep.inboundSettings);
+    if (!ep.inboundSecrets.empty()) q.bind(11, ep.inboundSecrets);
     q.exec();
     return ep;
   });
@@ -545,13 +558,17 @@ Result<Entrypoint> MainStore::patchEntrypoint(const std::string& webhookId,
         "UPDATE entrypoints SET name = COALESCE(?1, name), active = COALESCE(?2, active), "
         "verification = COALESCE(?3, verification), "
         "verification_secret = CASE WHEN ?3 IS NULL THEN verification_secret ELSE ?4 END, "
+        "inbound_settings = CASE WHEN ?3 IS NULL THEN inbound_settings ELSE ?10 END, "
+        "inbound_secrets = CASE WHEN ?3 IS NULL THEN inbound_secrets ELSE ?11 END, "
         "event_type_rule = CASE WHEN ?5 THEN NULLIF(?6, '') ELSE event_type_rule END, "
         "updated_at = ?7 WHERE id = ?8 AND webhook_id = ?9");
     if (patch.name) q.bind(1, *patch.name);
     if (patch.active) q.bind(2, *patch.active ? 1 : 0);
-    if (patch.verification) {
-      q.bind(3, patch.verification->first);
-      if (patch.verification->first != "none") q.bind(4, patch.verification->second);
+    if (const auto& v = patch.verification) {
+      q.bind(3, v->verification);
+      if (v->verification != "none") q.bind(4, v->verificationSecret);
+      if (!v->inboundSettings.empty()) q.bind(10, v->inboundSettings);
+      if (!v->inboundSecrets.empty()) q.bind(11, v->inboundSecrets);
     }
     q.bind(5, patch.eventTypeRule ? 1 : 0);
     q.bind(6, patch.eventTypeRule.value_or(""));
@@ -570,7 +587,7 @@ Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webho
                                                         const std::string& scheme,
                                                         const std::string& secret) {
   EntrypointPatch patch;
-  patch.verification = std::make_pair(scheme, secret);
+  patch.verification = EntrypointInbound{scheme, secret, "", ""};
   return patchEntrypoint(webhookId, id, patch);
 }
 

@@ -37,7 +37,7 @@ struct Entrypoint {
   bool active = true;
   std::string createdAt;
   std::string updatedAt;
-  std::string verification = "none";  // none | standard | github | stripe
+  std::string verification = "none";  // none | custom | a preset (server/inbound_verifier.h)
   std::string verificationSecret;     // the sender's secret: never leaves the main DB
   // How an event's type is found, as JSON (routing/routing_rules.h); empty:
   // the default rule.
@@ -45,6 +45,12 @@ struct Entrypoint {
   // Unique within its webhook; the API and the CLI take it wherever they
   // take the id. A webhook's first entrypoint is "default".
   std::string name;
+  // JSON (server/inbound_settings.h): a custom scheme's parts, tolerance,
+  // public URL, handshake and custom response; empty: none of them.
+  std::string inboundSettings;
+  // JSON: older secrets still honoured and Meta's verify token; empty: none.
+  // Never leaves the main DB.
+  std::string inboundSecrets;
 };
 
 // The name a webhook's first entrypoint gets.
@@ -57,14 +63,25 @@ struct EntrypointSettings {
   std::string verificationSecret;
   std::string eventTypeRule;  // as Entrypoint::eventTypeRule
   std::string name;           // empty: "ep-" and the start of its id
+  std::string inboundSettings;  // as Entrypoint::inboundSettings
+  std::string inboundSecrets;   // as Entrypoint::inboundSecrets
+};
+
+// An entrypoint's verification as a whole: scheme, secret, and the two JSON
+// columns beside them (written together, so they always agree).
+struct EntrypointInbound {
+  std::string verification = "none";
+  std::string verificationSecret;
+  std::string inboundSettings;
+  std::string inboundSecrets;
 };
 
 // What an entrypoint's update changes; nullopt leaves a field as it is.
 struct EntrypointPatch {
   std::optional<std::string> name;
   std::optional<bool> active;
-  // scheme and secret ("none": no secret)
-  std::optional<std::pair<std::string, std::string>> verification;
+  // scheme, secret ("none": no secret), and the settings beside them
+  std::optional<EntrypointInbound> verification;
   std::optional<std::string> eventTypeRule;  // "" back to the default
 };
 

@@ -136,8 +136,10 @@ TEST_CASE("secrets are checked per scheme") {
   CHECK(validateVerificationSecret("github", kGithubSecret));
   CHECK_FALSE(validateVerificationSecret("github", ""));
   CHECK_FALSE(validateVerificationSecret("stripe", std::string(257, 'x')));
-  CHECK(verificationSchemeOf("none") == VerificationScheme::none);
-  CHECK_FALSE(verificationSchemeOf("hmac"));
+  CHECK(isSchemeName("none"));
+  CHECK(isSchemeName("custom"));
+  CHECK(isSchemeName("shopify"));
+  CHECK_FALSE(isSchemeName("hmac"));
 }
 
 TEST_CASE("settings the verifier cannot use refuse the request (fail closed)") {
