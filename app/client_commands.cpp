@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -272,14 +273,60 @@ void addSecretOption(CLI::App& cmd, const SessionPtr& s, const std::string& flag
       help);
 }
 
-// --verify SCHEME [--verify-secret S]: how an entrypoint checks its sender.
+// --verify SCHEME [--verify-secret S] and the rest of an entrypoint's
+// inbound settings (docs/providers.md): how it checks its sender, its
+// provider's handshake and its answer.
 void addVerificationOptions(CLI::App& cmd, const SessionPtr& s, bool required) {
   auto* scheme = addBodyOption<std::string>(
       cmd, s, "--verify", "/verification/scheme",
-      "how requests are verified: none, standard, github or stripe");
+      "how requests are verified: none, custom or a preset (github, stripe, standard, shopify, "
+      "slack, twilio, zoom, linear, paddle, gitlab, meta, twitter, dropbox)");
   if (required) scheme->required();
   addSecretOption(cmd, s, "--verify-secret", "/verification/secret",
                   "the sender's signing secret (write-only), or - to read it from standard input");
+  addSecretOption(cmd, s, "--verify-previous-secret", "/verification/previous_secret",
+                  "a secret being rotated out, still honoured beside --verify-secret");
+  addBodyOption<std::string>(cmd, s, "--verify-public-url", "/verification/public_url",
+                             "the scheme, host and path prefix senders call (schemes that sign "
+                             "the URL: twilio, custom with {url})");
+  addBodyOption<int64_t>(cmd, s, "--verify-tolerance", "/verification/tolerance_seconds",
+                         "seconds a signature's timestamp may be off (default 300)");
+  for (const auto& [flag, key, help] :
+       {std::tuple{"--verify-header", "/verification/header", "custom: the signature's header"},
+        {"--verify-prefix", "/verification/prefix", "custom: before the signature (sha256=)"},
+        {"--verify-algorithm", "/verification/algorithm",
+         "custom: hmac-sha1, hmac-sha256, hmac-sha512, token or basic"},
+        {"--verify-encoding", "/verification/encoding", "custom: hex or base64"},
+        {"--verify-content", "/verification/content",
+         "custom: what is signed, e.g. {timestamp}.{body}"},
+        {"--verify-timestamp-header", "/verification/timestamp_header",
+         "custom: the timestamp's header"}})
+    addBodyOption<std::string>(cmd, s, flag, key, help);
+  addBodyOption<std::string>(cmd, s, "--handshake", "/handshake/kind",
+                             "answer the provider's handshake: slack, meta, zoom, twitter or "
+                             "dropbox (the scheme of the same name)");
+  addSecretOption(cmd, s, "--handshake-token", "/handshake/verify_token",
+                  "meta: the verify token (write-only), or - to read it from standard input");
+  addBodyOption<int64_t>(cmd, s, "--response-status", "/response/status",
+                         "answer stored events with this status (200-299)");
+  addBodyOption<std::string>(cmd, s, "--response-type", "/response/content_type",
+                             "the custom answer's Content-Type");
+  addBodyOption<std::string>(cmd, s, "--response-body", "/response/body", "the custom answer's body");
+}
+
+// --verify-previous-secret: the API takes the secrets as one list, newest
+// first.
+json inboundBody(json body) {
+  if (!body.contains("verification") || !body["verification"].contains("previous_secret"))
+    return body;
+  json& v = body["verification"];
+  json secrets = json::array();
+  if (v.contains("secret")) secrets.push_back(v["secret"]);
+  secrets.push_back(v["previous_secret"]);
+  v.erase("secret");
+  v.erase("previous_secret");
+  v["secrets"] = secrets;
+  return body;
 }
 
 // How an entrypoint finds an event's type: one of three rules, or (not on
@@ -460,7 +507,8 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
   addWebhookIdArg(list, s);
   auto& create = addLeaf(
       group, s, "create", "add an entrypoint to a webhook",
-      [s] { return ApiCall{"POST", webhookPath(*s) + "/entrypoints", s->body}; }, showObject);
+      [s] { return ApiCall{"POST", webhookPath(*s) + "/entrypoints", inboundBody(s->body)}; },
+      showObject);
   addWebhookIdArg(create, s);
   addBodyOption<std::string>(create, s, "--name", "/name",
                              "its name, unique within the webhook (default: ep- and the start "
@@ -480,10 +528,22 @@ void addEntrypointCommands(CLI::App& app, const SessionPtr& s) {
       ->required();
   auto& verify = addLeaf(
       group, s, "verify", "set how an entrypoint verifies its sender's signature",
-      [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), s->body}; }, showObject);
+      [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), inboundBody(s->body)}; },
+      showObject);
   addWebhookIdArg(verify, s);
   addChildIdArg(verify, s, "entrypoint");
   addVerificationOptions(verify, s, true);
+  auto& update = addLeaf(
+      group, s, "update", "change an entrypoint's verification, handshake or response",
+      [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), inboundBody(s->body)}; },
+      showObject);
+  addWebhookIdArg(update, s);
+  addChildIdArg(update, s, "entrypoint");
+  addVerificationOptions(update, s, false);
+  update.add_flag_callback("--no-handshake", [s] { s->body["handshake"] = nullptr; },
+                           "stop answering the provider's handshake");
+  update.add_flag_callback("--default-response", [s] { s->body["response"] = nullptr; },
+                           "answer with webhooker's own JSON again");
   auto& typing = addLeaf(
       group, s, "event-type", "set how an entrypoint finds the type of its events",
       [s] { return ApiCall{"PATCH", childPath(*s, "entrypoints"), s->body}; }, showObject);
