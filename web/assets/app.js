@@ -568,8 +568,10 @@
         setTimeout(() => { copy.textContent = 'Copy'; }, 1500);
       });
       const verification = ep.verification && ep.verification !== 'none' ? chip('closed', 'verifies ' + ep.verification) : null;
+      const handshake = ep.handshake ? chip('closed', 'answers ' + ep.handshake.kind + ' handshake') : null;
+      const response = ep.response ? chip('closed', 'answers ' + ep.response.status + ' ' + ep.response.content_type) : null;
       return h('div', { class: 'copy-row' }, input, copy,
-        chip(ep.active ? 'active' : 'inactive', ep.active ? 'active' : 'inactive'), verification);
+        chip(ep.active ? 'active' : 'inactive', ep.active ? 'active' : 'inactive'), verification, handshake, response);
     });
     const body = rows.length
       ? h('div', { class: 'card-body' }, h('div', { class: 'copy-list' }, rows))
