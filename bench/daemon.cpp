@@ -46,6 +46,15 @@ CreatedWebhook BenchDaemon::createWebhook(const std::string& name) {
           webhook.at("entrypoints").at(0).at("url").get<std::string>()};
 }
 
+std::string BenchDaemon::createVerifiedEntrypoint(const std::string& webhookId,
+                                                  const std::string& secret) {
+  const nlohmann::json body = {{"verification", {{"scheme", "standard"}, {"secret", secret}}}};
+  return nlohmann::json::parse(
+             adminPost("/api/v1/webhooks/" + webhookId + "/entrypoints", body.dump()))
+      .at("url")
+      .get<std::string>();
+}
+
 std::string BenchDaemon::createHttpTarget(const std::string& webhookId, const std::string& url,
                                           int maxConcurrency, const nlohmann::json& routing) {
   nlohmann::json body = {{"name", "bench"},

@@ -41,6 +41,9 @@ class BenchDaemon {
 
   // Admin API calls; a failure throws std::runtime_error with the answer.
   CreatedWebhook createWebhook(const std::string& name);
+  // Another entrypoint of the webhook, verifying Standard Webhooks signatures
+  // with `secret`: its /hooks/<id> path.
+  std::string createVerifiedEntrypoint(const std::string& webhookId, const std::string& secret);
   // `routing`: the target's filter, transform and rate_limit fields, if any.
   std::string createHttpTarget(const std::string& webhookId, const std::string& url,
                                int maxConcurrency,

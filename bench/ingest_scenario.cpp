@@ -6,8 +6,9 @@
 // has every event. More connections means more events in flight, so larger
 // group commits: the daemon is asked to batch as deep as the senders allow.
 //
-// At 64 connections (ingestAloneConnections) the same load also goes to a
-// webhook whose one target is a database target (each delivery records the
+// At 64 connections (ingestAloneConnections) the same load also goes to an
+// entrypoint verifying Standard Webhooks signatures (each request signed by
+// the load generator), to a webhook whose one target is a database target (each delivery records the
 // stored event: the engine's and the result write's share, without a second
 // HTTP hop on the cores) and to one with no target (the front door and the
 // commit alone).
@@ -89,6 +90,19 @@ void runIngest(const BenchConfig& config, Report& report) {
     };
     addVariant(loadThroughDaemon(config, spec, LoadTarget::database(), "ingest-database", report),
               "database target");
+    // The same load with every request signed and verified (Standard
+    // Webhooks): what verification costs the rate. The goal is at most 10 %.
+    {
+      BenchReceiver verifiedReceiver;
+      LoadSpec signedSpec = spec;
+      signedSpec.signingSecret = "whsec_YmVuY2gtdmVyaWZpY2F0aW9uLXNlY3JldC0zMmJ5dGVz";
+      const LoadResult verified =
+          loadThroughDaemon(config, signedSpec, LoadTarget::http(verifiedReceiver),
+                            "ingest-verified", report);
+      report.add({"ingest", "events/s acknowledged" + at + ", Standard Webhooks verification",
+                  verified.steadyRatePerSecond(), "1/s", result.steadyRatePerSecond(),
+                  "events/s acknowledged" + at + " unsigned", Goal{Goal::Kind::kRatioAtLeast, 0.9}});
+    }
     double aloneCpu = 0;
     addVariant(loadThroughDaemon(config, spec, LoadTarget::none(), "ingest-alone", report, {},
                                  measuringCpu(config, nullptr, aloneCpu)),

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <thread>
 
+#include "targets/webhook_signature.h"
+
 namespace webhooker::bench {
 
 size_t LoadResult::ok() const {
@@ -84,10 +86,21 @@ LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies)
         } else {
           r.due = std::chrono::steady_clock::now();
         }
-        const httplib::Headers headers = {{kSeqHeader, std::to_string(r.seq)}};
+        httplib::Headers headers = {{kSeqHeader, std::to_string(r.seq)}};
         const std::string& path =
             spec.paths.empty() ? spec.path : spec.paths[pathIndex(i, spec.paths.size())];
-        auto res = client.Post(path, headers, bodies[i % bodies.size()], "application/json");
+        const std::string& body = bodies[i % bodies.size()];
+        if (!spec.signingSecret.empty()) {
+          const std::string id = "msg_" + std::to_string(r.seq);
+          const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+          headers.emplace("webhook-id", id);
+          headers.emplace("webhook-timestamp", std::to_string(now));
+          headers.emplace("webhook-signature",
+                          standardWebhookSignatureHeader({spec.signingSecret}, id, now, body));
+        }
+        auto res = client.Post(path, headers, body, "application/json");
         r.latencyMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r.due)
                           .count();
         r.status = res ? res->status : 0;

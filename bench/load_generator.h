@@ -32,6 +32,9 @@ struct LoadSpec {
   // A request without an answer by then failed; at a fixed rate, so does one
   // that could not be sent by then.
   std::chrono::seconds readTimeout{30};
+  // If set, every request is signed with it as a Standard Webhooks sender
+  // does (webhook-id, webhook-timestamp, webhook-signature), at send time.
+  std::string signingSecret;
 };
 
 struct RequestOutcome {

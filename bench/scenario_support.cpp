@@ -115,7 +115,9 @@ LoadResult loadThroughDaemon(const BenchConfig& config, LoadSpec spec, LoadTarge
   else if (target.kind == LoadTarget::Kind::kDatabase)
     targetId = daemon.createDatabaseTarget(webhook.id, config.workers);
   spec.baseUrl = daemon.url();
-  spec.path = webhook.hookPath;
+  spec.path = spec.signingSecret.empty()
+                  ? webhook.hookPath
+                  : daemon.createVerifiedEntrypoint(webhook.id, spec.signingSecret);
   spec.firstSeq = reserveSeqs(spec.requests);
   LoadResult result = runner ? runner(daemon, spec) : runLoad(spec, config.bodies);
   bool delivered = true;
