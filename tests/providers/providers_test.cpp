@@ -22,13 +22,18 @@
 #include "base/form_encoding.h"
 #include "base/hmac.h"
 #include "base/secret.h"
+#include "server/inbound_settings.h"
 #include "server/inbound_verifier.h"
+#include "storage/main_store.h"
+#include "storage/migration.h"
+#include "storage/sqlite_database.h"
 #include "targets/webhook_signature.h"
 #include "tests/support/contains.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/eventually.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/receiver.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_server.h"
 
 using namespace webhooker;
@@ -619,4 +624,38 @@ TEST_CASE("form bodies: routing and jq see the decoded fields; the stored body s
   CHECK(q.getColumn(0).getString() == slash);
   REQUIRE(q.executeStep());
   CHECK(q.getColumn(0).getString() == interactive);
+}
+
+TEST_CASE("entrypoints set up before the declarative schemes verify as they did") {
+  TempDir dir;
+  const auto file = dir / "webhooker.db";
+  {
+    // The schema as it was (up to 0007), with a GitHub-verified entrypoint.
+    const auto before = mainMigrations().first(7);
+    auto db = storage::openDatabase(file, DbOptions{}, before);
+    REQUIRE(db);
+    db.value()->exec(
+        "INSERT INTO webhooks (id, name, created_at, updated_at) VALUES ('w', 'old', 't', 't');"
+        "INSERT INTO entrypoints (id, webhook_id, created_at, updated_at, verification, "
+        "verification_secret) VALUES ('e', 'w', 't', 't', 'github', 'It''s a Secret to Everybody')");
+  }
+  SystemClock clock;
+  auto store = MainStore::open(file, DbOptions{}, clock);
+  REQUIRE(store);
+  auto entrypoint = store.value()->getEntrypoint("e");
+  REQUIRE(entrypoint);
+  CHECK(entrypoint->verification == "github");
+  const InboundSettings inbound = inboundSettingsOf(entrypoint.value());
+  CHECK_FALSE(inbound.unusable);
+  REQUIRE(inbound.scheme);
+  const Headers signature{
+      {"X-Hub-Signature-256",
+       "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}};
+  const HeaderLookup lookup = lookupIn(signature);
+  CHECK(verifyRequest(inbound.scheme, inbound.secrets,
+                      InboundRequest{lookup, "Hello, World!", "/hooks/e", ""}, at(0)));
+  CHECK(verifyRequest(inbound.scheme, inbound.secrets,
+                      InboundRequest{lookup, "Hello, World?", "/hooks/e", ""}, at(0))
+            .error()
+            .code == "bad_signature");
 }
