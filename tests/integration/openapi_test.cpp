@@ -167,3 +167,22 @@ TEST_CASE("the health, placement, operational webhook and move routes answer as 
   REQUIRE(statusOf(adminA.Post(back + "/move/back", "", "application/json")) == 200);
   CHECK(statusOf(senderA.Post(DaemonApi::hookPath(billing), "{}", "application/json")) == 200);
 }
+
+// GET /hooks/{entrypoint} answers only a provider's handshake
+// (docs/providers.md): once as text (Dropbox) and once as JSON (X).
+TEST_CASE("an entrypoint's handshake answers GET as documented") {
+  TestServer server;
+  auto admin = server.client();
+  const std::string webhookId = server.createWebhook("handshakes")["id"];
+  auto hook = server.anonymousClient();
+  for (const char* kind : {"dropbox", "twitter"}) {
+    CAPTURE(kind);
+    auto created = postJson(admin, "/api/v1/webhooks/" + webhookId + "/entrypoints",
+                            {{"verification", {{"scheme", kind}, {"secret", "app-secret"}}},
+                             {"handshake", {{"kind", kind}}}});
+    REQUIRE(statusOf(created) == 201);
+    const std::string path = "/hooks/" + jsonOf(created)["id"].get<std::string>();
+    auto answer = hook.Get(path + (std::string(kind) == "dropbox" ? "?challenge=c1" : "?crc_token=c1"));
+    CHECK(statusOf(answer) == 200);
+  }
+}
