@@ -29,6 +29,7 @@ using webhooker::testing::DaemonApi;
 using webhooker::testing::DaemonOptions;
 using webhooker::testing::DaemonProcess;
 using webhooker::testing::jsonOf;
+using webhooker::testing::postJson;
 using webhooker::testing::TempDir;
 using webhooker::testing::statusOf;
 using webhooker::testing::TestServer;
@@ -182,7 +183,7 @@ TEST_CASE("an entrypoint's handshake answers GET as documented") {
                              {"handshake", {{"kind", kind}}}});
     REQUIRE(statusOf(created) == 201);
     const std::string path = "/hooks/" + jsonOf(created)["id"].get<std::string>();
-    auto answer = hook.Get(path + (std::string(kind) == "dropbox" ? "?challenge=c1" : "?crc_token=c1"));
-    CHECK(statusOf(answer) == 200);
+    const std::string query = std::string(kind) == "dropbox" ? "?challenge=c1" : "?crc_token=c1";
+    CHECK(statusOf(hook.Get(path + query)) == 200);
   }
 }
