@@ -145,6 +145,11 @@ void addServeOptions(CLI::App& cmd, Config& c) {
                  "comma-separated CIDRs deliveries may reach although they are private or "
                  "loopback (e.g. 10.1.0.0/16); everything internal is refused otherwise")
       ->envname("WEBHOOKER_ALLOW_NETWORKS");
+  cmd.add_option("--egress-proxy", c.egressProxy,
+                 "forward proxy every delivery leaves through (http://[user:password@]host:port; "
+                 "a target's config.proxy wins): webhooker vets the destination and asks the "
+                 "proxy to CONNECT to the vetted address (docs/egress.md)")
+      ->envname("WEBHOOKER_EGRESS_PROXY");
   cmd.add_option("--shutdown-grace-ms", c.shutdownGraceMs,
                  "on SIGTERM/SIGINT, how long in-flight attempts may take to finish")
       ->envname("WEBHOOKER_SHUTDOWN_GRACE_MS")

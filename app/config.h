@@ -40,6 +40,7 @@ struct Config {
   int workers = 8;
   int maxWorkers = 64;
   std::string allowNetworks;        // CIDRs the SSRF guard lets through
+  std::string egressProxy;          // http://[user:password@]host:port; holds a secret
   int64_t shutdownGraceMs = 10'000;
   int64_t sweepIntervalMs = 60'000;
   int breakerThreshold = 5;            // consecutive retryable failures that open a breaker

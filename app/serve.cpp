@@ -101,6 +101,17 @@ int runServe(const Config& config) {
   };
   auto allowNetworks = networks(config.allowNetworks, "allow-networks", "WEBHOOKER_ALLOW_NETWORKS");
   if (!allowNetworks) return 2;
+  std::optional<ProxyAddress> egressProxy;
+  if (!config.egressProxy.empty()) {
+    auto parsed = parseProxyUrl(config.egressProxy);
+    if (!parsed) {
+      // The message names no credential; the value is not repeated.
+      spdlog::critical("daemon.invalid_config option=egress-proxy environment=WEBHOOKER_EGRESS_PROXY "
+                       "error=\"{}\"", parsed.error().message);
+      return 2;
+    }
+    egressProxy = std::move(parsed.value());
+  }
   auto trustedProxies =
       networks(config.trustedProxies, "trusted-proxies", "WEBHOOKER_TRUSTED_PROXIES");
   if (!trustedProxies) return 2;
@@ -140,7 +151,8 @@ int runServe(const Config& config) {
   keepFreedMemory();
   SystemResolver resolver;
   SsrfGuard guard(resolver, allowNetworks.value());
-  HttpClient httpClient(guard, clock);
+  if (egressProxy) spdlog::info("daemon.egress_proxy proxy={}", egressProxy->display());
+  HttpClient httpClient(guard, clock, egressProxy);
   CircuitBreakers breakers(clock, config.breakerThreshold,
                            std::chrono::milliseconds(config.breakerCooldownMs));
   SystemRandom random;

@@ -31,9 +31,9 @@ class DeliveryMetrics final : public AttemptObserver {
                                                                    "log", "unknown"};
   // Dead-letter reasons besides http_<code> (a 3xx or 4xx status, created
   // when first seen); anything else is counted as "other".
-  static constexpr std::array<std::string_view, 6> kReasons = {
+  static constexpr std::array<std::string_view, 8> kReasons = {
       "max_attempts", "blocked_destination", "invalid_config", "target_deleted",
-      "transform_failed", "other"};
+      "transform_failed", "tls_failed", "auth_failed", "other"};
 
   explicit DeliveryMetrics(prometheus::Registry& registry);
 

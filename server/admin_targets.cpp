@@ -86,9 +86,13 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
   if (!valid) return valid.error();
   // A literal internal address can be refused now; host names are vetted at
   // every delivery (what they resolve to may change).
-  for (const char* field : {"url", "webhook_url"}) {
-    if (!valid->contains(field)) continue;
-    if (auto url = parseHttpUrl((*valid)[field].get<std::string>())) {
+  // The token endpoint too: it is sent to like a receiver.
+  const std::pair<const char*, const char*> vetted[] = {
+      {"/url", "url"}, {"/webhook_url", "webhook_url"}, {"/oauth2/token_url", "oauth2.token_url"}};
+  for (const auto& [pointer, field] : vetted) {
+    const json::json_pointer at(pointer);
+    if (!valid->contains(at)) continue;
+    if (auto url = parseHttpUrl((*valid)[at].get<std::string>())) {
       if (auto r = guard.vetLiteral(*url); !r)
         return makeError(error_code::kBlockedDestination,
                          std::string("config.") + field + ": " + r.error().message);

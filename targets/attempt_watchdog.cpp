@@ -12,9 +12,18 @@ AttemptWatchdog::~AttemptWatchdog() {
 }
 
 uint64_t AttemptWatchdog::watch(httplib::Client& client, Deadline deadline) {
+  return add(Watched{&client, nullptr, deadline});
+}
+
+uint64_t AttemptWatchdog::watch(httplib::ClientImpl& client, Deadline deadline) {
+  return add(Watched{nullptr, &client, deadline});
+}
+
+uint64_t AttemptWatchdog::add(Watched watched) {
   MutexLock lock(watchedMutex_);
   const uint64_t ticket = nextTicket_++;
-  watched_.emplace(ticket, Watched{&client, deadline});
+  const Deadline deadline = watched.deadline;
+  watched_.emplace(ticket, watched);
   if (deadline < wakeAt_) {
     wakeAt_ = deadline;
     rescan_ = true;
@@ -40,7 +49,8 @@ void AttemptWatchdog::run(std::stop_token stop) {
         // A client that has not opened its socket yet (its thread was slow
         // to get there) has nothing to shut, so the attempt stays watched
         // and is stopped again shortly, until unwatch().
-        watched.client->stop();
+        if (watched.client) watched.client->stop();
+        else watched.impl->stop();
         watched.deadline = now + kStopAgainAfter;
       }
       earliest = std::min(earliest, watched.deadline);

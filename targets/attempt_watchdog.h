@@ -37,13 +37,16 @@ class AttemptWatchdog {
 
   // Returns a ticket for unwatch().
   uint64_t watch(httplib::Client& client, Deadline deadline);
+  uint64_t watch(httplib::ClientImpl& client, Deadline deadline);
   void unwatch(uint64_t ticket);
 
  private:
   struct Watched {
-    httplib::Client* client;
+    httplib::Client* client;  // one of the two
+    httplib::ClientImpl* impl;
     Deadline deadline;
   };
+  uint64_t add(Watched watched);
   void run(std::stop_token stop);
 
   Mutex watchedMutex_;  // held while stopping a client

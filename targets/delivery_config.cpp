@@ -18,6 +18,11 @@ const std::string* stringField(const json& config, const char* field) {
   return it != config.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
 }
 
+std::string textField(const json& object, const char* field) {
+  const std::string* value = stringField(object, field);
+  return value ? *value : std::string();
+}
+
 DeliveryConfig readHttp(const json& config) {
   const std::string* urlText = stringField(config, "url");
   if (!urlText) return unreadable("the target has no valid url");
@@ -44,6 +49,29 @@ DeliveryConfig readHttp(const json& config) {
       out.previousSigningSecret = *previous;
       out.previousSecretExpiresAt = parseTime(*expires);
     }
+  }
+  if (config.contains("proxy") || config.contains("tls") || config.contains("oauth2")) {
+    EgressOptions egress;
+    if (const std::string* proxy = stringField(config, "proxy")) {
+      auto parsed = parseProxyUrl(*proxy);
+      if (!parsed) return unreadable("the target's proxy is not a valid proxy URL");
+      egress.proxy = std::move(parsed.value());
+    }
+    if (const auto tls = config.find("tls"); tls != config.end() && tls->is_object()) {
+      const auto text = [&](const char* field) { return textField(*tls, field); };
+      egress.tls.caBundle = text("ca_bundle");
+      egress.tls.caBundleOnly = tls->value("ca_bundle_only", json(false)) == true;
+      egress.tls.clientCert = text("client_cert");
+      egress.tls.clientKey = text("client_key");
+    }
+    if (const auto oauth2 = config.find("oauth2"); oauth2 != config.end() && oauth2->is_object()) {
+      const auto text = [&](const char* field) { return textField(*oauth2, field); };
+      auto tokenUrl = parseHttpUrl(text("token_url"));
+      if (!tokenUrl) return unreadable("the target's oauth2.token_url is not a valid URL");
+      egress.oauth2 = OAuth2Settings{std::move(*tokenUrl), text("client_id"),
+                                     text("client_secret"), text("scope"), text("audience"), ""};
+    }
+    out.egress = sealEgress(std::move(egress));
   }
   return out;
 }

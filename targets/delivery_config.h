@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/result.h"
 #include "base/url.h"
+#include "targets/egress.h"
 #include "storage/event_payload.h"
 
 namespace webhooker {
@@ -35,6 +36,8 @@ struct HttpDeliveryConfig {
   std::string signingSecret;  // empty: not signed
   std::string previousSigningSecret;
   std::optional<TimePoint> previousSecretExpiresAt;
+  // proxy, tls and oauth2; null when the target has none of them.
+  std::shared_ptr<const EgressOptions> egress;
 
   // The secrets an attempt at `now` signs with: signing_secret, then the
   // previous one while it has not expired. Empty when the target does not sign.

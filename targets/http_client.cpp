@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <ctime>
+
+#include "base/ascii_case.h"
+#include "base/error_codes.h"
 
 namespace webhooker {
 
@@ -10,7 +14,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-void setTimeouts(httplib::Client& client, milliseconds timeout) {
+void setTimeouts(httplib::ClientImpl& client, milliseconds timeout) {
   const auto sec = static_cast<time_t>(timeout.count() / 1000);
   const auto usec = static_cast<time_t>((timeout.count() % 1000) * 1000);
   client.set_connection_timeout(sec, usec);
@@ -50,10 +54,6 @@ std::string describe(httplib::Error e) {
   }
 }
 
-std::string hostForUrl(const Url& url) {
-  return url.ipv6Literal ? "[" + url.host + "]" : url.host;
-}
-
 }  // namespace
 
 std::optional<milliseconds> parseRetryAfter(const std::string& value, TimePoint now) {
@@ -73,9 +73,17 @@ std::optional<milliseconds> parseRetryAfter(const std::string& value, TimePoint 
   return milliseconds(std::max<int64_t>(atMs - nowMs, 0));
 }
 
-HttpClient::HttpClient(const SsrfGuard& guard, const Clock& clock) : guard_(guard), clock_(clock) {}
+HttpClient::HttpClient(const SsrfGuard& guard, const Clock& clock,
+                       std::optional<ProxyAddress> proxy)
+    : guard_(guard), clock_(clock), proxy_(std::move(proxy)) {
+  // OpenSSL writes to the socket with write(2), not send(MSG_NOSIGNAL): a
+  // receiver that closes a TLS connection while the request is written (one
+  // that refuses our client certificate does, under TLS 1.3) would end the
+  // process with SIGPIPE instead of failing the attempt.
+  ::signal(SIGPIPE, SIG_IGN);
+}
 
-HttpClient::Connection HttpClient::borrow(const std::string& key, const Url& url,
+HttpClient::Connection HttpClient::borrow(const std::string& key, const OutboundRequest& request,
                                           const std::string& pinnedAddress) {
   {
     MutexLock lock(poolMutex_);
@@ -86,15 +94,12 @@ HttpClient::Connection HttpClient::borrow(const std::string& key, const Url& url
       return c;
     }
   }
-  auto client = std::make_unique<httplib::Client>(
-      fmt::format("{}://{}:{}", url.scheme, hostForUrl(url), url.port));
-  // Connect to the address the guard vetted, whatever DNS says now.
-  client->set_hostname_addr_map({{url.host, pinnedAddress}});
-  client->set_keep_alive(true);
-  client->set_tcp_nodelay(true);
-  client->set_follow_location(false);
-  client->set_decompress(false);  // a compressed response body is stored as sent
-  return client;
+  const EgressOptions* egress = request.egress.get();
+  const ProxyAddress* proxy = egress && egress->proxy ? &*egress->proxy
+                              : proxy_                ? &*proxy_
+                                                      : nullptr;
+  static const TlsOptions kSystemTls;
+  return openEgressConnection(request.url, pinnedAddress, proxy, egress ? egress->tls : kSystemTls);
 }
 
 void HttpClient::giveBack(const std::string& key, Connection connection) {
@@ -110,7 +115,80 @@ std::optional<Result<IpAddress>> HttpClient::vetBy(
   return lookups_.run([&guard = guard_, url] { return guard.vet(url); }, deadline);
 }
 
+Result<std::string> HttpClient::bearerToken(const EgressOptions& egress,
+                                            std::chrono::steady_clock::time_point deadline,
+                                            const std::string& refused) {
+  const OAuth2Settings& oauth2 = *egress.oauth2;
+  const auto slot = tokens_.slot(oauth2.key);
+  if (!refused.empty()) tokens_.drop(*slot, refused);
+  // One fetch per target at a time: the attempts waiting here take its token.
+  std::lock_guard fetching(slot->fetching);
+  if (auto token = tokens_.current(*slot)) return *token;
+
+  OutboundRequest fetch;
+  fetch.url = oauth2.tokenUrl;
+  fetch.headers = {{"Content-Type", "application/x-www-form-urlencoded"},
+                   {"Accept", "application/json"},
+                   {"Authorization", tokenRequestAuthorization(oauth2)}};
+  fetch.body = tokenRequestBody(oauth2);
+  fetch.timeout = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+  if (fetch.timeout < milliseconds(1))
+    return makeError(error_code::kUnavailable, "OAuth2: no time left to fetch a token");
+  // Through the target's proxy (or the daemon's), with the system's CAs.
+  if (egress.proxy) {
+    EgressOptions proxyOnly;
+    proxyOnly.proxy = egress.proxy;
+    fetch.egress = sealEgress(std::move(proxyOnly));
+  }
+  const OutboundResponse answer = sendOnce(std::move(fetch), kTokenAnswerCap);
+  if (answer.failure != OutboundResponse::Failure::kNone)
+    return makeError(error_code::kUnavailable,
+                     "OAuth2: could not get a token from the token endpoint: " + answer.error);
+  TokenAnswer token = readTokenAnswer(answer.status, answer.body);
+  if (!token.problem.empty()) return makeError(error_code::kUnavailable, token.problem);
+  tokens_.keep(*slot, token.accessToken, token.lifetime);
+  return token.accessToken;
+}
+
 OutboundResponse HttpClient::send(OutboundRequest request) {
+  if (!request.egress || !request.egress->oauth2) return sendOnce(std::move(request));
+  using F = OutboundResponse::Failure;
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + request.timeout;
+  const auto elapsed = [&] {
+    return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+  };
+  const auto failed = [&](const Error& e) {
+    OutboundResponse out;
+    out.failure = F::kAuth;
+    out.error = e.message;
+    out.duration = elapsed();
+    return out;
+  };
+  const auto withToken = [&](OutboundRequest r, const std::string& token) {
+    std::erase_if(r.headers, [](const auto& h) { return equalsIgnoringCase(h.first, "authorization"); });
+    r.headers.emplace_back("Authorization", "Bearer " + token);
+    r.timeout = std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(
+                                              deadline - std::chrono::steady_clock::now()));
+    return r;
+  };
+  auto token = bearerToken(*request.egress, deadline);
+  if (!token) return failed(token.error());
+  OutboundResponse out = sendOnce(withToken(request, token.value()));
+  if (out.status != 401) {
+    out.duration = elapsed();
+    return out;
+  }
+  // The receiver refused the token (revoked, rotated early): one new token,
+  // one more try, within the same attempt's time.
+  auto fresh = bearerToken(*request.egress, deadline, token.value());
+  if (!fresh) return failed(fresh.error());
+  out = sendOnce(withToken(std::move(request), fresh.value()));
+  out.duration = elapsed();
+  return out;
+}
+
+OutboundResponse HttpClient::sendOnce(OutboundRequest request, size_t bodyCap) {
   using F = OutboundResponse::Failure;
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] {
@@ -133,10 +211,23 @@ OutboundResponse HttpClient::send(OutboundRequest request) {
     return out;
   }
   const std::string pinned = vetted->value().toString();
-  const std::string key =
-      fmt::format("{}://{}:{}@{}", request.url.scheme, request.url.host, request.url.port, pinned);
-  Connection client = borrow(key, request.url, pinned);
-  setTimeouts(*client, request.timeout);
+  // The egress identity keeps targets with other proxies or certificates
+  // off each other's connections.
+  const std::string key = fmt::format("{}://{}:{}@{}#{}", request.url.scheme, request.url.host,
+                                      request.url.port, pinned,
+                                      request.egress ? request.egress->identity : "");
+  Connection connection = borrow(key, request, pinned);
+  if (!connection->notes.setupProblem.empty()) {
+    out.failure = F::kTls;
+    out.error = connection->notes.setupProblem;
+    out.duration = elapsed();
+    return out;
+  }
+  connection->notes.deadline = started + request.timeout;
+  connection->notes.proxyProblem.clear();
+  connection->notes.tlsProblem.clear();
+  httplib::ClientImpl& client = connection->http();
+  setTimeouts(client, request.timeout);
 
   httplib::Request req;
   req.method = request.method;
@@ -153,26 +244,35 @@ OutboundResponse HttpClient::send(OutboundRequest request) {
   // the first 4 KiB, and give up once the attempt's total time is spent: a
   // receiver trickling one byte a second must not hold a worker forever.
   req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
-    if (out.body.size() < kResponseBodyCap)
-      out.body.append(data, std::min(length, kResponseBodyCap - out.body.size()));
+    if (out.body.size() < bodyCap)
+      out.body.append(data, std::min(length, bodyCap - out.body.size()));
     return elapsed() < request.timeout;
   };
 
-  const uint64_t ticket = watchdog_.watch(*client, started + request.timeout);
-  httplib::Result result = client->send(req);
+  const uint64_t ticket = watchdog_.watch(client, started + request.timeout);
+  httplib::Result result = client.send(req);
   watchdog_.unwatch(ticket);
   out.duration = elapsed();
   if (!result) {
     const bool pastDeadline = out.duration >= request.timeout;
+    const ConnectionNotes& notes = connection->notes;
     out.failure = failureOf(result.error(), pastDeadline);
     out.error = out.failure == F::kTimeout
                     ? fmt::format("timeout after {} ms", out.duration.count())
                     : describe(result.error());
+    // What the connection saw says more than cpp-httplib's word for it.
+    if (!notes.proxyProblem.empty()) {
+      out.failure = pastDeadline ? F::kTimeout : F::kConnect;
+      out.error = notes.proxyProblem;
+    } else if (!notes.tlsProblem.empty()) {
+      out.failure = F::kTls;
+      out.error = notes.tlsProblem;
+    }
     out.status = 0;
     return out;  // the connection is in an unknown state: drop it
   }
   out.status = result->status;
-  giveBack(key, std::move(client));
+  giveBack(key, std::move(connection));
   return out;
 }
 

@@ -65,6 +65,7 @@ Result<OutboundRequest> HttpTarget::buildRequest(const DeliveryContext& ctx, con
   request.url = config->url;
   request.method = config->method;
   request.timeout = config->timeout;
+  request.egress = config->egress;
   request.body = std::move(ctx.payload.body);
   request.headers = forwardableHeaders(ctx.payload.headers, config->passForwardingHeaders);
   for (const auto& [name, value] : config->headers) {

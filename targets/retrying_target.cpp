@@ -18,12 +18,16 @@ enum class Verdict { kSuccess, kRetry, kTerminal, kGone };
 
 struct Classified {
   Verdict verdict;
-  std::string reason;  // failure_reason when terminal
+  // failure_reason when terminal; when retryable, the reason the delivery
+  // ends with if it is out of attempts ("" is max_attempts).
+  std::string reason;
 };
 
 Classified classify(const OutboundResponse& r) {
   using F = OutboundResponse::Failure;
   if (r.failure == F::kBlocked) return {Verdict::kTerminal, "blocked_destination"};
+  if (r.failure == F::kTls) return {Verdict::kRetry, "tls_failed"};
+  if (r.failure == F::kAuth) return {Verdict::kRetry, "auth_failed"};
   if (r.failure != F::kNone) return {Verdict::kRetry, ""};
   if (r.status >= 200 && r.status < 300) return {Verdict::kSuccess, ""};
   if (r.status == 410) return {Verdict::kGone, ""};
@@ -159,7 +163,7 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
     record.newStatus = DeliveryStatus::kPending;
   } else if (task.attemptInSeries() > policy.maxRetries) {
     record.newStatus = DeliveryStatus::kFailed;
-    record.failureReason = "max_attempts";
+    record.failureReason = verdict.reason.empty() ? "max_attempts" : verdict.reason;
   } else {
     delay = applyRetryAfter(retryDelay(policy, task.attemptInSeries(), random_), retryAfter,
                             policy);

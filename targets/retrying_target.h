@@ -8,6 +8,8 @@
 //   retryable  connection, DNS, TLS errors, every timeout, 5xx, 408, 425, 429
 //   terminal   other 4xx and 3xx (http_<code>), blocked_destination,
 //              invalid_config; max_attempts once retries are used up
+//              (tls_failed / auth_failed when the last attempt failed in
+//              TLS / getting its OAuth2 token)
 //   gone       410: the target is disabled (HealthReporter) and the
 //              delivery waits, `pending` again, for it to be enabled
 // A delivery whose failure disabled its target (no success for its

@@ -11,6 +11,7 @@
 #include "base/time_format.h"
 #include "base/url.h"
 #include "targets/delivery_config.h"
+#include "targets/egress.h"
 #include "targets/webhook_signature.h"
 
 namespace webhooker {
@@ -73,11 +74,68 @@ bool isShownHeader(std::string_view headerName) {
   return std::find(kShown.begin(), kShown.end(), asciiLower(headerName)) != kShown.end();
 }
 
+// config.oauth2 (targets/oauth2.h).
+Result<void> checkOAuth2(const json& config) {
+  if (!config.contains("oauth2")) return {};
+  const json& oauth2 = config["oauth2"];
+  if (!oauth2.is_object()) return invalid("config.oauth2 must be an object");
+  for (const auto& [key, value] : oauth2.items()) {
+    if (key != "token_url" && key != "client_id" && key != "client_secret" && key != "scope" &&
+        key != "audience")
+      return invalid(fmt::format("config.oauth2.{} is not an OAuth2 setting", key));
+    if (!value.is_string() || value.get_ref<const std::string&>().size() > 4096)
+      return invalid(fmt::format("config.oauth2.{} must be a string of at most 4096 characters", key));
+  }
+  if (auto r = checkUrl(oauth2, "token_url"); !r)
+    return invalid("config.oauth2." + r.error().message.substr(std::string("config.").size()));
+  for (const char* field : {"client_id", "client_secret"})
+    if (oauth2.value(field, "").empty())
+      return invalid(fmt::format("config.oauth2.{} is required", field));
+  return {};
+}
+
+// config.proxy and config.tls (targets/egress.h).
+Result<void> checkEgress(const json& config) {
+  if (config.contains("proxy")) {
+    const json& proxy = config["proxy"];
+    if (!proxy.is_string() || proxy.get_ref<const std::string&>().size() > kMaxUrlLength)
+      return invalid("config.proxy must be an http://host:port URL");
+    if (auto r = parseProxyUrl(proxy.get_ref<const std::string&>()); !r)
+      return invalid("config.proxy: " + r.error().message);
+  }
+  if (auto r = checkOAuth2(config); !r) return r.error();
+  if (!config.contains("tls")) return {};
+  const json& tls = config["tls"];
+  if (!tls.is_object()) return invalid("config.tls must be an object");
+  for (const auto& [key, value] : tls.items()) {
+    if (key == "ca_bundle_only") {
+      if (!value.is_boolean()) return invalid("config.tls.ca_bundle_only must be true or false");
+    } else if (key == "ca_bundle" || key == "client_cert" || key == "client_key") {
+      if (!value.is_string()) return invalid(fmt::format("config.tls.{} must be PEM text", key));
+    } else {
+      return invalid(fmt::format("config.tls.{} is not a TLS setting", key));
+    }
+  }
+  if (!config["url"].get_ref<const std::string&>().starts_with("https:"))
+    return invalid("config.tls needs an https:// url");
+  const std::string ca = tls.value("ca_bundle", "");
+  if (tls.contains("ca_bundle"))
+    if (auto r = checkCaBundle(ca, "config.tls.ca_bundle"); !r) return r.error();
+  if (tls.value("ca_bundle_only", false) && ca.empty())
+    return invalid("config.tls.ca_bundle_only needs a ca_bundle");
+  if (tls.contains("client_cert") || tls.contains("client_key"))
+    if (auto r = checkClientCertificate(tls.value("client_cert", ""), tls.value("client_key", ""),
+                                        "config.tls");
+        !r)
+      return r.error();
+  return {};
+}
+
 Result<json> validateHttp(json config) {
   if (auto r = refuseUnknownFields(config,
                                    {"url", "method", "headers", "timeout_ms", "signing_secret",
                                     "previous_signing_secret", "previous_secret_expires_at",
-                                    "pass_forwarding_headers"},
+                                    "pass_forwarding_headers", "proxy", "tls", "oauth2"},
                                    "http");
       !r)
     return r.error();
@@ -134,6 +192,7 @@ Result<json> validateHttp(json config) {
     if (!expires.is_string() || !parseTime(expires.get_ref<const std::string&>()))
       return invalid("config.previous_secret_expires_at must be an ISO-8601 time");
   }
+  if (auto r = checkEgress(config); !r) return r.error();
   return config;
 }
 
@@ -179,6 +238,14 @@ std::string redactUrl(const std::string& text, bool hidePath) {
   return out + redactPathTokens(path) + (q == std::string::npos ? "" : std::string("?") + kRedacted);
 }
 
+// A proxy URL's credentials go; its host and port stay.
+std::string redactProxy(const std::string& text) {
+  const auto proxy = parseProxyUrl(text);
+  if (!proxy) return kRedacted;
+  return std::string("http://") + (proxy->authorization.empty() ? "" : "[redacted]@") +
+         proxy->display();
+}
+
 }  // namespace
 
 bool isTargetType(std::string_view type) {
@@ -205,6 +272,13 @@ json redactTargetConfig(std::string_view type, const json& config) {
     if (out.contains("headers") && out["headers"].is_object())
       for (auto& [name, value] : out["headers"].items())
         if (!isShownHeader(name)) value = kRedacted;
+    if (out.contains("proxy") && out["proxy"].is_string())
+      out["proxy"] = redactProxy(out["proxy"].get<std::string>());
+    if (out.contains("oauth2") && out["oauth2"].is_object() && out["oauth2"].contains("client_secret"))
+      out["oauth2"]["client_secret"] = kRedacted;
+    if (out.contains("tls") && out["tls"].is_object())
+      for (const char* field : {"client_cert", "client_key"})
+        if (out["tls"].contains(field)) out["tls"][field] = kRedacted;
   } else if (type == "slack") {
     if (out.contains("webhook_url") && out["webhook_url"].is_string())
       out["webhook_url"] = redactUrl(out["webhook_url"].get<std::string>(), true);

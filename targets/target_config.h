@@ -3,7 +3,12 @@
 //
 //   http:     {"url", "method", "headers", "timeout_ms", "signing_secret",
 //              "previous_signing_secret", "previous_secret_expires_at",
-//              "pass_forwarding_headers"}
+//              "pass_forwarding_headers", "proxy", "tls"}
+//             proxy: "http://[user:password@]host:port" (targets/egress.h)
+//             tls: {"ca_bundle", "ca_bundle_only", "client_cert", "client_key"}
+//             (PEM; https URLs only; checked: parses, not expired, key matches)
+//             oauth2: {"token_url", "client_id", "client_secret", "scope",
+//             "audience"} (client credentials, targets/oauth2.h)
 //   slack:    {"webhook_url"}
 //   database: {}          log: {}
 //
@@ -29,7 +34,9 @@ bool isTargetType(std::string_view type);
 // Checks `config` for `type` and returns it with defaults filled in.
 Result<nlohmann::json> validateTargetConfig(std::string_view type, const nlohmann::json& config);
 
-// The config as the API shows it: signing secrets, the Slack webhook URL's
+// The config as the API shows it: signing secrets, the proxy's credentials,
+// the TLS client certificate and key, the OAuth2 client secret, the Slack
+// webhook URL's
 // path, an http URL's path segments that read as tokens (16+ characters
 // mixing letters and digits), URL query strings and every header value
 // replaced, except those of
