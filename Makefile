@@ -55,7 +55,8 @@ test: build
 # Prints the table and writes build/bench/results.json; exits non-zero only
 # if a correctness check failed.
 bench: build
-	WEBHOOKER_BIN=$(BUILD_DIR)/app/webhooker ./$(BUILD_DIR)/bench/webhooker_bench \
+	WEBHOOKER_BIN=$(BUILD_DIR)/app/webhooker WEBHOOKER_SOURCE_DIR=$(CURDIR) \
+		./$(BUILD_DIR)/bench/webhooker_bench \
 		--out $(BUILD_DIR)/bench/results.json $(BENCH_ARGS)
 
 # Compiles everything again, in a copy of the working tree in build-deb/src,

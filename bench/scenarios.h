@@ -88,5 +88,6 @@ void runSlowClients(const BenchConfig& config, Report& report);
 void runCluster(const BenchConfig& config, Report& report);
 void runTenants(const BenchConfig& config, Report& report);
 void runNoisyTenant(const BenchConfig& config, Report& report);
+void runEgress(const BenchConfig& config, Report& report);
 
 }  // namespace webhooker::bench
