@@ -75,8 +75,9 @@ class NginxTls {
     skipWithout("nginx", {"/usr/sbin/nginx", "/usr/bin/nginx"});
     const std::string d = dir_.path().string();
     // As root nginx would hand its workers to "nobody", who cannot read here.
+    // One process (master_process off): a SIGKILLed master leaves no worker.
     const std::string config =
-        std::string(::getuid() == 0 ? "user root;\n" : "") + "daemon off;\npid " + d +
+        std::string(::getuid() == 0 ? "user root;\n" : "") + "daemon off;\nmaster_process off;\npid " + d +
         "/nginx.pid;\nerror_log " + d + "/error.log;\nevents { worker_connections 64; }\n"
         "http {\n"
         "  log_format egress '$server_port sni=$ssl_server_name client=\"$ssl_client_s_dn\" "
