@@ -12,9 +12,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// kGone: 410 Gone. The receiver says it is gone for good: the target is
-// disabled and the delivery waits for it to be enabled again.
-enum class Verdict { kSuccess, kRetry, kTerminal, kGone };
+using Verdict = AttemptOutcome::Verdict;
 
 struct Classified {
   Verdict verdict;
@@ -86,11 +84,35 @@ void finishAttempt(const Result<void>& written, const AttemptRecord& record, mil
 
 }  // namespace
 
+RetryCore::RetryCore(CircuitBreakers& breakers, Random& random, const Clock& clock)
+    : breakers_(breakers), random_(random), clock_(clock) {}
+
 RetryingTarget::RetryingTarget(HttpClient& client, CircuitBreakers& breakers, Random& random,
                                const Clock& clock)
-    : client_(client), breakers_(breakers), random_(random), clock_(clock) {}
+    : RetryCore(breakers, random, clock), client_(client) {}
 
-void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
+AttemptOutcome RetryingTarget::attempt(const DeliveryContext& ctx, const Task& task) {
+  AttemptOutcome out;
+  out.reason = "invalid_config";
+  auto request = buildRequest(ctx, task);
+  if (!request) {
+    out.error = request.error().message;
+    return out;
+  }
+  const OutboundResponse response = client_.send(std::move(request.value()));
+  Classified verdict = classify(response);
+  out.verdict = verdict.verdict;
+  out.reason = std::move(verdict.reason);
+  out.sent = response.failure != OutboundResponse::Failure::kBlocked;
+  if (response.status > 0) out.statusCode = response.status;
+  out.responseBody = response.body;
+  out.error = response.error;
+  out.duration = response.duration;
+  out.retryAfter = response.retryAfter;
+  return out;
+}
+
+void RetryCore::deliver(const DeliveryContext& ctx, Task task) {
   const RetryPolicy& policy = ctx.target.retry;
   // max_retries 0 means one attempt and no breaker: nothing to protect. An
   // auto-resume probe is the one attempt a disabled target gets: it passes.
@@ -114,25 +136,15 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
   AttemptRecord record;
   record.deliveryId = task.deliveryId;
   record.attempt = task.attempt;
-  Classified verdict{Verdict::kTerminal, "invalid_config"};
-  std::optional<milliseconds> retryAfter;
-
-  auto request = buildRequest(ctx, task);
-  if (!request) {
-    record.error = request.error().message;
-  } else {
-    const OutboundResponse response = client_.send(std::move(request.value()));
-    verdict = classify(response);
-    if (response.status > 0) record.statusCode = response.status;
-    record.responseBody = response.body;
-    record.error = response.error;
-    record.durationMs = response.duration.count();
-    retryAfter = response.retryAfter;
-    if (response.failure != OutboundResponse::Failure::kBlocked)
-      ctx.observer.attempted(task.targetType, response.duration);
-  }
+  const AttemptOutcome verdict = attempt(ctx, task);
+  record.statusCode = verdict.statusCode;
+  record.responseBody = verdict.responseBody;
+  record.error = verdict.error;
+  record.durationMs = verdict.duration.count();
+  const std::optional<milliseconds> retryAfter = verdict.retryAfter;
+  const bool sent = verdict.sent;
+  if (sent) ctx.observer.attempted(task.targetType, verdict.duration);
   // Nothing sent says nothing about the receiver.
-  const bool sent = request && verdict.reason != "blocked_destination";
   if (guarded) {
     // A half-open breaker's probe must not stay out forever; a 410 leaves
     // the breaker to the disabled state.
@@ -181,7 +193,7 @@ void RetryingTarget::deliver(const DeliveryContext& ctx, Task task) {
       });
 }
 
-milliseconds RetryingTarget::remainingBackoff(const TargetRecord& target,
+milliseconds RetryCore::remainingBackoff(const TargetRecord& target,
                                               std::optional<TimePoint> lastAttemptAt,
                                               int attemptNum) {
   if (!lastAttemptAt) return milliseconds(0);

@@ -1,8 +1,9 @@
-// RetryingTarget: the retry core shared by the http and slack targets.
-//
-// One deliver() call is one attempt: breaker gate, request, classification
-// (success / retryable / terminal), the result row written together with the
-// new status, then the reschedule. Subclasses only say what to send.
+// RetryCore: the retry core every target that retries shares (http, slack,
+// redis_stream, nats, amqp). One deliver() call is one attempt: breaker
+// gate, the attempt itself (a subclass's), its outcome (success / retryable
+// / terminal / gone), the result row written together with the new status,
+// then the reschedule. RetryingTarget is the HTTP side: subclasses only say
+// what request to send, and the response is classified as below.
 //
 //   success    2xx
 //   retryable  connection, DNS, TLS errors, every timeout, 5xx, 408, 425, 429
@@ -26,10 +27,27 @@
 
 namespace webhooker {
 
-class RetryingTarget : public Target, public Rescheduler {
+// What one attempt came to, for the retry core to record and act on.
+struct AttemptOutcome {
+  // kGone: the receiver says it is gone for good (HTTP 410): the target is
+  // disabled and the delivery waits for it to be enabled again.
+  enum class Verdict { kSuccess, kRetry, kTerminal, kGone };
+  Verdict verdict = Verdict::kTerminal;
+  std::string reason;  // failure_reason when terminal
+  // Something was offered to the receiver: its breaker, health and the
+  // attempt metrics hear of it. False for invalid_config and
+  // blocked_destination, which say nothing about the receiver.
+  bool sent = false;
+  std::optional<int> statusCode;
+  std::string responseBody;
+  std::string error;  // the result row's error text
+  std::chrono::milliseconds duration{0};
+  std::optional<std::chrono::milliseconds> retryAfter;
+};
+
+class RetryCore : public Target, public Rescheduler {
  public:
-  RetryingTarget(HttpClient& client, CircuitBreakers& breakers, Random& random,
-                 const Clock& clock);
+  RetryCore(CircuitBreakers& breakers, Random& random, const Clock& clock);
 
   void deliver(const DeliveryContext& context, Task task) final;
   std::chrono::milliseconds remainingBackoff(const TargetRecord& target,
@@ -37,18 +55,32 @@ class RetryingTarget : public Target, public Rescheduler {
                                              int attemptNum) override;
 
  protected:
-  // The request for this attempt, or "invalid_config".
-  virtual Result<OutboundRequest> buildRequest(const DeliveryContext& context,
-                                               const Task& task) = 0;
+  // Makes the attempt. Called from worker threads, concurrently. Never throws.
+  virtual AttemptOutcome attempt(const DeliveryContext& context, const Task& task) = 0;
   // The injected clock, so a subclass stamps requests (e.g. webhook-timestamp)
   // with the same "now" the retry core uses.
   const Clock& clock() const { return clock_; }
 
  private:
-  HttpClient& client_;
   CircuitBreakers& breakers_;
   Random& random_;
   const Clock& clock_;
+};
+
+class RetryingTarget : public RetryCore {
+ public:
+  RetryingTarget(HttpClient& client, CircuitBreakers& breakers, Random& random,
+                 const Clock& clock);
+
+ protected:
+  // The request for this attempt, or "invalid_config".
+  virtual Result<OutboundRequest> buildRequest(const DeliveryContext& context,
+                                               const Task& task) = 0;
+
+ private:
+  AttemptOutcome attempt(const DeliveryContext& context, const Task& task) final;
+
+  HttpClient& client_;
 };
 
 }  // namespace webhooker
