@@ -27,8 +27,8 @@ namespace webhooker {
 
 class DeliveryMetrics final : public AttemptObserver {
  public:
-  static constexpr std::array<std::string_view, 5> kTypeLabels = {"http", "slack", "database",
-                                                                   "log", "unknown"};
+  static constexpr std::array<std::string_view, 8> kTypeLabels = {
+      "http", "slack", "database", "log", "redis_stream", "nats", "amqp", "unknown"};
   // Dead-letter reasons besides http_<code> (a 3xx or 4xx status, created
   // when first seen); anything else is counted as "other".
   static constexpr std::array<std::string_view, 8> kReasons = {

@@ -35,6 +35,10 @@ void checkRedacted(const std::string& type, const json& config) {
   FUZZ_CHECK(webhooker::redactTargetConfig(type, shown) == shown);
   for (const char* field : {"signing_secret", "previous_signing_secret"})
     if (shown.contains(field)) FUZZ_CHECK(shown[field] == "[redacted]");
+  // A queue target's credentials.
+  if (type == "redis_stream" || type == "nats" || type == "amqp")
+    for (const char* field : {"username", "password", "token"})
+      if (shown.contains(field)) FUZZ_CHECK(shown[field] == "[redacted]");
   if (shown.contains("headers"))
     for (const auto& [name, value] : shown["headers"].items())
       if (looksSecretHeader(name)) FUZZ_CHECK(value == "[redacted]");

@@ -29,9 +29,9 @@ json lastFailureJson(const std::optional<LastFailure>& f) {
           {"event_id", f->eventId}};
 }
 
-// Only http and slack targets have a breaker.
+// Only the targets that retry (http, slack and the queue types) have a breaker.
 json breakerJson(const CircuitBreakers& breakers, const TargetRecord& t) {
-  if (t.type != "http" && t.type != "slack") return json();
+  if (t.type == "database" || t.type == "log") return json();
   const CircuitBreakers::Status s = breakers.status(t.id);
   return {{"state", breakerStateWord(s.state)},
           {"consecutive_failures", s.consecutiveFailures},

@@ -10,6 +10,7 @@
 #include "server/request_fields.h"
 #include "server/target_health_fields.h"
 #include "routing/routing_rules.h"
+#include "targets/queue_config.h"
 #include "targets/target_config.h"
 #include "targets/webhook_signature.h"
 
@@ -98,6 +99,10 @@ Result<void> applyCommonFields(json body, const SsrfGuard& guard, TargetRecord& 
                          std::string("config.") + field + ": " + r.error().message);
     }
   }
+  if (auto url = queueConfigVettableUrl(target.type, *valid)) {
+    if (auto r = guard.vetLiteral(*url); !r)
+      return makeError(error_code::kBlockedDestination, "config.url: " + r.error().message);
+  }
   target.configJson = valid->dump();
 
   if (body.contains("retry")) {
@@ -138,7 +143,7 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   if (!type) return sendError(res, type.error());
   if (!type.value() || !isTargetType(*type.value()))
     return sendError(res, 400, error_code::kInvalidField,
-                     "type must be one of http, slack, database, log");
+                     "type must be one of http, slack, database, log, redis_stream, nats, amqp");
   if (!body->contains("name"))
     return sendError(res, 400, error_code::kInvalidField, "name is required");
 

@@ -95,10 +95,20 @@ std::vector<std::string> HttpDeliveryConfig::signingSecretsAt(TimePoint now) con
   return out;
 }
 
+// A queue target's config, or the error its attempts record.
+template <typename Config>
+DeliveryConfig readQueue(Result<Config> read) {
+  if (!read) return read.error();
+  return std::move(read.value());
+}
+
 DeliveryConfig readDeliveryConfig(std::string_view type, std::string_view configJson) {
-  if (type != "http" && type != "slack") return std::monostate{};
+  if (type != "http" && type != "slack" && !isQueueTargetType(type)) return std::monostate{};
   const json config = json::parse(configJson, nullptr, false);
   if (!config.is_object()) return unreadable("the target's config is not a JSON object");
+  if (type == "redis_stream") return readQueue(readRedisStreamConfig(config));
+  if (type == "nats") return readQueue(readNatsConfig(config));
+  if (type == "amqp") return readQueue(readAmqpConfig(config));
   return type == "http" ? readHttp(config) : readSlack(config);
 }
 

@@ -18,6 +18,7 @@
 #include "base/url.h"
 #include "targets/egress.h"
 #include "storage/event_payload.h"
+#include "targets/queue_config.h"
 
 namespace webhooker {
 
@@ -49,7 +50,9 @@ struct SlackDeliveryConfig {
 };
 
 // database and log targets have nothing to read (std::monostate).
-using DeliveryConfig = std::variant<std::monostate, HttpDeliveryConfig, SlackDeliveryConfig, Error>;
+using DeliveryConfig = std::variant<std::monostate, HttpDeliveryConfig, SlackDeliveryConfig,
+                                    RedisStreamDeliveryConfig, NatsDeliveryConfig,
+                                    AmqpDeliveryConfig, Error>;
 
 // The config of a target of `type`, or the invalid_config Error an attempt
 // records (its message names no secret).

@@ -75,6 +75,9 @@ class HttpClient {
   HttpClient(const SsrfGuard& guard, const Clock& clock,
              std::optional<ProxyAddress> proxy = std::nullopt);
   OutboundResponse send(OutboundRequest request);
+  // The guard every destination goes through (the queue targets vet their
+  // brokers with it too).
+  const SsrfGuard& guard() const { return guard_; }
 
  private:
   // One request, no OAuth2; keeps at most `bodyCap` bytes of the answer.

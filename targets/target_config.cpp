@@ -12,6 +12,7 @@
 #include "base/url.h"
 #include "targets/delivery_config.h"
 #include "targets/egress.h"
+#include "targets/queue_config.h"
 #include "targets/webhook_signature.h"
 
 namespace webhooker {
@@ -255,6 +256,7 @@ bool isTargetType(std::string_view type) {
 Result<json> validateTargetConfig(std::string_view type, const json& config) {
   if (type == "http") return validateHttp(config);
   if (type == "slack") return validateSlack(config);
+  if (isQueueTargetType(type)) return validateQueueConfig(type, config);
   if (type == "database" || type == "log") {
     if (auto r = refuseUnknownFields(config, {}, type); !r) return r.error();
     return config;
@@ -263,6 +265,7 @@ Result<json> validateTargetConfig(std::string_view type, const json& config) {
 }
 
 json redactTargetConfig(std::string_view type, const json& config) {
+  if (isQueueTargetType(type)) return redactQueueConfig(config);
   json out = config;
   if (type == "http") {
     if (out.contains("url") && out["url"].is_string())

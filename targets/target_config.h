@@ -11,6 +11,7 @@
 //             "audience"} (client credentials, targets/oauth2.h)
 //   slack:    {"webhook_url"}
 //   database: {}          log: {}
+//   redis_stream, nats, amqp: see queue_config.h
 //
 // Errors are "invalid_config" / "invalid_retry" with a message naming the
 // field; unknown fields are refused so a typo never silently does nothing.
@@ -28,7 +29,8 @@
 
 namespace webhooker {
 
-inline constexpr std::string_view kTargetTypes[] = {"http", "slack", "database", "log"};
+inline constexpr std::string_view kTargetTypes[] = {"http", "slack", "database", "log",
+                                                    "redis_stream", "nats", "amqp"};
 bool isTargetType(std::string_view type);
 
 // Checks `config` for `type` and returns it with defaults filled in.
@@ -41,7 +43,8 @@ Result<nlohmann::json> validateTargetConfig(std::string_view type, const nlohman
 // mixing letters and digits), URL query strings and every header value
 // replaced, except those of
 // a few headers that never carry credentials (Content-Type, User-Agent,
-// Accept, Accept-Language, Content-Language).
+// Accept, Accept-Language, Content-Language); a queue target's username,
+// password and token.
 nlohmann::json redactTargetConfig(std::string_view type, const nlohmann::json& config);
 
 // How long a replaced signing secret keeps being signed with by default.

@@ -1,7 +1,10 @@
 #include "targets/target_registry.h"
 
+#include "targets/amqp_target.h"
 #include "targets/http_target.h"
 #include "targets/local_targets.h"
+#include "targets/nats_target.h"
+#include "targets/redis_stream_target.h"
 #include "targets/slack_target.h"
 
 namespace webhooker {
@@ -26,6 +29,10 @@ TargetRegistry standardTargets(HttpClient& client, CircuitBreakers& breakers, Ra
   registry.add("slack", std::make_unique<SlackTarget>(client, breakers, random, clock));
   registry.add("database", std::make_unique<DatabaseTarget>());
   registry.add("log", std::make_unique<LogTarget>());
+  registry.add("redis_stream",
+               std::make_unique<RedisStreamTarget>(client.guard(), breakers, random, clock));
+  registry.add("nats", std::make_unique<NatsTarget>(client.guard(), breakers, random, clock));
+  registry.add("amqp", std::make_unique<AmqpTarget>(client.guard(), breakers, random, clock));
   return registry;
 }
 

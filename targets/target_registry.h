@@ -29,7 +29,8 @@ class TargetRegistry {
   std::map<std::string, std::unique_ptr<Target>, std::less<>> targets_;
 };
 
-// http, slack, database and log, sharing one client and breaker registry.
+// Every type: http, slack, database, log, redis_stream, nats and amqp, sharing
+// one breaker registry; the queue types vet brokers with the client's guard.
 TargetRegistry standardTargets(HttpClient& client, CircuitBreakers& breakers, Random& random,
                                const Clock& clock);
 

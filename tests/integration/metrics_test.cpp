@@ -1,8 +1,8 @@
 // /metrics of the real daemon (WEBHOOKER_BIN, loopback receivers opened
 // with WEBHOOKER_ALLOW_NETWORKS=127.0.0.0/8), read as Prometheus reads it,
 // against what the events databases say happened:
-// - every gauge series exists at 0 for all five target types at start-up;
-// - target_type has five values only and no id appears anywhere;
+// - every gauge series exists at 0 for all eight target types at start-up;
+// - target_type has eight values only and no id appears anywhere;
 // - attempts and durations are counted only for dispatched attempts: a
 //   breaker that opened after 5 failures refuses the next deliveries, which
 //   leave no result rows and move no attempt or duration series;
@@ -50,7 +50,8 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-constexpr std::array<const char*, 5> kTypes = {"http", "slack", "database", "log", "unknown"};
+constexpr std::array<const char*, 8> kTypes = {"http", "slack", "database", "log",
+                                              "redis_stream", "nats", "amqp", "unknown"};
 constexpr std::array<const char*, 3> kGauges = {"webhooker_deliveries_pending",
                                                 "webhooker_deliveries_retrying",
                                                 "webhooker_circuit_breakers_open"};
@@ -60,7 +61,7 @@ constexpr std::array<const char*, 3> kGauges = {"webhooker_deliveries_pending",
 
 bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// Every delivery series carries target_type from the five values, and no
+// Every delivery series carries target_type from the eight values, and no
 // id appears anywhere in the text (request routes included).
 void checkLabelDomains(const std::string& text) {
   int deliverySeries = 0;
@@ -289,7 +290,7 @@ std::set<std::string> requestSeries(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("every gauge series exists at 0 for all five target types right after start-up") {
+TEST_CASE("every gauge series exists at 0 for all eight target types right after start-up") {
   TempDir dir;
   DaemonProcess daemon(dir.path(), daemonOptions());
   const std::string text = scrape(daemon);

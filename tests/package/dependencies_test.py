@@ -14,9 +14,11 @@ source = pathlib.Path(os.environ["WEBHOOKER_SOURCE_DIR"])
 # Test-only by nature, named here rather than read from the lists, so that
 # moving one into the build list fails this test.
 TEST_ONLY = {"doctest-dev", "prometheus", "chromium", "nodejs", "npm", "clang",
-             "libclang-rt-14-dev", "nginx-light", "nginx", "haproxy", "lintian", "debhelper"}
+             "libclang-rt-14-dev", "nginx-light", "nginx", "haproxy", "lintian", "debhelper",
+             "redis-server", "nats-server", "rabbitmq-server"}
 # The ports the listed services take once installed, and the daemon's own.
-TAKEN_PORTS = {9090: "prometheus", 80: "nginx-light", 8080: "webhooker's default"}
+TAKEN_PORTS = {9090: "prometheus", 80: "nginx-light", 8080: "webhooker's default",
+               6379: "redis-server", 5672: "rabbitmq-server", 4222: "nats-server"}
 
 
 def install_deps_calls(target):

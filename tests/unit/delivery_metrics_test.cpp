@@ -55,7 +55,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::array<const char*, 5> kTypes = {"http", "slack", "database", "log", "unknown"};
+constexpr std::array<const char*, 8> kTypes = {"http", "slack", "database", "log",
+                                              "redis_stream", "nats", "amqp", "unknown"};
 
 // --- Reading the exposition text -------------------------------------------
 
@@ -161,7 +162,7 @@ TEST_CASE("reasonLabel keeps http_3xx/4xx codes and the known reasons, anything 
   CHECK(DeliveryMetrics::reasonLabel("7d9c1f0e-4a2b-4c3d-8e5f-6a7b8c9d0e1f") == "other");
 }
 
-TEST_CASE("every delivery series exists at 0 from construction, for all five types") {
+TEST_CASE("every delivery series exists at 0 from construction, for all eight types") {
   prometheus::Registry registry;
   DeliveryMetrics metrics(registry);
   const std::string text = exposition(registry);
@@ -182,7 +183,7 @@ TEST_CASE("every delivery series exists at 0 from construction, for all five typ
                     {{"target_type", type}, {"reason", std::string(reason)}}) == 0.0);
     }
   }
-  // Nothing but the five types carries a target_type label.
+  // Nothing but the eight types carries a target_type label.
   for (const Sample& s : parseSamples(text)) {
     const auto it = s.labels.find("target_type");
     REQUIRE(it != s.labels.end());
