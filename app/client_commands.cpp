@@ -434,11 +434,13 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   // A target's type is fixed once it exists.
   if (create) {
     name->required();
-    addBodyOption<std::string>(cmd, s, "--type", "/type", "http, slack, database or log")
+    addBodyOption<std::string>(cmd, s, "--type", "/type",
+                               "http, slack, database, log, redis_stream, nats or amqp")
         ->required();
   }
   addBodyOption<std::string>(cmd, s, "--target-url", "/config/url",
-                             "http: the URL deliveries go to");
+                             "http: the URL deliveries go to; redis_stream, nats, amqp: the "
+                             "broker's URL (redis://, nats://, tls://, amqp://, amqps://)");
   addBodyOption<std::string>(cmd, s, "--method", "/config/method", "http: the method (POST)");
   addHeaderOption(cmd, s);
   addBodyOption<int64_t>(cmd, s, "--timeout-ms", "/config/timeout_ms", "http: per-attempt timeout");
@@ -447,6 +449,19 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
                   "\"generate\" for a new one shown once, or - to read it from standard input");
   addBodyOption<std::string>(cmd, s, "--webhook-url", "/config/webhook_url",
                              "slack: the incoming-webhook URL");
+  addBodyOption<std::string>(cmd, s, "--stream", "/config/stream", "redis_stream: the stream");
+  addBodyOption<int64_t>(cmd, s, "--maxlen", "/config/maxlen",
+                         "redis_stream: trim the stream to about this many entries");
+  addBodyOption<std::string>(cmd, s, "--subject", "/config/subject",
+                             "nats: the JetStream subject ({type}: the event type)");
+  addBodyOption<std::string>(cmd, s, "--exchange", "/config/exchange", "amqp: the exchange");
+  addBodyOption<std::string>(cmd, s, "--routing-key", "/config/routing_key",
+                             "amqp: the routing key ({type}: the event type)");
+  addBodyOption<std::string>(cmd, s, "--broker-username", "/config/username",
+                             "redis_stream, nats, amqp: the user name (write-only)");
+  addSecretOption(cmd, s, "--broker-password", "/config/password",
+                  "redis_stream, nats, amqp: the password (write-only), or - to read it from "
+                  "standard input");
   addBodyOption<int64_t>(cmd, s, "--max-concurrency", "/max_concurrency",
                          "deliveries in flight at once");
   addBodyOption<int64_t>(cmd, s, "--max-retries", "/retry/max_retries",
@@ -566,7 +581,9 @@ void refuseUrlMeantForTarget(const Session& s, bool create) {
   const json config = field(s.body, "config");
   if (field(config, "url").is_string() || field(config, "webhook_url").is_string()) return;
   const json type = field(s.body, "type");
-  const bool needsUrl = create ? type == "http" || type == "slack" : s.body.empty();
+  const bool needsUrl = create ? type == "http" || type == "slack" || type == "redis_stream" ||
+                                     type == "nats" || type == "amqp"
+                               : s.body.empty();
   if (needsUrl)
     throw CLI::ValidationError("--url", "is the daemon's address (" + s.urlFlag +
                                             "); give the target's URL with --target-url (http) "

@@ -838,7 +838,13 @@
 
   function newTargetForm(webhookId, onCreated) {
     const name = h('input', { type: 'text', name: 'name', required: true, maxlength: 200, autocomplete: 'off' });
-    const type = h('select', { name: 'type' }, ['http', 'slack', 'database', 'log'].map((t) => h('option', { value: t }, t)));
+    const type = h('select', { name: 'type' }, ['http', 'slack', 'database', 'log', 'redis_stream', 'nats', 'amqp'].map((t) => h('option', { value: t }, t)));
+    // The queue types: a broker URL, where on it (stream, subject, routing key), a password.
+    const queueTypes = { redis_stream: ['Stream', 'stream', 'redis://host:6379'], nats: ['Subject', 'subject', 'nats://host:4222'], amqp: ['Routing key', 'routing_key', 'amqp://host:5672/'] };
+    const brokerUrl = h('input', { type: 'text', name: 'broker_url', maxlength: 2048, autocomplete: 'off' });
+    const queueName = h('input', { type: 'text', name: 'queue_name', maxlength: 255, autocomplete: 'off' });
+    const brokerUser = h('input', { type: 'text', name: 'broker_username', maxlength: 1024, autocomplete: 'off' });
+    const brokerPassword = h('input', { type: 'password', name: 'broker_password', maxlength: 1024, autocomplete: 'new-password' });
     const url = h('input', { type: 'url', name: 'url', placeholder: 'https://example.com/hook', maxlength: 2048, autocomplete: 'off' });
     const method = h('select', { name: 'method' }, ['POST', 'PUT', 'PATCH'].map((m) => h('option', { value: m }, m)));
     const slackUrl = h('input', { type: 'url', name: 'webhook_url', placeholder: 'https://hooks.slack.com/services/…', maxlength: 2048, autocomplete: 'off' });
@@ -852,6 +858,11 @@
     const urlField = h('label', { class: 'field wide' }, h('span', null, 'URL'), url);
     const methodField = h('label', { class: 'field' }, h('span', null, 'Method'), method);
     const slackField = h('label', { class: 'field wide' }, h('span', null, 'Slack webhook URL'), slackUrl);
+    const brokerUrlField = h('label', { class: 'field wide' }, h('span', null, 'Broker URL'), brokerUrl);
+    const queueNameLabel = h('span', null, 'Stream');
+    const queueNameField = h('label', { class: 'field' }, queueNameLabel, queueName);
+    const brokerUserField = h('label', { class: 'field' }, h('span', null, 'Broker user (optional)'), brokerUser);
+    const brokerPasswordField = h('label', { class: 'field' }, h('span', null, 'Broker password (optional)'), brokerPassword);
     const retryFields = [
       h('label', { class: 'field' }, h('span', null, 'Max retries'), retries),
       h('label', { class: 'field' }, h('span', null, 'Max concurrent attempts'), concurrency),
@@ -862,7 +873,15 @@
       slackField.hidden = t !== 'slack';
       url.required = t === 'http';
       slackUrl.required = t === 'slack';
-      retryFields.forEach((f) => { f.hidden = t !== 'http' && t !== 'slack'; });
+      const queue = queueTypes[t];
+      brokerUrlField.hidden = queueNameField.hidden = brokerUserField.hidden = brokerPasswordField.hidden = !queue;
+      brokerUrl.required = Boolean(queue);
+      queueName.required = t === 'redis_stream' || t === 'nats';
+      if (queue) {
+        queueNameLabel.textContent = queue[0];
+        brokerUrl.placeholder = queue[2];
+      }
+      retryFields.forEach((f) => { f.hidden = t === 'database' || t === 'log'; });
     }
     type.addEventListener('change', showFields);
     showFields();
@@ -870,7 +889,8 @@
     const form = h('form', { class: 'grid', 'aria-label': 'New target' },
       h('label', { class: 'field' }, h('span', null, 'Name'), name),
       h('label', { class: 'field' }, h('span', null, 'Type'), type),
-      urlField, methodField, slackField, retryFields, routing.nodes,
+      urlField, methodField, slackField, brokerUrlField, queueNameField, brokerUserField, brokerPasswordField,
+      retryFields, routing.nodes,
       h('label', { class: 'field check' }, active, h('span', null, 'Active')),
       error,
       h('div', { class: 'form-actions wide' }, submit,
@@ -883,7 +903,14 @@
       const body = { name: name.value, type: type.value, active: active.checked, config: {}, ...routing.body() };
       if (type.value === 'http') body.config = { url: url.value, method: method.value };
       if (type.value === 'slack') body.config = { webhook_url: slackUrl.value };
-      if (type.value === 'http' || type.value === 'slack') {
+      const queue = queueTypes[type.value];
+      if (queue) {
+        body.config = { url: brokerUrl.value };
+        if (queueName.value) body.config[queue[1]] = queueName.value;
+        if (brokerUser.value) body.config.username = brokerUser.value;
+        if (brokerPassword.value) body.config.password = brokerPassword.value;
+      }
+      if (type.value !== 'database' && type.value !== 'log') {
         body.max_concurrency = Number(concurrency.value);
         body.retry = { max_retries: Number(retries.value) };
       }
