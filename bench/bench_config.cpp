@@ -41,6 +41,7 @@ BenchConfig BenchConfig::smokeSized() {
   c.memoryTargets = 3;
   c.memoryEvents = 50;
   c.fifoEvents = 40;
+  c.queueEvents = 40;
   c.tenants = 20;
   c.tenantEvents = 200;
   return c;

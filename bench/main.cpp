@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
   app.add_flag("--smoke", smoke, "tiny sizes, seconds: checks the harness and correctness only");
   app.add_option("--only", only, "run only these scenarios")
       ->check(CLI::IsMember({"ingest", "slow-clients", "deliver", "end-to-end", "isolation",
-                             "scale", "memory", "routed", "noisy-tenant", "fifo", "cluster",
-                             "tenants", "egress"}));
+                             "scale", "memory", "routed", "noisy-tenant", "fifo", "queues",
+                             "cluster", "tenants", "egress"}));
   app.add_option("--runs", runs, "run everything this many times; report the medians")
       ->check(CLI::Range(1, 9));
   app.add_option("--sync-mode", syncMode, "the daemon's sync mode (full is what the goals mean)")
@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
       {"deliver", runDeliver},     {"end-to-end", runEndToEnd},
       {"isolation", runIsolation}, {"scale", runScale},     {"memory", runMemory},
       {"routed", runRouted}, {"noisy-tenant", runNoisyTenant}, {"fifo", runFifo},
+      {"queues", runQueues},
       {"cluster", runCluster}, {"tenants", runTenants}, {"egress", runEgress}};
   const auto start = std::chrono::steady_clock::now();
   std::vector<Report> reports;

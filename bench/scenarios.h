@@ -66,6 +66,8 @@ struct BenchConfig {
   // fifo: events drained to a receiver answering in 1 ms (a quarter of them
   // for the one answering in 10 ms).
   size_t fifoEvents = 1'000;
+  // queues: events seeded for each queue target, and published by its bare loop.
+  size_t queueEvents = 10'000;
   std::vector<std::string> bodies;       // realistic: 2–30 KB, median ~8 KB
   std::vector<std::string> smallBodies;  // for backlogs whose bodies are never read (scale)
 
@@ -78,6 +80,7 @@ struct BenchConfig {
 
 void runIngest(const BenchConfig& config, Report& report);
 void runDeliver(const BenchConfig& config, Report& report);
+void runQueues(const BenchConfig& config, Report& report);
 void runRouted(const BenchConfig& config, Report& report);
 void runEndToEnd(const BenchConfig& config, Report& report);
 void runIsolation(const BenchConfig& config, Report& report);

@@ -36,10 +36,10 @@ SeededWebhook Seeder::createWebhook(const std::string& name, const std::vector<S
     TargetRecord record;
     record.webhookId = seeded.id;
     record.name = "bench";
-    record.type = "http";
+    record.type = t.type;
     record.maxConcurrency = t.maxConcurrency;
     record.health.ordering = t.ordering;
-    record.configJson = nlohmann::json{{"url", t.url}}.dump();
+    record.configJson = t.type == "http" ? nlohmann::json{{"url", t.url}}.dump() : t.configJson;
     seeded.targetIds.push_back(orThrow(store_->createTarget(record), "create target").id);
   }
   return seeded;

@@ -24,6 +24,9 @@ struct SeedTarget {
   std::string url;
   int maxConcurrency = 8;
   TargetOrdering ordering = TargetOrdering::kParallel;
+  // Another type than http: its type and config (`url` is then unused).
+  std::string type = "http";
+  std::string configJson = "";
 };
 
 struct SeededWebhook {
