@@ -52,6 +52,8 @@ RedisStreamTarget::RedisStreamTarget(const SsrfGuard& guard, CircuitBreakers& br
                                      Random& random, const Clock& clock)
     : RetryCore(breakers, random, clock), guard_(guard) {}
 
+RedisStreamTarget::~RedisStreamTarget() = default;
+
 AttemptOutcome RedisStreamTarget::attempt(const DeliveryContext& ctx, const Task& task) {
   AttemptOutcome out;
   const auto* config = queueConfig<RedisStreamDeliveryConfig>(ctx, out);

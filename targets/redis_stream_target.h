@@ -24,6 +24,7 @@ class RedisStreamTarget final : public RetryCore {
  public:
   RedisStreamTarget(const SsrfGuard& guard, CircuitBreakers& breakers, Random& random,
                     const Clock& clock);
+  ~RedisStreamTarget() override;  // where Connection is complete
 
  protected:
   AttemptOutcome attempt(const DeliveryContext& context, const Task& task) override;
