@@ -395,7 +395,8 @@ TEST_CASE("bad token requests are refused and change nothing") {
       {"expiry in the past", json{{"name", "a"}, {"scopes", {"read"}}, {"expires_at", past}}.dump()},
       {"expiry not a time", R"({"name": "a", "scopes": ["read"], "expires_at": "soon"})"},
   };
-  for (const auto& [what, body] : cases) {
+  for (const auto& [label, body] : cases) {
+    const std::string& what = label;  // clang cannot capture a structured binding
     CAPTURE(what);
     const State before = stateOf(f);
     auto res = request(admin, "POST", tokens, body);
