@@ -84,14 +84,21 @@ std::string templateFrom(FuzzedDataProvider& in, bool timestamped) {
 // What the harness signs for `content`: each part rendered by hand.
 std::string rendered(const std::string& content, const std::string& body, const std::string& ts,
                      const std::string& id) {
-  std::string out = content;
-  for (const auto& [part, value] : {std::pair<std::string, std::string>{"{body}", body},
-                                    {"{timestamp}", ts}, {"{header:X-Id}", id}}) {
-    std::string next;
-    size_t from = 0;
-    for (size_t at; (at = out.find(part, from)) != std::string::npos; from = at + part.size())
-      next += out.substr(from, at - from) + value;
-    out = next + out.substr(from);
+  // One pass over the template: a value put in (a body holding "{timestamp}")
+  // is never read again as a part.
+  const std::pair<std::string, std::string> parts[] = {
+      {"{body}", body}, {"{timestamp}", ts}, {"{header:X-Id}", id}};
+  std::string out;
+  for (size_t at = 0; at < content.size();) {
+    bool matched = false;
+    for (const auto& part : parts) {
+      if (content.compare(at, part.first.size(), part.first) != 0) continue;
+      out += part.second;
+      at += part.first.size();
+      matched = true;
+      break;
+    }
+    if (!matched) out += content[at++];
   }
   return out;
 }
