@@ -7,6 +7,10 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "base/error_codes.h"
 #include "base/hex_digit.h"
 #include "base/secret.h"

@@ -281,7 +281,10 @@ async function run() {
   const frame = await waitFor('the console in the allowed frame', async () =>
     page.frames().find((f) => f.url().startsWith(daemon.url)));
   await frame.locator('h1', { hasText: 'shop' }).waitFor();
-  check(await frame.locator('section.delivery, tr[data-event-id]').count() > 0, 'the framed portal shows the deliveries');
+  // The title comes before the deliveries' page: wait for the rows, not a moment.
+  const framedRows = frame.locator('section.delivery, tr[data-event-id]');
+  await framedRows.first().waitFor({ timeout: 15000 }).catch(() => {});
+  check(await framedRows.count() > 0, 'the framed portal shows the deliveries');
   check(refusedFrames.length === 0, 'the allowed origin was not refused: ' + refusedFrames.join('\n'));
   step('the allowed origin frames the portal');
 
