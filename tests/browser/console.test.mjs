@@ -16,15 +16,15 @@
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { WAIT_MS, check, freePort, step, waitFor } from './helpers.mjs';
+
 const SKIP = 77;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TOKEN = 'whk_console-browser-test-token-0123456789';
-const WAIT_MS = 15000;
 const here = path.dirname(fileURLToPath(import.meta.url));
 const screenshotDir = process.env.SCREENSHOT_DIR || path.join(os.tmpdir(), 'console-screenshots');
 
@@ -47,35 +47,9 @@ if (!bin) {
 
 // --- Helpers -----------------------------------------------------------------
 
-function check(condition, message) {
-  if (!condition) throw new Error('check failed: ' + message);
-}
 
-function step(text) {
-  console.log(`[${((Date.now() - started) / 1000).toFixed(1)} s] ${text}`);
-}
 
-// Polls `probe` until it returns a truthy value; fails after WAIT_MS.
-async function waitFor(what, probe, { intervalMs = 100, timeoutMs = WAIT_MS } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function curl(args) {
   return new Promise((resolve, reject) => {
@@ -139,7 +113,6 @@ function startReceiver(port) {
 
 // --- The scenario ------------------------------------------------------------
 
-const started = Date.now();
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooker-console-'));
 fs.mkdirSync(screenshotDir, { recursive: true });
 for (const f of fs.readdirSync(screenshotDir)) if (f.endsWith('.png')) fs.rmSync(path.join(screenshotDir, f));

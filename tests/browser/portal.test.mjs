@@ -16,15 +16,15 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { WAIT_MS, check, freePort, step, waitFor } from './helpers.mjs';
+
 const SKIP = 77;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TOKEN = 'whk_portal-browser-test-token-0123456789';
-const WAIT_MS = 15000;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 if (!fs.existsSync(CHROMIUM)) {
@@ -44,35 +44,9 @@ if (!bin) {
   process.exit(1);
 }
 
-function check(condition, message) {
-  if (!condition) throw new Error('check failed: ' + message);
-}
 
-const started = Date.now();
-function step(text) {
-  console.log(`[${((Date.now() - started) / 1000).toFixed(1)} s] ${text}`);
-}
 
-async function waitFor(what, probe, { intervalMs = 100, timeoutMs = WAIT_MS } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function listen(server, port = 0) {
   return new Promise((resolve, reject) => {
