@@ -13,14 +13,16 @@
 //
 // Exit codes: 0 passed, 1 failed, 77 skipped (no Chromium or no
 // node_modules: scripts/install-deps installs both).
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { WAIT_MS, check, freePort, step, waitFor } from './helpers.mjs';
+import {
+  WAIT_MS, check, freePort, startDaemon, step, stopDaemon, waitFor,
+} from './helpers.mjs';
 
 const SKIP = 77;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -62,36 +64,7 @@ function curl(args) {
 
 // The daemon, with an environment holding nothing webhooker reads but what
 // the test sets.
-async function startDaemon(dataDir) {
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(WEBHOOKER_|DATA_DIR$|PORT$|DEBUG$|METRICS_)/.test(k)) env[k] = v;
-  }
-  env.WEBHOOKER_ADMIN_TOKEN = TOKEN;
-  const child = spawn(bin, ['serve', '--port', '0', '--data-dir', dataDir,
-    '--allow-networks', '127.0.0.1/32'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the daemon did not start:\n' + stderr)), WAIT_MS);
-    child.stdout.on('data', (d) => {
-      stdout += d;
-      const m = /webhooker listening on (http:\/\/[^ ]+:\d+)/.exec(stdout);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the daemon exited (${code}):\n${stderr}`)); });
-  });
-  return { child, url, log: () => stderr };
-}
 
-function stopDaemon(daemon) {
-  return new Promise((resolve) => {
-    if (!daemon || daemon.child.exitCode !== null) return resolve();
-    daemon.child.once('exit', resolve);
-    daemon.child.kill('SIGTERM');
-  });
-}
 
 // A receiver that records what it gets and answers 200.
 function startReceiver(port) {
@@ -123,7 +96,7 @@ let receiver;
 const problems = [];  // page errors, CSP violations, dialogs: each fails the test
 
 async function run() {
-  daemon = await startDaemon(dataDir);
+  daemon = await startDaemon(bin, TOKEN, dataDir);
   step(`daemon at ${daemon.url}`);
 
   // The console's own headers, as the browser gets them.

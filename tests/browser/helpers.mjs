@@ -1,4 +1,5 @@
 // What the browser tests share: checks, timed steps, polling, free ports.
+import { spawn } from 'node:child_process';
 import net from 'node:net';
 
 export const WAIT_MS = 15000;
@@ -32,5 +33,38 @@ export function freePort() {
       const { port } = s.address();
       s.close(() => resolve(port));
     });
+  });
+}
+
+// Starts `webhooker serve` on a free port with its data in dataDir, none of
+// the caller's WEBHOOKER_* settings, the given admin token and extra flags.
+export async function startDaemon(bin, token, dataDir, extraArgs = []) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!/^(WEBHOOKER_|DATA_DIR$|PORT$|DEBUG$|METRICS_)/.test(k)) env[k] = v;
+  }
+  env.WEBHOOKER_ADMIN_TOKEN = token;
+  const child = spawn(bin, ['serve', '--port', '0', '--data-dir', dataDir,
+    '--allow-networks', '127.0.0.1/32', ...extraArgs], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the daemon did not start:\n' + stderr)), WAIT_MS);
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      const m = /webhooker listening on (http:\/\/[^ ]+:\d+)/.exec(stdout);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the daemon exited (${code}):\n${stderr}`)); });
+  });
+  return { child, url, log: () => stderr };
+}
+
+export function stopDaemon(daemon) {
+  return new Promise((resolve) => {
+    if (!daemon || daemon.child.exitCode !== null) return resolve();
+    daemon.child.once('exit', resolve);
+    daemon.child.kill('SIGTERM');
   });
 }

@@ -13,14 +13,15 @@
 //
 // Exit codes: 0 passed, 1 failed, 77 skipped (no Chromium or no
 // node_modules: scripts/install-deps installs both).
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { WAIT_MS, check, freePort, step, waitFor } from './helpers.mjs';
+import {
+  WAIT_MS, check, freePort, startDaemon, step, stopDaemon, waitFor,
+} from './helpers.mjs';
 
 const SKIP = 77;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -82,37 +83,7 @@ function startReceiver(port) {
   return listen(server, port).then(() => ({ server, received }));
 }
 
-async function startDaemon(dataDir, frameAncestors) {
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(WEBHOOKER_|DATA_DIR$|PORT$|DEBUG$|METRICS_)/.test(k)) env[k] = v;
-  }
-  env.WEBHOOKER_ADMIN_TOKEN = TOKEN;
-  const child = spawn(bin, ['serve', '--port', '0', '--data-dir', dataDir,
-    '--allow-networks', '127.0.0.1/32', '--portal-frame-ancestors', frameAncestors],
-  { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the daemon did not start:\n' + stderr)), WAIT_MS);
-    child.stdout.on('data', (d) => {
-      stdout += d;
-      const m = /webhooker listening on (http:\/\/[^ ]+:\d+)/.exec(stdout);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the daemon exited (${code}):\n${stderr}`)); });
-  });
-  return { child, url, log: () => stderr };
-}
 
-function stopDaemon(daemon) {
-  return new Promise((resolve) => {
-    if (!daemon || daemon.child.exitCode !== null) return resolve();
-    daemon.child.once('exit', resolve);
-    daemon.child.kill('SIGTERM');
-  });
-}
 
 let daemon;
 let browser;
@@ -126,7 +97,7 @@ async function run() {
   const allowed = await startFramer();
   const other = await startFramer();
   framers.push(allowed, other);
-  daemon = await startDaemon(dataDir, allowed.origin);
+  daemon = await startDaemon(bin, TOKEN, dataDir, ['--portal-frame-ancestors', allowed.origin]);
   step(`daemon at ${daemon.url}; ${allowed.origin} may frame it, ${other.origin} may not`);
 
   async function admin(method, p, body) {
