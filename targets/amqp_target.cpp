@@ -105,19 +105,11 @@ AttemptOutcome AmqpTarget::attempt(const DeliveryContext& ctx, const Task& task)
     out.error = "the routing key (from the event type) is longer than 255 bytes";
     return out;
   }
-  const auto started = Stopwatch::now();
-  const auto deadline = started + config->timeout;
+  const BrokerAttempt sent(out);
+  const auto deadline = sent.started() + config->timeout;
   const auto remaining = [&] {
     return std::max(milliseconds(1),
                     std::chrono::duration_cast<milliseconds>(deadline - Stopwatch::now()));
-  };
-  const auto finish = [&](Verdict verdict, std::string error) {
-    out.verdict = verdict;
-    out.reason.clear();
-    out.sent = true;
-    out.error = std::move(error);
-    out.duration = std::chrono::duration_cast<milliseconds>(Stopwatch::now() - started);
-    return out;
   };
   const auto address = vetBroker(guard_, config->address, out);
   if (!address) return out;
@@ -131,7 +123,7 @@ AttemptOutcome AmqpTarget::attempt(const DeliveryContext& ctx, const Task& task)
     amqp_connection_state_t state = connection->state;
     connection->socket =
         config->address.tls ? amqp_ssl_socket_new(state) : amqp_tcp_socket_new(state);
-    if (!connection->socket) return finish(Verdict::kRetry, "amqp: cannot make a socket");
+    if (!connection->socket) return sent.finish(Verdict::kRetry, "amqp: cannot make a socket");
     if (config->address.tls) {
       amqp_ssl_socket_set_verify_peer(connection->socket, 1);
       amqp_ssl_socket_set_verify_hostname(connection->socket, 1);
@@ -146,10 +138,10 @@ AttemptOutcome AmqpTarget::attempt(const DeliveryContext& ctx, const Task& task)
     const int opened = amqp_socket_open_noblock(connection->socket, host.c_str(),
                                                 config->address.url.port, &connectTimeout);
     if (opened != AMQP_STATUS_OK)
-      return finish(Verdict::kRetry, "cannot connect to " + config->address.hostPort() + ": " +
-                                         amqp_error_string2(opened));
+      return sent.finish(Verdict::kRetry, "cannot connect to " + config->address.hostPort() + ": " +
+                                              amqp_error_string2(opened));
     const auto peer = peerAddress(amqp_socket_get_sockfd(connection->socket));
-    if (!peer) return finish(Verdict::kRetry, "amqp: the connection has no peer address");
+    if (!peer) return sent.finish(Verdict::kRetry, "amqp: the connection has no peer address");
     if (const auto category = guard_.forbiddenCategory(*peer)) {
       out.verdict = Verdict::kTerminal;
       out.reason = "blocked_destination";
@@ -163,13 +155,13 @@ AttemptOutcome AmqpTarget::attempt(const DeliveryContext& ctx, const Task& task)
         amqp_login(state, config->address.vhost.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN,
                    config->username.c_str(), config->password.c_str());
     if (login.reply_type != AMQP_RESPONSE_NORMAL)
-      return finish(Verdict::kRetry, "amqp login refused: " + replyError(login));
+      return sent.finish(Verdict::kRetry, "amqp login refused: " + replyError(login));
     amqp_channel_open(state, kChannel);
     if (auto r = amqp_get_rpc_reply(state); r.reply_type != AMQP_RESPONSE_NORMAL)
-      return finish(Verdict::kRetry, "amqp: " + replyError(r));
+      return sent.finish(Verdict::kRetry, "amqp: " + replyError(r));
     amqp_confirm_select(state, kChannel);
     if (auto r = amqp_get_rpc_reply(state); r.reply_type != AMQP_RESPONSE_NORMAL)
-      return finish(Verdict::kRetry, "amqp: " + replyError(r));
+      return sent.finish(Verdict::kRetry, "amqp: " + replyError(r));
     connection->open = true;
   }
   amqp_connection_state_t state = connection->state;
@@ -205,7 +197,8 @@ AttemptOutcome AmqpTarget::attempt(const DeliveryContext& ctx, const Task& task)
       amqp_basic_publish(state, kChannel, bytes(config->exchange), bytes(routingKey),
                          /*mandatory=*/1, /*immediate=*/0, &properties, bytes(p.body));
   if (published != AMQP_STATUS_OK)
-    return finish(Verdict::kRetry, std::string("amqp publish: ") + amqp_error_string2(published));
+    return sent.finish(Verdict::kRetry,
+                       std::string("amqp publish: ") + amqp_error_string2(published));
 
   // One publish in flight per connection: the next confirm is ours. A
   // mandatory message no queue takes comes back (basic.return, then its
@@ -216,10 +209,10 @@ AttemptOutcome AmqpTarget::attempt(const DeliveryContext& ctx, const Task& task)
     timeval wait = brokerTimeval(remaining());
     const int got = amqp_simple_wait_frame_noblock(state, &frame, &wait);
     if (got == AMQP_STATUS_TIMEOUT)
-      return finish(Verdict::kRetry, "amqp: no confirm from the broker within " +
-                                         std::to_string(config->timeout.count()) + " ms");
+      return sent.finish(Verdict::kRetry, "amqp: no confirm from the broker within " +
+                                              std::to_string(config->timeout.count()) + " ms");
     if (got != AMQP_STATUS_OK)
-      return finish(Verdict::kRetry, std::string("amqp: ") + amqp_error_string2(got));
+      return sent.finish(Verdict::kRetry, std::string("amqp: ") + amqp_error_string2(got));
     if (frame.frame_type != AMQP_FRAME_METHOD) continue;  // a returned message's header and body
     const amqp_method_number_t id = frame.payload.method.id;
     if (id == AMQP_BASIC_RETURN_METHOD) {
@@ -229,19 +222,20 @@ AttemptOutcome AmqpTarget::attempt(const DeliveryContext& ctx, const Task& task)
       amqp_maybe_release_buffers(state);
       pool_.giveBack(key, std::move(connection));
       if (!returned.empty())
-        return finish(Verdict::kRetry, "amqp: the broker returned the message as unroutable (" +
-                                           returned + ")");
-      return finish(Verdict::kSuccess, "");
+        return sent.finish(
+            Verdict::kRetry,
+            "amqp: the broker returned the message as unroutable (" + returned + ")");
+      return sent.finish(Verdict::kSuccess, "");
     } else if (id == AMQP_BASIC_NACK_METHOD) {
       amqp_maybe_release_buffers(state);
       pool_.giveBack(key, std::move(connection));
-      return finish(Verdict::kRetry, "amqp: the broker refused the message (nack)");
+      return sent.finish(Verdict::kRetry, "amqp: the broker refused the message (nack)");
     } else if (id == AMQP_CHANNEL_CLOSE_METHOD || id == AMQP_CONNECTION_CLOSE_METHOD) {
       amqp_rpc_reply_t reply{};
       reply.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
       reply.reply = frame.payload.method;
       connection->open = false;  // the broker is done with it: no goodbye
-      return finish(Verdict::kRetry, "amqp: " + replyError(reply));
+      return sent.finish(Verdict::kRetry, "amqp: " + replyError(reply));
     }
   }
 }

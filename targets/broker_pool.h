@@ -5,7 +5,8 @@
 // only if it is still good; a broken one is dropped by its destructor.
 //
 // Threading: borrow() and giveBack() are safe from any thread.
-// Also the checks every queue attempt starts with (queueConfig, vetBroker).
+// Also the checks every queue attempt starts with (queueConfig, vetBroker) and
+// the outcome of one that reached for its broker (BrokerAttempt).
 #pragma once
 
 #include <sys/time.h>
@@ -80,6 +81,31 @@ inline std::optional<IpAddress> vetBroker(const SsrfGuard& guard, const BrokerAd
   }
   return std::nullopt;
 }
+
+// An attempt past its checks, reaching for the broker: whatever it ends with
+// was sent (it counts against the target's retries), timed from here.
+class BrokerAttempt {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit BrokerAttempt(AttemptOutcome& out) : out_(out), started_(Clock::now()) {}
+
+  Clock::time_point started() const { return started_; }
+
+  // Fills the outcome (no reason: a reason marks what never reached a broker).
+  AttemptOutcome finish(AttemptOutcome::Verdict verdict, std::string error) const {
+    out_.verdict = verdict;
+    out_.reason.clear();
+    out_.sent = true;
+    out_.error = std::move(error);
+    out_.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
+    return out_;
+  }
+
+ private:
+  AttemptOutcome& out_;
+  const Clock::time_point started_;
+};
 
 // A timeout as the C clients take it (at least 1 ms).
 inline timeval brokerTimeval(std::chrono::milliseconds ms) {

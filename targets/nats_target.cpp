@@ -11,7 +11,6 @@ namespace webhooker {
 
 namespace {
 
-using Stopwatch = std::chrono::steady_clock;
 using Verdict = AttemptOutcome::Verdict;
 
 // libnats' own account of the last failure on this thread.
@@ -50,15 +49,7 @@ AttemptOutcome NatsTarget::attempt(const DeliveryContext& ctx, const Task& task)
     out.error = "the subject \"" + subject + "\" (from the event type) is not a valid NATS subject";
     return out;
   }
-  const auto started = Stopwatch::now();
-  const auto finish = [&](Verdict verdict, std::string error) {
-    out.verdict = verdict;
-    out.reason.clear();
-    out.sent = true;
-    out.error = std::move(error);
-    out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Stopwatch::now() - started);
-    return out;
-  };
+  const BrokerAttempt sent(out);
   const auto address = vetBroker(guard_, config->address, out);
   if (!address) return out;
 
@@ -99,10 +90,10 @@ AttemptOutcome NatsTarget::attempt(const DeliveryContext& ctx, const Task& task)
     if (s == NATS_OK) s = natsConnection_Connect(&fresh->nc, options);
     natsOptions_Destroy(options);
     if (s != NATS_OK)
-      return finish(Verdict::kRetry,
-                    "cannot connect to " + config->address.hostPort() + ": " + natsError(s));
+      return sent.finish(Verdict::kRetry,
+                         "cannot connect to " + config->address.hostPort() + ": " + natsError(s));
     s = natsConnection_JetStream(&fresh->js, fresh->nc, nullptr);
-    if (s != NATS_OK) return finish(Verdict::kRetry, "nats: " + natsError(s));
+    if (s != NATS_OK) return sent.finish(Verdict::kRetry, "nats: " + natsError(s));
     std::lock_guard lock(mutex_);
     connection = connections_.try_emplace(key, fresh).first->second;
   }
@@ -135,12 +126,12 @@ AttemptOutcome NatsTarget::attempt(const DeliveryContext& ctx, const Task& task)
       if (auto it = connections_.find(key); it != connections_.end() && it->second == connection)
         connections_.erase(it);
     }
-    return finish(Verdict::kRetry, std::move(error));
+    return sent.finish(Verdict::kRetry, std::move(error));
   }
   out.responseBody = std::string("stream=") + (ack->Stream ? ack->Stream : "") +
                      " seq=" + std::to_string(ack->Sequence) + (ack->Duplicate ? " duplicate" : "");
   jsPubAck_Destroy(ack);
-  return finish(Verdict::kSuccess, "");
+  return sent.finish(Verdict::kSuccess, "");
 }
 
 }  // namespace webhooker

@@ -13,8 +13,6 @@ namespace webhooker {
 
 namespace {
 
-using Stopwatch = std::chrono::steady_clock;
-
 struct ReplyFree {
   void operator()(redisReply* reply) const { freeReplyObject(reply); }
 };
@@ -58,15 +56,7 @@ AttemptOutcome RedisStreamTarget::attempt(const DeliveryContext& ctx, const Task
   AttemptOutcome out;
   const auto* config = queueConfig<RedisStreamDeliveryConfig>(ctx, out);
   if (!config) return out;
-  const auto started = Stopwatch::now();
-  const auto finish = [&](AttemptOutcome::Verdict verdict, std::string error) {
-    out.verdict = verdict;
-    out.reason.clear();
-    out.sent = true;
-    out.error = std::move(error);
-    out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Stopwatch::now() - started);
-    return out;
-  };
+  const BrokerAttempt sent(out);
   const auto address = vetBroker(guard_, config->address, out);
   if (!address) return out;
 
@@ -80,10 +70,11 @@ AttemptOutcome RedisStreamTarget::attempt(const DeliveryContext& ctx, const Task
                                                     config->address.url.port,
                                                     brokerTimeval(config->timeout));
     connection = std::make_unique<Connection>(context);
-    if (!context) return finish(AttemptOutcome::Verdict::kRetry, "redis: out of memory");
+    if (!context) return sent.finish(AttemptOutcome::Verdict::kRetry, "redis: out of memory");
     if (context->err)
-      return finish(AttemptOutcome::Verdict::kRetry,
-                    "cannot connect to " + config->address.hostPort() + ": " + context->errstr);
+      return sent.finish(
+          AttemptOutcome::Verdict::kRetry,
+          "cannot connect to " + config->address.hostPort() + ": " + context->errstr);
     redisSetTimeout(context, brokerTimeval(config->timeout));
     if (!config->password.empty()) {
       std::vector<std::string_view> auth = {"AUTH"};
@@ -91,9 +82,11 @@ AttemptOutcome RedisStreamTarget::attempt(const DeliveryContext& ctx, const Task
       auth.push_back(config->password);
       const Reply reply = command(context, auth);
       if (!reply)
-        return finish(AttemptOutcome::Verdict::kRetry, std::string("redis: ") + context->errstr);
+        return sent.finish(AttemptOutcome::Verdict::kRetry,
+                           std::string("redis: ") + context->errstr);
       if (reply->type == REDIS_REPLY_ERROR)
-        return finish(AttemptOutcome::Verdict::kRetry, "redis refused AUTH: " + replyText(*reply));
+        return sent.finish(AttemptOutcome::Verdict::kRetry,
+                           "redis refused AUTH: " + replyText(*reply));
     }
   }
 
@@ -112,17 +105,17 @@ AttemptOutcome RedisStreamTarget::attempt(const DeliveryContext& ctx, const Task
                            headersText, "body", p.body});
   const Reply reply = command(connection->context, args);
   if (!reply)  // the connection is broken: dropped with `connection`
-    return finish(AttemptOutcome::Verdict::kRetry,
-                  std::string("redis: ") + connection->context->errstr);
+    return sent.finish(AttemptOutcome::Verdict::kRetry,
+                       std::string("redis: ") + connection->context->errstr);
   if (reply->type == REDIS_REPLY_ERROR) {
     pool_.giveBack(key, std::move(connection));
-    return finish(AttemptOutcome::Verdict::kRetry, "redis refused XADD: " + replyText(*reply));
+    return sent.finish(AttemptOutcome::Verdict::kRetry, "redis refused XADD: " + replyText(*reply));
   }
   if (reply->type != REDIS_REPLY_STRING)
-    return finish(AttemptOutcome::Verdict::kRetry, "redis answered XADD with no entry id");
+    return sent.finish(AttemptOutcome::Verdict::kRetry, "redis answered XADD with no entry id");
   out.responseBody = replyText(*reply);
   pool_.giveBack(key, std::move(connection));
-  return finish(AttemptOutcome::Verdict::kSuccess, "");
+  return sent.finish(AttemptOutcome::Verdict::kSuccess, "");
 }
 
 }  // namespace webhooker
