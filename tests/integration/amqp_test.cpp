@@ -170,9 +170,7 @@ TEST_CASE("amqp: every event once, in order, acked by the broker") {
   TargetRecord target = h.createTarget(
       hook.webhookId, "amqp", {{"url", rabbit().url()}, {"routing_key", "ordered"}},
       retryPolicy(5, 50), 8);
-  target.health.ordering = TargetOrdering::kFifo;
-  REQUIRE(h.store().updateTarget(target));
-  h.engine().targetChanged(hook.webhookId, target.id);
+  h.makeFifo(target);
   constexpr int kEvents = 100;
   std::vector<std::string> ids;
   for (int i = 1; i <= kEvents; ++i)
@@ -197,9 +195,7 @@ TEST_CASE("amqp: a nack from a full queue retries, then dead-letters with its re
   TargetRecord target = h.createTarget(
       hook.webhookId, "amqp", {{"url", rabbit().url()}, {"routing_key", "tiny"}},
       retryPolicy(2, 50), 1);
-  target.health.ordering = TargetOrdering::kFifo;
-  REQUIRE(h.store().updateTarget(target));
-  h.engine().targetChanged(hook.webhookId, target.id);
+  h.makeFifo(target);
   const std::string kept = h.post(hook.entrypointId, "{}");
   const std::string refused = h.post(hook.entrypointId, "{}");
   REQUIRE(h.waitForStatus(h.deliveryOf(hook.webhookId, kept, target.id), "delivered", 10s));

@@ -59,9 +59,7 @@ TEST_CASE("FIFO: 200 events in order through 503s and a dropped connection") {
   const Hook hook = h.createWebhook();
   TargetRecord target = h.createHttpTarget(hook.webhookId, receiver.url("/fifo"),
                                            retryPolicy(5, 30), /*maxConcurrency=*/8);
-  target.health.ordering = TargetOrdering::kFifo;
-  REQUIRE(h.store().updateTarget(target));
-  h.engine().targetChanged(hook.webhookId, target.id);
+  h.makeFifo(target);
 
   constexpr int kEvents = 200;
   for (int i = 1; i <= kEvents; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
@@ -81,9 +79,7 @@ TEST_CASE("FIFO: a dead-lettered head releases the next; a disabled target resum
   receiver.script({respond(404), respond(200), respond(410)});
   const Hook hook = h.createWebhook();
   TargetRecord target = h.createHttpTarget(hook.webhookId, receiver.url("/fifo"), retryPolicy(5, 30));
-  target.health.ordering = TargetOrdering::kFifo;
-  REQUIRE(h.store().updateTarget(target));
-  h.engine().targetChanged(hook.webhookId, target.id);
+  h.makeFifo(target);
 
   std::vector<std::string> events;
   for (int i = 1; i <= 6; ++i) events.push_back(h.post(hook.entrypointId, json{{"seq", i}}.dump()));

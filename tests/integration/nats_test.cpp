@@ -129,9 +129,7 @@ class NatsServer {
 
 TargetRecord fifoTarget(EngineHarness& h, const Hook& hook, const json& config, RetryPolicy retry) {
   TargetRecord target = h.createTarget(hook.webhookId, "nats", config, retry, 8);
-  target.health.ordering = TargetOrdering::kFifo;
-  REQUIRE(h.store().updateTarget(target));
-  h.engine().targetChanged(hook.webhookId, target.id);
+  h.makeFifo(target);
   return target;
 }
 

@@ -112,9 +112,7 @@ class RedisServer {
 
 TargetRecord fifoTarget(EngineHarness& h, const Hook& hook, const json& config, RetryPolicy retry) {
   TargetRecord target = h.createTarget(hook.webhookId, "redis_stream", config, retry, 8);
-  target.health.ordering = TargetOrdering::kFifo;
-  REQUIRE(h.store().updateTarget(target));
-  h.engine().targetChanged(hook.webhookId, target.id);
+  h.makeFifo(target);
   return target;
 }
 

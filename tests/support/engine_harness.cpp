@@ -225,6 +225,13 @@ void EngineHarness::setTargetActive(const TargetRecord& target, bool active) {
   engine_->targetChanged(target.webhookId, target.id);
 }
 
+void EngineHarness::makeFifo(TargetRecord& target) {
+  target.health.ordering = TargetOrdering::kFifo;
+  if (auto r = store_->updateTarget(target); !r)
+    throw std::runtime_error("updateTarget: " + r.error().message);
+  engine_->targetChanged(target.webhookId, target.id);
+}
+
 std::string EngineHarness::post(const std::string& entrypointId, const std::string& body,
                                 const std::string& contentType, const httplib::Headers& headers) {
   httplib::Client c("127.0.0.1", port_);

@@ -206,6 +206,8 @@ class EngineHarness {
 
   // (De)activates a target and tells the engine, as the admin API does.
   void setTargetActive(const TargetRecord& target, bool active);
+  // Makes a target FIFO and tells the engine, as the admin API does.
+  void makeFifo(TargetRecord& target);
 
   // --- Ingest ---
 
