@@ -6,7 +6,11 @@
 // target in the page, post an event with curl while the receiver is down and
 // watch its delivery fail, start the receiver, replay from the console (the
 // dry-run count is shown first) and watch it be delivered; a stored
-// <script>alert(1)</script> body is shown as text and runs nothing. Along the
+// <script>alert(1)</script> body is shown as text and runs nothing. An
+// entrypoint made in the form verifies GitHub's signature (node's crypto signs
+// the test's requests), is edited to a custom scheme and response, refuses a
+// bad tolerance by its field with nothing changed, and rotates its secret; no
+// secret is ever in the page or an API answer. Along the
 // way: no CSP violation, no script error, the token never in the page, URL
 // or storage other than sessionStorage. Screenshots of every page at 1280 px
 // and 390 px go to SCREENSHOT_DIR.
@@ -14,6 +18,7 @@
 // Exit codes: 0 passed, 1 failed, 77 skipped (no Chromium or no
 // node_modules: scripts/install-deps installs both).
 import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -49,10 +54,6 @@ if (!bin) {
 
 // --- Helpers -----------------------------------------------------------------
 
-
-
-
-
 function curl(args) {
   return new Promise((resolve, reject) => {
     execFile('curl', ['-sS', '--max-time', '10', ...args], (err, stdout, stderr) => {
@@ -62,9 +63,21 @@ function curl(args) {
   });
 }
 
-// The daemon, with an environment holding nothing webhooker reads but what
-// the test sets.
+// The admin API, as the test's own client: { status, body }.
+async function adminApi(method, p, body) {
+  const res = await fetch(daemon.url + '/api/v1' + p, {
+    method,
+    headers: { Authorization: 'Bearer ' + TOKEN, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
 
+// A sender: one POST to an entrypoint URL; { status, text }.
+async function ingest(url, body, headers) {
+  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body });
+  return { status: res.status, text: await res.text() };
+}
 
 // A receiver that records what it gets and answers 200.
 function startReceiver(port) {
@@ -258,6 +271,126 @@ async function run() {
   await listRow.waitFor();
   check((await listRow.locator('td.num').first().innerText()) === '2', 'two events counted');
   await screenshot('webhooks');
+
+  // Entrypoints from the console: create one that verifies GitHub's
+  // signature, change it to a custom scheme, see a bad value refused with
+  // nothing changed, rotate its secret. Senders are node's fetch with the
+  // signatures computed here; no secret is ever in the page.
+  const secrets = ['gh-secret-Aq7x93kd', 'custom-secret-Zm4p81wq', 'rotated-secret-Kt2v55re'];
+  const secretsShown = async () => {
+    const text = await page.content() + await page.evaluate(() =>
+      [...document.querySelectorAll('input, textarea')].map((i) => i.value).join('\n'));
+    return secrets.filter((s) => text.includes(s));
+  };
+  const githubSigned = (secret, body) =>
+    ({ 'X-Hub-Signature-256': 'sha256=' + crypto.createHmac('sha256', secret).update(body).digest('hex') });
+  const customSigned = (secret, body, ts = Math.floor(Date.now() / 1000)) => ({
+    'X-Ts': String(ts),
+    'X-Sig': 'sha512=' + crypto.createHmac('sha512', secret).update(`${ts}.${body}`).digest('base64'),
+  });
+  await page.goto(`${daemon.url}/#/webhooks/${webhookId}`);
+  await page.locator('h1', { hasText: 'shop' }).waitFor();
+
+  // The form offers the schemes the API takes (its 400 lists them).
+  const refusedScheme = await adminApi('POST', `/webhooks/${webhookId}/entrypoints`, { verification: { scheme: 'nope' } });
+  const apiSchemes = /none, custom or a preset: (.*)$/.exec(refusedScheme.body.error.message)[1].split(', ');
+  await page.click('button:has-text("Add entrypoint")');
+  const addForm = page.locator('.entrypoint-form');
+  const formSchemes = await addForm.locator('select[name=scheme] option').evaluateAll((o) => o.map((x) => x.value));
+  check(JSON.stringify(formSchemes) === JSON.stringify(['none', 'custom', ...apiSchemes]),
+    `the form's schemes are the API's: ${formSchemes} / ${apiSchemes}`);
+  check(apiSchemes.length === 13, '13 presets: ' + apiSchemes);
+
+  await addForm.locator('input[name=name]').fill('github');
+  await addForm.locator('select[name=scheme]').selectOption('github');
+  await addForm.locator('input[name=secret]').fill(secrets[0]);
+  await screenshot('entrypoint-form');
+  await addForm.locator('button', { hasText: 'Create entrypoint' }).click();
+  const epRow = page.locator('.copy-row', { hasText: 'github' });
+  await epRow.locator('.chip', { hasText: 'verifies github' }).waitFor();
+  check(await addForm.isHidden(), 'the form closes once the entrypoint is created');
+  const epUrl = await epRow.locator('input[aria-label="Entrypoint URL"]').inputValue();
+  const epId = await epRow.getAttribute('data-entrypoint-id');
+  check(epUrl === `${daemon.url}/hooks/${epId}`, 'the new entrypoint URL ' + epUrl);
+  check((await secretsShown()).length === 0, 'no secret in the page after creating');
+
+  const body1 = '{"action": "opened"}';
+  let r = await ingest(epUrl, body1, githubSigned(secrets[0], body1));
+  check(r.status === 200 && JSON.parse(r.text).event_id, 'a GitHub-signed request is stored: ' + r.status + ' ' + r.text);
+  r = await ingest(epUrl, body1, {});
+  check(r.status === 401 && JSON.parse(r.text).error.code === 'signature_invalid', 'an unsigned request is 401: ' + r.text);
+  r = await ingest(epUrl, body1, githubSigned('another-secret', body1));
+  check(r.status === 401, 'a request signed with another secret is 401');
+  step('entrypoint created from the form verifies GitHub signatures');
+
+  // To a custom scheme, with a custom response.
+  await epRow.locator('button', { hasText: 'Edit' }).click();
+  const dialog2 = page.locator('dialog[open]');
+  await dialog2.locator('select[name=scheme]').selectOption('custom');
+  await dialog2.locator('input[name=header]').fill('X-Sig');
+  await dialog2.locator('input[name=prefix]').fill('sha512=');
+  await dialog2.locator('select[name=algorithm]').selectOption('hmac-sha512');
+  await dialog2.locator('select[name=encoding]').selectOption('base64');
+  await dialog2.locator('input[name=timestamp_header]').fill('X-Ts');
+  await dialog2.locator('input[name=content]').fill('{timestamp}.{body}');
+  await dialog2.locator('input[name=tolerance_seconds]').fill('600');
+  await dialog2.locator('input[name=secret]').fill(secrets[1]);
+  await dialog2.locator('input[name=custom_response]').check();
+  await dialog2.locator('input[name=response_status]').fill('202');
+  await dialog2.locator('input[name=response_content_type]').fill('text/plain');
+  await dialog2.locator('textarea[name=response_body]').fill('got it');
+  await screenshot('entrypoint-edit');
+  await dialog2.locator('button', { hasText: 'Save entrypoint' }).click();
+  await epRow.locator('.chip', { hasText: 'verifies custom' }).waitFor();
+  check(await epRow.locator('.chip', { hasText: 'answers 202 text/plain' }).count() === 1, 'the custom response is shown');
+  check((await secretsShown()).length === 0, 'no secret in the page after saving');
+  const body2 = '{"n": 2}';
+  r = await ingest(epUrl, body2, customSigned(secrets[1], body2));
+  check(r.status === 202 && r.text === 'got it', 'a custom-signed request gets the custom response: ' + r.status + ' ' + r.text);
+  r = await ingest(epUrl, body2, githubSigned(secrets[0], body2));
+  check(r.status === 401, 'the GitHub signature no longer verifies');
+  r = await ingest(epUrl, body2, customSigned(secrets[1], body2, Math.floor(Date.now() / 1000) - 1000));
+  check(r.status === 401 && JSON.parse(r.text).error.message.includes('600 seconds'), 'the tolerance set applies: ' + r.text);
+  step('edited to a custom scheme from the form');
+
+  // A bad value: the API's message by its field; nothing changes.
+  const entrypointNow = async () =>
+    (await adminApi('GET', `/webhooks/${webhookId}/entrypoints`)).body.entrypoints.find((e) => e.id === epId);
+  const before = await entrypointNow();
+  await epRow.locator('button', { hasText: 'Edit' }).click();
+  check(await dialog2.locator('input[name=header]').inputValue() === 'X-Sig', 'the form shows the scheme as set');
+  check(await dialog2.locator('input[name=secret]').inputValue() === '', 'the secret field starts empty');
+  await dialog2.locator('input[name=tolerance_seconds]').fill('0');
+  await dialog2.locator('input[name=secret]').fill(secrets[2]);
+  await dialog2.locator('button', { hasText: 'Save entrypoint' }).click();
+  const toleranceError = dialog2.locator('.field:has(input[name=tolerance_seconds]) .form-error');
+  await toleranceError.filter({ hasText: 'tolerance_seconds' }).waitFor();
+  step('refused: ' + await toleranceError.innerText());
+  await screenshot('entrypoint-refused');
+  await dialog2.locator('button', { hasText: 'Cancel' }).click();
+  await dialog2.waitFor({ state: 'detached' });
+  const after = await entrypointNow();
+  check(JSON.stringify(after) === JSON.stringify(before), 'a refused edit changes nothing: ' + JSON.stringify(after));
+  r = await ingest(epUrl, body2, customSigned(secrets[2], body2));
+  check(r.status === 401, 'the refused secret does not verify');
+  r = await ingest(epUrl, body2, customSigned(secrets[1], body2));
+  check(r.status === 202, 'the secret set before still verifies');
+
+  // Rotation: the new secret and the old one both verify.
+  await epRow.locator('button', { hasText: 'Edit' }).click();
+  await dialog2.locator('input[name=secret]').fill(secrets[2]);
+  await dialog2.locator('button', { hasText: 'Add a secret' }).click();
+  await dialog2.locator('input[name=secret]').nth(1).fill(secrets[1]);
+  await dialog2.locator('button', { hasText: 'Save entrypoint' }).click();
+  await epRow.locator('.chip', { hasText: 'verifies custom (2 secrets)' }).waitFor();
+  for (const s of [secrets[2], secrets[1]]) {
+    r = await ingest(epUrl, body2, customSigned(s, body2));
+    check(r.status === 202, 'both secrets verify while one is rotated');
+  }
+  check((await secretsShown()).length === 0, 'no secret in the page: ' + await secretsShown());
+  const listed = JSON.stringify((await adminApi('GET', `/webhooks/${webhookId}/entrypoints`)).body);
+  check(secrets.every((s) => !listed.includes(s)), 'no secret in the API answer');
+  step('secrets rotated from the form');
 
   // The token was kept in this tab's sessionStorage only.
   const html = await page.content();

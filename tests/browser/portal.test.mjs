@@ -165,6 +165,8 @@ async function run() {
     'one HttpOnly, SameSite=Strict session cookie: ' + JSON.stringify(cookies.map((c) => ({ ...c, value: '…' }))));
   check(await page.evaluate(() => document.cookie) === '', 'the page script cannot read the cookie');
   check(await page.locator('button', { hasText: 'Add target' }).isHidden(), 'no Add target without manage');
+  check(await page.locator('button', { hasText: 'Add entrypoint' }).count() === 0 &&
+    await page.locator('.copy-row button', { hasText: 'Edit' }).count() === 0, 'no entrypoint form without manage');
   step('portal opened');
 
   // Its deliveries, and a retry once the receiver is up.

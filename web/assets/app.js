@@ -552,33 +552,6 @@
       stat('Failed', d.failed, d.failed > 0 ? 'bad' : ''));
   }
 
-  function entrypointsCard(webhook) {
-    const rows = webhook.entrypoints.map((ep) => {
-      const url = location.origin + ep.url;
-      const input = h('input', { type: 'text', readonly: true, value: url, 'aria-label': 'Entrypoint URL' });
-      const copy = h('button', { type: 'button', class: 'btn btn-small' }, 'Copy');
-      copy.addEventListener('click', async () => {
-        try {
-          await navigator.clipboard.writeText(url);
-        } catch (e) {
-          input.select();  // no clipboard access (plain http to a remote host): select for Ctrl+C
-          return;
-        }
-        copy.textContent = 'Copied';
-        setTimeout(() => { copy.textContent = 'Copy'; }, 1500);
-      });
-      const verification = ep.verification && ep.verification !== 'none' ? chip('closed', 'verifies ' + ep.verification) : null;
-      const handshake = ep.handshake ? chip('closed', 'answers ' + ep.handshake.kind + ' handshake') : null;
-      const response = ep.response ? chip('closed', 'answers ' + ep.response.status + ' ' + ep.response.content_type) : null;
-      return h('div', { class: 'copy-row' }, input, copy,
-        chip(ep.active ? 'active' : 'inactive', ep.active ? 'active' : 'inactive'), verification, handshake, response);
-    });
-    const body = rows.length
-      ? h('div', { class: 'card-body' }, h('div', { class: 'copy-list' }, rows))
-      : h('p', { class: 'empty' }, 'No entrypoint: events cannot arrive. Add one with the API or the CLI.');
-    return card('Entrypoints', { tools: h('span', { class: 'hint' }, 'POST events here') }, body);
-  }
-
   function chartLegend() {
     return h('div', { class: 'legend' },
       h('span', null, h('span', { class: 'swatch received' }), 'received'),
@@ -634,6 +607,292 @@
   function hourLabel(iso) {
     const d = new Date(iso);
     return `${pad(d.getHours())}:00`;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Entrypoints: their URLs, and (with `manage`) a form to add one or change
+  // how it verifies senders, answers handshakes and answers stored events.
+
+  function entrypointsCard(webhook) {
+    const manage = portalMay('manage');
+    const listBody = h('div', { class: 'card-body' });
+    const addForm = manage ? entrypointForm(webhook.id, null, () => reload()) : null;
+    if (addForm) addForm.hidden = true;
+    const add = manage ? h('button', {
+      type: 'button', class: 'btn btn-small',
+      onclick: () => { addForm.hidden = !addForm.hidden; if (!addForm.hidden) addForm.querySelector('input').focus(); },
+    }, 'Add entrypoint') : null;
+
+    function render(entrypoints) {
+      if (entrypoints.length === 0) {
+        fill(listBody, h('p', { class: 'empty' }, 'No entrypoint: events cannot arrive. ' +
+          (manage ? 'Add one to get a URL.' : 'Someone who manages this webhook can add one.')));
+        return;
+      }
+      fill(listBody, h('div', { class: 'copy-list' }, entrypoints.map((ep) => {
+        const edit = manage ? h('button', { type: 'button', class: 'btn btn-small' }, 'Edit') : null;
+        if (edit) edit.addEventListener('click', () => editEntrypoint(webhook.id, ep, reload));
+        return h('div', { class: 'copy-row', 'data-entrypoint-id': ep.id },
+          h('span', { class: 'ep-name', title: ep.id }, ep.name), entrypointUrl(ep), edit, entrypointChips(ep));
+      })));
+    }
+    async function reload() {
+      const { entrypoints } = await api('GET', webhookPath(webhook.id) + '/entrypoints');
+      render(entrypoints);
+    }
+    render(webhook.entrypoints);
+    return card('Entrypoints', { tools: h('div', { class: 'toolbar' }, h('span', { class: 'hint' }, 'POST events here'), add) },
+      addForm, listBody);
+  }
+
+  function entrypointUrl(ep) {
+    const url = location.origin + ep.url;
+    const input = h('input', { type: 'text', readonly: true, value: url, 'aria-label': 'Entrypoint URL' });
+    const copy = h('button', { type: 'button', class: 'btn btn-small' }, 'Copy');
+    copy.addEventListener('click', async () => {
+      try {
+        await navigator.clipboard.writeText(url);
+      } catch (e) {
+        input.select();  // no clipboard access (plain http to a remote host): select for Ctrl+C
+        return;
+      }
+      copy.textContent = 'Copied';
+      setTimeout(() => { copy.textContent = 'Copy'; }, 1500);
+    });
+    return [input, copy];
+  }
+
+  function entrypointChips(ep) {
+    const secrets = ep.verification_settings ? ep.verification_settings.secret_count : 0;
+    return [
+      chip(ep.active ? 'active' : 'inactive', ep.active ? 'active' : 'inactive'),
+      ep.verification && ep.verification !== 'none'
+        ? chip('closed', `verifies ${ep.verification}${secrets > 1 ? ` (${secrets} secrets)` : ''}`) : null,
+      ep.handshake ? chip('closed', 'answers ' + ep.handshake.kind + ' handshake') : null,
+      ep.response ? chip('closed', 'answers ' + ep.response.status + ' ' + ep.response.content_type) : null,
+    ];
+  }
+
+  function editEntrypoint(webhookId, ep, onSaved) {
+    const dialog = h('dialog', { class: 'routing-dialog', 'aria-label': 'Entrypoint ' + ep.name });
+    const form = entrypointForm(webhookId, ep, onSaved, () => dialog.close());
+    dialog.append(form);
+    document.body.append(dialog);
+    dialog.addEventListener('close', () => dialog.remove());
+    dialog.showModal();
+  }
+
+  // What the API accepts (docs/providers.md): the presets, the custom
+  // scheme's choices, the handshakes (each only with its own scheme).
+  const PRESETS = ['github', 'stripe', 'standard', 'shopify', 'slack', 'twilio', 'zoom', 'linear',
+    'paddle', 'gitlab', 'meta', 'twitter', 'dropbox'];
+  const HANDSHAKES = ['slack', 'meta', 'zoom', 'twitter', 'dropbox'];
+  const MAX_SECRETS = 3;
+  const CUSTOM_TEXT = [  // [field, caption, placeholder]
+    ['header', 'Signature header', 'X-Signature'],
+    ['prefix', 'Prefix', 'sha256='],
+    ['separator', 'Separator', ','],
+    ['signature_key', 'Signature key', 'v1'],
+    ['timestamp_key', 'Timestamp key', 't'],
+    ['timestamp_header', 'Timestamp header', 'X-Timestamp'],
+    ['content', 'Signed content', '{timestamp}.{body}'],
+  ];
+  const CUSTOM_CHOICES = [  // [field, caption, values; the first is the API's default]
+    ['algorithm', 'Algorithm', ['hmac-sha256', 'hmac-sha1', 'hmac-sha512', 'token', 'basic']],
+    ['encoding', 'Encoding', ['hex', 'base64']],
+    ['secret_format', 'Secret format', ['raw', 'whsec']],
+  ];
+
+  let fieldCount = 0;
+  // A labelled control (or a group of inputs) with a slot for the API's
+  // error about it.
+  function formField(caption, control, cls) {
+    const id = 'field-' + (++fieldCount);
+    const error = h('div', { class: 'form-error', id: id + '-error', role: 'alert' });
+    const inputs = control.matches('input, select, textarea') ? [control] : control.querySelectorAll('input');
+    inputs.forEach((i) => i.setAttribute('aria-describedby', error.id));
+    control.id = id;
+    const label = inputs[0] === control ? h('label', { for: id }, caption) : h('span', { class: 'caption' }, caption);
+    const node = h('div', { class: 'field ' + (cls || '') }, label, control, error);
+    node.error = error;
+    return node;
+  }
+
+  // Shows an API error by the field its message names ("verification.
+  // tolerance_seconds must be ..."), else in `general`.
+  function showFieldError(err, fields, general) {
+    const key = Object.keys(fields).sort((a, b) => b.length - a.length)
+      .find((k) => err.message.startsWith(k) && /^[\s.:]/.test(err.message.slice(k.length)));
+    const field = key && !fields[key].hidden ? fields[key] : null;
+    (field ? field.error : general).textContent = err.message;
+    if (field) field.querySelector('input, select, textarea').focus();
+  }
+
+  // The form of a new entrypoint (ep null) or of an existing one. Secrets and
+  // Meta's verify token are write-only: the fields start empty, and an edit
+  // sends the verification (or handshake) only when it changed or a secret
+  // was typed, so what is set stays set.
+  function entrypointForm(webhookId, ep, onSaved, onCancel) {
+    const vs = ep ? ep.verification_settings || {} : {};
+    const input = (props) => h('input', { autocomplete: 'off', spellcheck: 'false', ...props });
+    const select = (name, values, current) => h('select', { name },
+      values.map(([value, text]) => h('option', { value, selected: value === current }, text)));
+
+    const name = input({ type: 'text', name: 'name', maxlength: 200, placeholder: ep ? null : 'optional', value: ep ? ep.name : '' });
+    const active = h('input', { type: 'checkbox', name: 'active', checked: ep ? ep.active : true });
+    const scheme = select('scheme', [['none', 'none: accept every request'], ['custom', 'custom'],
+      ...PRESETS.map((p) => [p, p])], ep ? ep.verification : 'none');
+    const secretList = h('div', { class: 'secret-list' });
+    const secretInputs = [];
+    const addSecret = h('button', { type: 'button', class: 'btn btn-small' }, 'Add a secret (rotation)');
+    function newSecret() {
+      const i = h('input', { type: 'password', name: 'secret', maxlength: 256, autocomplete: 'new-password',
+        'aria-label': secretInputs.length ? `Secret ${secretInputs.length + 1} (older)` : 'Secret (newest)',
+        placeholder: !secretInputs.length && vs.secret_count ? `unchanged (${vs.secret_count} set)` : null });
+      if (secretInputs.length) i.setAttribute('aria-describedby', secretInputs[0].getAttribute('aria-describedby'));
+      secretInputs.push(i);
+      secretList.append(i);
+      addSecret.hidden = secretInputs.length >= MAX_SECRETS;
+      return i;
+    }
+    addSecret.addEventListener('click', () => newSecret().focus());
+    newSecret();
+    const tolerance = input({ type: 'number', name: 'tolerance_seconds', step: 1, placeholder: '300', value: vs.tolerance_seconds ?? '' });
+    const publicUrl = input({ type: 'url', name: 'public_url', maxlength: 512, placeholder: 'https://hooks.example.com', value: vs.public_url || '' });
+    const custom = {};
+    for (const [key, , placeholder] of CUSTOM_TEXT) custom[key] = input({ type: 'text', name: key, maxlength: 256, placeholder, value: vs[key] || '' });
+    for (const [key, , values] of CUSTOM_CHOICES) custom[key] = select(key, values.map((v) => [v, v]), vs[key] || values[0]);
+    const handshake = select('handshake', [['', 'none'], ...HANDSHAKES.map((k) => [k, k])], ep && ep.handshake ? ep.handshake.kind : '');
+    const verifyToken = h('input', { type: 'password', name: 'verify_token', maxlength: 256, autocomplete: 'new-password',
+      placeholder: ep && ep.handshake && ep.handshake.kind === 'meta' ? 'unchanged' : null });
+    const respond = h('input', { type: 'checkbox', name: 'custom_response', checked: Boolean(ep && ep.response) });
+    const status = input({ type: 'number', name: 'response_status', step: 1, placeholder: '200', value: ep && ep.response ? ep.response.status : '' });
+    const contentType = input({ type: 'text', name: 'response_content_type', maxlength: 100, placeholder: 'text/plain; charset=utf-8', value: ep && ep.response ? ep.response.content_type : '' });
+    const body = h('textarea', { name: 'response_body', rows: 2, maxlength: 4096, spellcheck: false }, ep && ep.response ? ep.response.body : '');
+
+    // The fields, by the name the API's errors give them.
+    const fields = {
+      name: formField('Name', name),
+      'verification.scheme': formField('Verification', scheme),
+      'verification.secret': formField(ep ? 'Secrets (write-only: type them again to change the verification)'
+        : 'Secrets (write-only; the newest first)', h('div', { class: 'secrets' }, secretList, addSecret), 'wide'),
+      'verification.tolerance_seconds': formField('Timestamp tolerance (seconds)', tolerance),
+      'verification.public_url': formField('Public URL (the scheme, host and path prefix senders call)', publicUrl),
+      handshake: formField('Handshake (the scheme\u2019s own)', handshake),
+      'handshake.verify_token': formField('Meta verify token (write-only)', verifyToken),
+      'response.status': formField('Response status', status),
+      'response.content_type': formField('Response content type', contentType),
+      'response.body': formField('Response body (up to 4096 bytes)', body, 'wide'),
+    };
+    for (const [key, caption] of [...CUSTOM_TEXT, ...CUSTOM_CHOICES]) {
+      fields['verification.' + key] = formField(caption, custom[key], key === 'content' ? 'wide' : '');
+    }
+    fields['verification.secrets'] = fields['verification.secret'];
+    fields['handshake.kind'] = fields.handshake;
+    const customFields = [...CUSTOM_TEXT, ...CUSTOM_CHOICES].map(([key]) => fields['verification.' + key]);
+    const responseFields = [fields['response.status'], fields['response.content_type'], fields['response.body']];
+    const error = h('div', { class: 'form-error wide', role: 'alert' });
+    const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, ep ? 'Save entrypoint' : 'Create entrypoint');
+
+    function showFields() {
+      const s = scheme.value;
+      fields['verification.secret'].hidden = fields['verification.tolerance_seconds'].hidden = s === 'none';
+      fields['verification.public_url'].hidden = s !== 'twilio' && s !== 'custom' && !publicUrl.value;
+      customFields.forEach((f) => { f.hidden = s !== 'custom'; });
+      fields['handshake.verify_token'].hidden = handshake.value !== 'meta';
+      responseFields.forEach((f) => { f.hidden = !respond.checked; });
+    }
+    [scheme, handshake, respond].forEach((c) => c.addEventListener('change', showFields));
+    showFields();
+
+    // The verification as the API takes it, without its secrets.
+    function verification() {
+      const v = { scheme: scheme.value };
+      if (v.scheme === 'none') return v;
+      if (tolerance.value.trim() !== '') v.tolerance_seconds = Number(tolerance.value);
+      if (!fields['verification.public_url'].hidden && publicUrl.value.trim()) v.public_url = publicUrl.value.trim();
+      if (v.scheme === 'custom') {
+        for (const [key] of CUSTOM_TEXT) if (custom[key].value !== '') v[key] = custom[key].value;
+        for (const [key] of CUSTOM_CHOICES) v[key] = custom[key].value;
+      }
+      return v;
+    }
+    const initial = { verification: JSON.stringify(verification()), handshake: handshake.value };
+
+    function requestBody() {
+      const out = {};
+      if (ep ? name.value !== ep.name : name.value.trim()) out.name = name.value;
+      if (!ep || active.checked !== ep.active) out.active = active.checked;
+      const v = verification();
+      const changed = ep ? JSON.stringify(v) !== initial.verification : v.scheme !== 'none';
+      const secrets = secretInputs.map((i) => i.value).filter((s) => s !== '');
+      if (secrets.length && v.scheme !== 'none') v.secrets = secrets;
+      if (changed || v.secrets) out.verification = v;
+      if (ep ? handshake.value !== initial.handshake || verifyToken.value : handshake.value) {
+        out.handshake = handshake.value ? { kind: handshake.value } : null;
+        if (handshake.value === 'meta' && verifyToken.value) out.handshake.verify_token = verifyToken.value;
+      }
+      if (respond.checked) {
+        out.response = { body: body.value };
+        if (status.value !== '') out.response.status = Number(status.value);
+        if (contentType.value.trim()) out.response.content_type = contentType.value.trim();
+      } else if (ep && ep.response) {
+        out.response = null;
+      }
+      return out;
+    }
+
+    // Write-only values leave the page once sent.
+    function forgetSecrets() {
+      secretInputs.splice(1).forEach((i) => i.remove());
+      secretInputs[0].value = verifyToken.value = '';
+      addSecret.hidden = false;
+    }
+
+    const form = h('form', { class: 'grid', 'aria-label': ep ? 'Entrypoint ' + ep.name : 'New entrypoint' },
+      ep ? h('h2', { class: 'wide' }, 'Entrypoint \u201c' + ep.name + '\u201d') : null,
+      fields.name, h('label', { class: 'field check' }, active, h('span', null, 'Active')),
+      fields['verification.scheme'], fields['verification.tolerance_seconds'],
+      fields['verification.secret'], fields['verification.public_url'], customFields,
+      fields.handshake, fields['handshake.verify_token'],
+      h('label', { class: 'field check wide' }, respond, h('span', null, 'Answer stored events with a custom response')),
+      responseFields, error,
+      h('div', { class: 'form-actions wide' }, submit,
+        h('button', { type: 'button', class: 'btn', onclick: () => { forgetSecrets(); if (onCancel) onCancel(); else wrapper.hidden = true; } }, 'Cancel')));
+    const wrapper = ep ? form : h('div', { class: 'card-body entrypoint-form' }, form);
+
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      error.textContent = '';
+      Object.values(fields).forEach((f) => { f.error.textContent = ''; });
+      const path = webhookPath(webhookId) + '/entrypoints' + (ep ? '/' + encodeURIComponent(ep.id) : '');
+      const request = requestBody();
+      if (ep && Object.keys(request).length === 0) {
+        onCancel();
+        showNotice('Nothing changed.', 'ok');
+        return;
+      }
+      act(submit, async () => {
+        let saved;
+        try {
+          saved = await api(ep ? 'PATCH' : 'POST', path, request);
+        } catch (err) {
+          if (err.status !== 401) showFieldError(err, fields, error);
+          return;
+        }
+        forgetSecrets();
+        showNotice(`Entrypoint \u201c${saved.name}\u201d ${ep ? 'saved' : 'created'}.`, 'ok');
+        if (onCancel) {
+          onCancel();
+        } else {
+          form.reset();
+          showFields();
+          wrapper.hidden = true;
+        }
+        await onSaved();
+      });
+    });
+    return wrapper;
   }
 
   // ---------------------------------------------------------------------------
