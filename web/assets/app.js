@@ -695,7 +695,7 @@
     ['signature_key', 'Signature key', 'v1'],
     ['timestamp_key', 'Timestamp key', 't'],
     ['timestamp_header', 'Timestamp header', 'X-Timestamp'],
-    ['content', 'Signed content', '{timestamp}.{body}'],
+    ['content', 'Signed content (a template; the default {body})', '{body}'],
   ];
   const CUSTOM_CHOICES = [  // [field, caption, values; the first is the API's default]
     ['algorithm', 'Algorithm', ['hmac-sha256', 'hmac-sha1', 'hmac-sha512', 'token', 'basic']],
