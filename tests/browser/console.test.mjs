@@ -9,8 +9,9 @@
 // <script>alert(1)</script> body is shown as text and runs nothing. An
 // entrypoint made in the form verifies GitHub's signature (node's crypto signs
 // the test's requests), is edited to a custom scheme and response, refuses a
-// bad tolerance by its field with nothing changed, and rotates its secret; no
-// secret is ever in the page or an API answer. Along the
+// bad tolerance by its field with nothing changed, and rotates its secret; a
+// Meta entrypoint answers its handshake with the verify token set in the form,
+// also after a rename; no secret is ever in the page or an API answer. Along the
 // way: no CSP violation, no script error, the token never in the page, URL
 // or storage other than sessionStorage. Screenshots of every page at 1280 px
 // and 390 px go to SCREENSHOT_DIR.
@@ -388,9 +389,43 @@ async function run() {
     check(r.status === 202, 'both secrets verify while one is rotated');
   }
   check((await secretsShown()).length === 0, 'no secret in the page: ' + await secretsShown());
+  step('secrets rotated from the form');
+
+  // A Meta entrypoint with its handshake; a rename keeps the write-only
+  // secret and verify token that were not typed again.
+  const metaSecret = 'meta-app-secret-Hx6w20pz';
+  const verifyToken = 'hub-verify-token-Qe3n77ts';
+  secrets.push(metaSecret, verifyToken);
+  await page.click('button:has-text("Add entrypoint")');
+  await addForm.locator('input[name=name]').fill('meta');
+  await addForm.locator('select[name=scheme]').selectOption('meta');
+  await addForm.locator('input[name=secret]').fill(metaSecret);
+  await addForm.locator('select[name=handshake]').selectOption('meta');
+  await addForm.locator('input[name=verify_token]').fill(verifyToken);
+  await addForm.locator('button', { hasText: 'Create entrypoint' }).click();
+  const metaRow = page.locator('.copy-row', { hasText: 'answers meta handshake' });
+  await metaRow.waitFor();
+  const metaUrl = await metaRow.locator('input[aria-label="Entrypoint URL"]').inputValue();
+  const handshakeAnswer = async (token) => {
+    const res = await fetch(`${metaUrl}?hub.mode=subscribe&hub.verify_token=${token}&hub.challenge=ch-42`);
+    return `${res.status} ${await res.text()}`;
+  };
+  const metaAnswers = async () => {
+    check(await handshakeAnswer(verifyToken) === '200 ch-42', 'the Meta handshake is answered');
+    check((await handshakeAnswer('wrong')).startsWith('403 '), 'another verify token is 403');
+    const b = '{"object": "page"}';
+    check((await ingest(metaUrl, b, githubSigned(metaSecret, b))).status === 200, 'a Meta-signed request is stored');
+  };
+  await metaAnswers();
+  await metaRow.locator('button', { hasText: 'Edit' }).click();
+  await dialog2.locator('input[name=name]').fill('meta-app');
+  await dialog2.locator('button', { hasText: 'Save entrypoint' }).click();
+  await page.locator('.copy-row .ep-name', { hasText: 'meta-app' }).waitFor();
+  await metaAnswers();
+  check((await secretsShown()).length === 0, 'no secret or verify token in the page: ' + await secretsShown());
+  step('Meta entrypoint with its handshake from the form; a rename keeps its secrets');
   const listed = JSON.stringify((await adminApi('GET', `/webhooks/${webhookId}/entrypoints`)).body);
   check(secrets.every((s) => !listed.includes(s)), 'no secret in the API answer');
-  step('secrets rotated from the form');
 
   // The token was kept in this tab's sessionStorage only.
   const html = await page.content();
