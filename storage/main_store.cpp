@@ -145,6 +145,15 @@ Error notFound(const char* what, const std::string& id) {
   return makeError(error_code::kNotFound, std::string(what) + " " + id + " does not exist");
 }
 
+// The not_found error for a webhook that is not there, before anything is
+// written for it.
+std::optional<Error> missingWebhook(SQLite::Database& db, const std::string& id) {
+  SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
+  exists.bind(1, id);
+  if (exists.executeStep()) return std::nullopt;
+  return notFound("webhook", id);
+}
+
 // Whether an entrypoint of the webhook other than `id` is called `name`.
 bool entrypointNameTaken(SQLite::Database& db, const std::string& webhookId,
                          const std::string& name, const std::string& id) {
@@ -478,9 +487,7 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
                 settings.inboundSettings,
                 settings.inboundSecrets};
   return write("create entrypoint", [&](SQLite::Database& db) -> Result<Entrypoint> {
-    SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
-    exists.bind(1, webhookId);
-    if (!exists.executeStep()) return notFound("webhook", webhookId);
+    if (auto missing = missingWebhook(db, webhookId)) return *missing;
     if (ep.name.empty()) {
       // "ep-" and the id's first 8 characters; its whole id should another
       // entrypoint of the webhook have taken that.
@@ -624,9 +631,7 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
   t.deletedAt.reset();
   t.disabled.reset();
   return write("create target", [&](SQLite::Database& db) -> Result<TargetRecord> {
-    SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
-    exists.bind(1, t.webhookId);
-    if (!exists.executeStep()) return notFound("webhook", t.webhookId);
+    if (auto missing = missingWebhook(db, t.webhookId)) return *missing;
     SQLite::Statement q(db, std::string("INSERT INTO targets (") + kTargetColumns +
                                   ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, "
                                   "?, ?, ?, ?, NULL, NULL, ?)");
@@ -765,9 +770,7 @@ Result<AccessTokenRecord> MainStore::createAccessToken(AccessTokenRecord token) 
   token.createdAt = formatTime(clock_.now());
   token.revokedAt.reset();
   return read("create access token", [&](SQLite::Database& db) -> Result<AccessTokenRecord> {
-    SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
-    exists.bind(1, token.webhookId);
-    if (!exists.executeStep()) return notFound("webhook", token.webhookId);
+    if (auto missing = missingWebhook(db, token.webhookId)) return *missing;
     SQLite::Statement q(db, std::string("INSERT INTO access_tokens (") + kTokenColumns +
                                 ") VALUES (?, ?, ?, ?, ?, ?, ?, NULL)");
     q.bind(1, token.id);
@@ -846,9 +849,7 @@ Result<PortalLinkRecord> MainStore::createPortalLink(PortalLinkRecord link) {
   link.usedAt.reset();
   link.sessionExpiresAt.reset();
   return read("create portal link", [&](SQLite::Database& db) -> Result<PortalLinkRecord> {
-    SQLite::Statement exists(db, "SELECT 1 FROM webhooks WHERE id = ?");
-    exists.bind(1, link.webhookId);
-    if (!exists.executeStep()) return notFound("webhook", link.webhookId);
+    if (auto missing = missingWebhook(db, link.webhookId)) return *missing;
     SQLite::Statement q(db, std::string("INSERT INTO portal_links (") + kPortalColumns +
                                 ") VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)");
     q.bind(1, link.id);
