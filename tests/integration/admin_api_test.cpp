@@ -251,6 +251,8 @@ TEST_CASE("webhooks: create, list, get, partial patch, delete") {
   CHECK(ep["url"] == "/hooks/" + epId);
   CHECK(ep["active"] == true);
   CHECK(std::filesystem::exists(server.eventsDbPath(id)));
+  // Made and flushed, not opened: its first event opens it in the pool.
+  CHECK(server.eventsDbs().openCount() == 0);
   CHECK(countRows(server.mainDbPath(), "webhooks") == 1);
   CHECK(countRows(server.mainDbPath(), "entrypoints", "webhook_id = '" + id + "'") == 1);
 
