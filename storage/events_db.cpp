@@ -148,6 +148,12 @@ Result<bool> EventsDb::checkpointWal(Wait wait) {
   return true;
 }
 
+std::uintmax_t EventsDb::walBytes() const {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(file_.string() + "-wal", ec);
+  return ec ? 0 : size;
+}
+
 namespace {
 
 // The ingest write: the idempotency check, the event and its deliveries.

@@ -78,6 +78,8 @@ class EventsDb {
   // it; with Wait::kNo at once rather than after the busy timeout.
   enum class Wait { kForOthers, kNo };
   Result<bool> checkpointWal(Wait wait);
+  // The size of the file's WAL on disk now (0 when there is none).
+  std::uintmax_t walBytes() const;
 
   // Inserts the delivery_results row and updates the delivery in one
   // transaction: an attempt is never recorded without its outcome.

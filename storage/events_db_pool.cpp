@@ -23,6 +23,7 @@ EventsDbPool::~EventsDbPool() {
     lru_.clear();
     index_.clear();
   }
+  going_ = true;
   close(std::move(open));
   closer_.request_stop();
   closer_.join();  // it empties its queue first
@@ -61,7 +62,8 @@ void EventsDbPool::checkpointAndClose(std::shared_ptr<EventsDb> db) {
   // the pool's next open of the webhook) may write all the while, and a
   // closer held up by it would hold up evictions. A WAL left behind, short
   // or long, only makes the next open read it.
-  (void)db->checkpointWal(EventsDb::Wait::kNo);
+  if (going_ || db->walBytes() > kCheckpointOnCloseBytes)
+    (void)db->checkpointWal(EventsDb::Wait::kNo);
 }
 
 std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const {

@@ -54,6 +54,9 @@ using Rng = std::mt19937_64;
 constexpr int kMaxRetries = 8;
 constexpr int kFewRetries = 1;
 constexpr int kQuietWebhooks = 12;
+// The daemon reads a file it holds closed alone (storage::openAlone), other
+// connections waiting meanwhile: the checks' reads wait too.
+constexpr int kBusyMs = 5000;
 constexpr const char* kSigningSecret = "whsec_Y3Jhc2gtdGVzdC1zaWduaW5nLWtleS0wMTIzNDU2Nzg=";
 
 uint64_t envNumber(const char* name, uint64_t fallback) {
@@ -85,7 +88,7 @@ json fifoTarget(const std::string& name, const std::string& url) {
 // The FIFO target's deliveries in the order their events were stored.
 std::map<std::string, size_t> storedOrder(const std::filesystem::path& db,
                                           const std::string& targetId) {
-  SQLite::Database file(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Database file(db.string(), SQLite::OPEN_READONLY, kBusyMs);
   SQLite::Statement q(file, "SELECT id FROM deliveries WHERE target_id = ? ORDER BY created_at, rowid");
   q.bind(1, targetId);
   std::map<std::string, size_t> out;
@@ -107,8 +110,11 @@ class CrashingDaemon {
 
   void start() {
     DaemonOptions options;
+    // Fewer open files than webhooks: files are closed (their WALs kept)
+    // and opened again all the time, and a kill finds some closed.
     options.args = {"--allow-networks", "127.0.0.0/8", "--breaker-cooldown-ms", "300",
-                    "--sweep-interval-ms", "1000", "--workers", "4"};
+                    "--sweep-interval-ms", "1000", "--workers", "4",
+                    "--max-open-events-dbs", "4"};
     options.env = {DaemonApi::adminTokenEnv()};
     daemon_ = std::make_unique<DaemonProcess>(dataDir_, options);
     port_ = daemon_->port();
@@ -279,7 +285,7 @@ struct DeliveryRow {
 
 std::vector<DeliveryRow> deliveriesOf(const std::filesystem::path& db,
                                       const std::map<std::string, std::string>& typeOfTarget) {
-  SQLite::Database file(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Database file(db.string(), SQLite::OPEN_READONLY, kBusyMs);
   SQLite::Statement q(file,
                       "SELECT id, event_id, target_id, status, COALESCE(failure_reason, ''), "
                       "attempts, (SELECT COUNT(*) FROM delivery_results r "
@@ -301,7 +307,7 @@ std::vector<DeliveryRow> deliveriesOf(const std::filesystem::path& db,
 int64_t unfinishedCount(const std::vector<std::filesystem::path>& dbs) {
   int64_t n = 0;
   for (const auto& db : dbs) {
-    SQLite::Database file(db.string(), SQLite::OPEN_READONLY);
+    SQLite::Database file(db.string(), SQLite::OPEN_READONLY, kBusyMs);
     n += file.execAndGet("SELECT COUNT(*) FROM deliveries WHERE status IN ('pending', 'retrying')")
              .getInt64();
   }
@@ -391,7 +397,7 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
   REQUIRE(acked.size() > 0);
   size_t missing = 0;
   for (const AckedEvent& e : acked) {
-    SQLite::Database file(dbs[e.webhook].string(), SQLite::OPEN_READONLY);
+    SQLite::Database file(dbs[e.webhook].string(), SQLite::OPEN_READONLY, kBusyMs);
     SQLite::Statement q(file,
                         "SELECT CAST(body AS TEXT), (SELECT COUNT(*) FROM deliveries "
                         "WHERE event_id = events.id) FROM events WHERE id = ?");
@@ -422,7 +428,7 @@ TEST_CASE("SIGKILLed under load with a flapping receiver, no acknowledged event 
   size_t events = 0;
   int duplicated = 0, extraCopies = 0, delivered = 0;
   for (const auto& db : dbs) {
-    SQLite::Database file(db.string(), SQLite::OPEN_READONLY);
+    SQLite::Database file(db.string(), SQLite::OPEN_READONLY, kBusyMs);
     events += static_cast<size_t>(file.execAndGet("SELECT COUNT(*) FROM events").getInt64());
     for (const DeliveryRow& d : deliveriesOf(db, typeOfTarget)) {
       allIds.insert(d.id);

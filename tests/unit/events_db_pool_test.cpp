@@ -144,29 +144,43 @@ TEST_CASE("the pool keeps at most `capacity` DBs open and evicts the least recen
   CHECK(countEvents(pool.pathFor(a)) == 2);
 }
 
-TEST_CASE("a DB the pool closes leaves an empty WAL, so the next open reads none") {
+TEST_CASE("an evicted DB keeps a short WAL, empties a long one; the pool's end empties all") {
   TempDir dir;
   FakeClock clock;
   const std::string a = webhooker::newUuid();
   const std::string b = webhooker::newUuid();
+  const std::string c = webhooker::newUuid();
   {
     EventsDbPool pool(dir.path(), DbOptions{}, clock, 1);
-    std::weak_ptr<EventsDb> weakA;
+    std::weak_ptr<EventsDb> weakA, weakB;
     {
       auto dbA = getOrFail(pool, a);
       weakA = dbA;
-      ingestOne(*dbA, "evicted");
+      ingestOne(*dbA, "evicted with its WAL");
       CHECK(walSize(pool.pathFor(a)) > 0);
     }
-    ingestOne(*getOrFail(pool, b), "held until the pool goes");
+    {
+      auto dbB = getOrFail(pool, b);  // evicts a: closed as it is, no flush
+      weakB = dbB;
+      ingestOne(*dbB, std::string(1200 * 1024, 'x'));  // a WAL past 1 MiB
+    }
     CHECK(closedWithinSeconds(weakA, 5));
-    CHECK(walSize(pool.pathFor(a)) == 0);
-    CHECK(walSize(pool.pathFor(b)) > 0);
+    const auto walOfA = walSize(pool.pathFor(a));
+    CHECK(walOfA > 0);
+    ingestOne(*getOrFail(pool, c), "held until the pool goes");  // evicts b
+    CHECK(closedWithinSeconds(weakB, 5));
+    CHECK(walSize(pool.pathFor(b)) == 0);
+    CHECK(walSize(pool.pathFor(a)) == walOfA);
+    CHECK(countEvents(pool.pathFor(a)) == 1);  // read from the WAL left behind
   }
   EventsDbPool reopened(dir.path(), DbOptions{}, clock, 1);
-  CHECK(walSize(reopened.pathFor(b)) == 0);
+  CHECK(walSize(reopened.pathFor(c)) == 0);
   CHECK(countEvents(reopened.pathFor(a)) == 1);
   CHECK(countEvents(reopened.pathFor(b)) == 1);
+  CHECK(countEvents(reopened.pathFor(c)) == 1);
+  // The reopened DB takes new events after those of the WAL it found.
+  ingestOne(*getOrFail(reopened, a), "after reopen");
+  CHECK(countEvents(reopened.pathFor(a)) == 2);
 }
 
 TEST_CASE("letGo closes a webhook's DB as an eviction would; the next get opens it again") {
@@ -189,7 +203,7 @@ TEST_CASE("letGo closes a webhook's DB as an eviction would; the next get opens 
   CHECK(pool.peek(a).open == nullptr);
   CHECK(pool.peek(a).closings == 1);
   CHECK(closedWithinSeconds(weakA, 5));
-  CHECK(walSize(pool.pathFor(a)) == 0);  // checkpointed on the way out, as evicted DBs are
+  CHECK(walSize(pool.pathFor(a)) > 0);  // closed as evicted DBs are: its short WAL kept
 
   pool.letGo(a);  // not open: nothing to do
   pool.letGo(webhooker::newUuid());
