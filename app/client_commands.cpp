@@ -22,6 +22,7 @@
 #include "app/admin_client.h"
 #include "app/cli_output.h"
 #include "base/uuid.h"
+#include "storage/target_type.h"
 
 namespace webhooker::app {
 
@@ -580,10 +581,11 @@ void refuseUrlMeantForTarget(const Session& s, bool create) {
   if (s.urlFlag.empty()) return;
   const json config = field(s.body, "config");
   if (field(config, "url").is_string() || field(config, "webhook_url").is_string()) return;
-  const json type = field(s.body, "type");
-  const bool needsUrl = create ? type == "http" || type == "slack" || type == "redis_stream" ||
-                                     type == "nats" || type == "amqp"
-                               : s.body.empty();
+  const json word = field(s.body, "type");
+  const std::optional<TargetType> type =
+      word.is_string() ? parseTargetType(word.get<std::string>()) : std::nullopt;
+  const bool needsUrl =
+      create ? type && (isHttpTargetType(*type) || isQueueTargetType(*type)) : s.body.empty();
   if (needsUrl)
     throw CLI::ValidationError("--url", "is the daemon's address (" + s.urlFlag +
                                             "); give the target's URL with --target-url (http) "

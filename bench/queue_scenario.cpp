@@ -54,7 +54,7 @@ double bareLoop(size_t n, const std::function<std::function<bool(size_t)>()>& ma
 // Seeds n events for one target of `type`, runs the daemon until `count()`
 // reaches n (or the drain cap), and returns the rate from the first message
 // seen to the last; `drained` says whether all arrived.
-double drainThrough(const BenchConfig& config, const std::string& type, const nlohmann::json& target,
+double drainThrough(const BenchConfig& config, TargetType type, const nlohmann::json& target,
                     size_t n, const std::function<size_t()>& count, bool& drained) {
   testing::TempDir data;
   {
@@ -63,7 +63,7 @@ double drainThrough(const BenchConfig& config, const std::string& type, const nl
     seed.type = type;
     seed.configJson = target.dump();
     seed.maxConcurrency = kConnections;
-    seedWebhook(seeder, type, {seed}, n, config.bodies);
+    seedWebhook(seeder, std::string(targetTypeWord(type)), {seed}, n, config.bodies);
   }
   BenchDaemon daemon(data.path(), config.daemonSettings());
   const auto deadline = Clock::now() + config.drainCap;
@@ -138,7 +138,7 @@ void runRedis(const BenchConfig& config, Report& out, size_t n) {
   });
   bool drained = false;
   const double rate = drainThrough(
-      config, "redis_stream",
+      config, TargetType::kRedisStream,
       {{"url", "redis://127.0.0.1:" + std::to_string(port)}, {"stream", "bench"}}, n,
       [&] { return xlen("bench"); }, drained);
   report(out, "redis_stream", rate, bare, "bare XADD loop, hiredis, 8 connections", drained, n);
@@ -196,7 +196,7 @@ void runNats(const BenchConfig& config, Report& out, size_t n) {
     };
   });
   bool drained = false;
-  const double rate = drainThrough(config, "nats", {{"url", url}, {"subject", "BENCH.in"}}, n,
+  const double rate = drainThrough(config, TargetType::kNats, {{"url", url}, {"subject", "BENCH.in"}}, n,
                                    [&] { return messages("BENCH"); }, drained);
   jsCtx_Destroy(js);
   natsConnection_Destroy(nc);
@@ -280,7 +280,7 @@ void runAmqp(const BenchConfig& config, Report& out, size_t n) {
   });
   bool drained = false;
   const double rate = drainThrough(
-      config, "amqp", {{"url", "amqp://127.0.0.1:" + std::to_string(port)}, {"routing_key", "bench"}},
+      config, TargetType::kAmqp, {{"url", "amqp://127.0.0.1:" + std::to_string(port)}, {"routing_key", "bench"}},
       n, [&] { return admin.declare("bench"); }, drained);
   stopNode();
   report(out, "amqp", rate, bare, "bare confirmed publish loop, librabbitmq, 8 connections", drained,

@@ -39,7 +39,7 @@ SeededWebhook Seeder::createWebhook(const std::string& name, const std::vector<S
     record.type = t.type;
     record.maxConcurrency = t.maxConcurrency;
     record.health.ordering = t.ordering;
-    record.configJson = t.type == "http" ? nlohmann::json{{"url", t.url}}.dump() : t.configJson;
+    record.configJson = t.type == TargetType::kHttp ? nlohmann::json{{"url", t.url}}.dump() : t.configJson;
     seeded.targetIds.push_back(orThrow(store_->createTarget(record), "create target").id);
   }
   return seeded;

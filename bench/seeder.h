@@ -25,7 +25,7 @@ struct SeedTarget {
   int maxConcurrency = 8;
   TargetOrdering ordering = TargetOrdering::kParallel;
   // Another type than http: its type and config (`url` is then unused).
-  std::string type = "http";
+  TargetType type = TargetType::kHttp;
   std::string configJson = "";
 };
 

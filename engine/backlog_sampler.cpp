@@ -43,7 +43,7 @@ void BacklogSampler::seed(const std::string& webhookId, uint64_t closings,
 // What one pass adds up, per target type label.
 class BacklogSampler::Tally {
  public:
-  Tally(const std::unordered_map<std::string, std::string>& types,
+  Tally(const std::unordered_map<std::string, TargetType>& types,
         const std::unordered_set<std::string>& held, TimePoint now)
       : types_(types), held_(held), now_(now) {
     // Every label gets a value, 0 included, so a drained backlog reads 0.
@@ -56,8 +56,8 @@ class BacklogSampler::Tally {
   void add(const std::vector<EventsDb::BacklogCount>& backlog) {
     for (const auto& row : backlog) {
       auto type = types_.find(row.targetId);
-      const std::string_view label =
-          DeliveryMetrics::typeLabel(type == types_.end() ? "" : type->second);
+      const std::string_view label = DeliveryMetrics::typeLabel(
+          type == types_.end() ? std::nullopt : std::optional<TargetType>(type->second));
       auto& [pending, retrying] = counts_[label];
       (row.status == DeliveryStatus::kPending ? pending : retrying) +=
           static_cast<double>(row.count);
@@ -74,7 +74,7 @@ class BacklogSampler::Tally {
   }
 
  private:
-  const std::unordered_map<std::string, std::string>& types_;
+  const std::unordered_map<std::string, TargetType>& types_;
   const std::unordered_set<std::string>& held_;
   const TimePoint now_;
   std::map<std::string_view, std::pair<double, double>> counts_;  // pending, retrying

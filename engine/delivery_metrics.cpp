@@ -72,9 +72,8 @@ DeliveryMetrics::DeliveryMetrics(prometheus::Registry& registry)
   }
 }
 
-std::string_view DeliveryMetrics::typeLabel(std::string_view type) {
-  auto it = std::find(kTypeLabels.begin(), kTypeLabels.end() - 1, type);
-  return it == kTypeLabels.end() - 1 ? kTypeLabels.back() : *it;
+std::string_view DeliveryMetrics::typeLabel(std::optional<TargetType> type) {
+  return type ? targetTypeWord(*type) : kTypeLabels.back();
 }
 
 std::string DeliveryMetrics::reasonLabel(std::string_view reason) {
@@ -88,20 +87,20 @@ std::string DeliveryMetrics::reasonLabel(std::string_view reason) {
   return std::string(it == kReasons.end() ? kReasons.back() : *it);
 }
 
-DeliveryMetrics::PerType& DeliveryMetrics::series(std::string_view targetType) {
-  return byType_.find(typeLabel(targetType))->second;
+DeliveryMetrics::PerType& DeliveryMetrics::series(std::string_view typeLabel) {
+  auto it = byType_.find(typeLabel);
+  return it == byType_.end() ? byType_.find(kTypeLabels.back())->second : it->second;
 }
 
-void DeliveryMetrics::attempted(const std::string& targetType,
-                                std::chrono::milliseconds duration) {
-  PerType& s = series(targetType);
+void DeliveryMetrics::attempted(TargetType targetType, std::chrono::milliseconds duration) {
+  PerType& s = series(typeLabel(targetType));
   s.attempts->Increment();
   s.duration->Observe(static_cast<double>(duration.count()) / 1000.0);
 }
 
-void DeliveryMetrics::outcome(const std::string& targetType, DeliveryStatus status,
+void DeliveryMetrics::outcome(std::optional<TargetType> targetType, DeliveryStatus status,
                               const std::string& failureReason) {
-  PerType& s = series(targetType);
+  PerType& s = series(typeLabel(targetType));
   if (status == DeliveryStatus::kDelivered) {
     s.succeeded->Increment();
   } else if (status == DeliveryStatus::kRetrying) {
@@ -116,17 +115,17 @@ void DeliveryMetrics::outcome(const std::string& targetType, DeliveryStatus stat
   }
 }
 
-void DeliveryMetrics::setOldestPendingAge(std::string_view targetType, double seconds) {
-  series(targetType).oldestPendingAge->Set(seconds);
+void DeliveryMetrics::setOldestPendingAge(std::string_view typeLabel, double seconds) {
+  series(typeLabel).oldestPendingAge->Set(seconds);
 }
 
-void DeliveryMetrics::setBacklog(std::string_view targetType, double pending, double retrying) {
-  PerType& s = series(targetType);
+void DeliveryMetrics::setBacklog(std::string_view typeLabel, double pending, double retrying) {
+  PerType& s = series(typeLabel);
   s.pending->Set(pending);
   s.retrying->Set(retrying);
 }
 
-void DeliveryMetrics::setBreakersOpen(const std::map<std::string, int>& openByType) {
+void DeliveryMetrics::setBreakersOpen(const std::map<TargetType, int>& openByType) {
   std::map<std::string_view, double> perLabel;
   for (const auto& [type, n] : openByType) perLabel[typeLabel(type)] += n;
   for (auto& [type, s] : byType_) {

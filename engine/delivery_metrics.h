@@ -1,7 +1,7 @@
 // DeliveryMetrics: the delivery side of /metrics, on a prometheus-cpp
-// registry. Every series carries one label, target_type, from {http, slack,
-// database, log}; anything else is counted as "unknown", so no series can be
-// minted from an id. All series exist, at 0, from construction.
+// registry. Every series carries one label, target_type: a type's word, or
+// "unknown" (a delivery whose target is gone), so no series can be minted
+// from an id. All series exist, at 0, from construction.
 //
 // The counting rules: an attempt (and its duration) is counted only where
 // one was dispatched — targets call attempted(); outcome counters move only
@@ -18,6 +18,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,8 +28,13 @@ namespace webhooker {
 
 class DeliveryMetrics final : public AttemptObserver {
  public:
-  static constexpr std::array<std::string_view, 8> kTypeLabels = {
-      "http", "slack", "database", "log", "redis_stream", "nats", "amqp", "unknown"};
+  // Every type's word, then "unknown".
+  static constexpr auto kTypeLabels = [] {
+    std::array<std::string_view, std::size(kTargetTypes) + 1> out{};
+    for (size_t i = 0; i < std::size(kTargetTypes); ++i) out[i] = targetTypeWord(kTargetTypes[i]);
+    out.back() = "unknown";
+    return out;
+  }();
   // Dead-letter reasons besides http_<code> (a 3xx or 4xx status, created
   // when first seen); anything else is counted as "other".
   static constexpr std::array<std::string_view, 8> kReasons = {
@@ -37,21 +43,22 @@ class DeliveryMetrics final : public AttemptObserver {
 
   explicit DeliveryMetrics(prometheus::Registry& registry);
 
-  void attempted(const std::string& targetType, std::chrono::milliseconds duration) override;
-  void outcome(const std::string& targetType, DeliveryStatus status,
+  void attempted(TargetType targetType, std::chrono::milliseconds duration) override;
+  void outcome(std::optional<TargetType> targetType, DeliveryStatus status,
                const std::string& failureReason) override;
 
-  // Set by the sampler from row counts, per target type.
-  void setBacklog(std::string_view targetType, double pending, double retrying);
+  // Set by the sampler from row counts, per label of kTypeLabels (any other
+  // label counts as "unknown").
+  void setBacklog(std::string_view typeLabel, double pending, double retrying);
   // Set by the sampler: how long the oldest delivery that is due and not
-  // delivered has waited, per target type (0: none).
-  void setOldestPendingAge(std::string_view targetType, double seconds);
+  // delivered has waited, per label (0: none).
+  void setOldestPendingAge(std::string_view typeLabel, double seconds);
   // Recounted from the breaker registry on every state change: open
   // breakers per target type; types not in the map are set to 0.
-  void setBreakersOpen(const std::map<std::string, int>& openByType);
+  void setBreakersOpen(const std::map<TargetType, int>& openByType);
 
-  // "http" stays "http"; "ftp" or "" become "unknown".
-  static std::string_view typeLabel(std::string_view targetType);
+  // The type's word; no type (nullopt) is "unknown".
+  static std::string_view typeLabel(std::optional<TargetType> targetType);
   // http_404 and the reasons above as they are; anything else "other".
   static std::string reasonLabel(std::string_view failureReason);
 
@@ -67,7 +74,7 @@ class DeliveryMetrics final : public AttemptObserver {
     prometheus::Gauge* breakersOpen;
     prometheus::Gauge* oldestPendingAge;
   };
-  PerType& series(std::string_view targetType);
+  PerType& series(std::string_view typeLabel);
 
   prometheus::Family<prometheus::Counter>& deadLetters_;
   std::map<std::string, PerType, std::less<>> byType_;  // fixed after construction

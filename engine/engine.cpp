@@ -234,7 +234,7 @@ void Engine::laneReady() {
   wakeWorkerLocked();
 }
 
-void Engine::laneThrottled(const std::string& targetType) {
+void Engine::laneThrottled(TargetType targetType) {
   if (routing_.metrics) routing_.metrics->throttled(targetType);
   workAvailable_.notify_one();  // a waiting worker times its wake-up by the earliest
 }
@@ -405,7 +405,8 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   }
   Target* impl = targets_.find(target->type);
   if (!impl) {
-    spdlog::error("delivery.unknown_target_type target_id={} type={}", task.targetId, target->type);
+    spdlog::error("delivery.unknown_target_type target_id={} type={}", task.targetId,
+                  targetTypeWord(target->type));
     return;
   }
   // The attempt's own copy: the event's other deliveries may share the

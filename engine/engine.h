@@ -171,7 +171,7 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   // start one, see wakeWorkerLocked), count a throttled lane, wake the
   // refill thread.
   void laneReady() override;
-  void laneThrottled(const std::string& targetType) override;
+  void laneThrottled(TargetType targetType) override;
   void refillQueued() override;
   static LaneSettings laneSettings(const CachedTarget& target);
 

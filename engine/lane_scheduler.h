@@ -44,7 +44,7 @@ namespace webhooker {
 // How a target's lane runs, from its config.
 struct LaneSettings {
   int maxConcurrency = 4;
-  std::string targetType;
+  TargetType targetType = TargetType::kHttp;
   std::optional<double> ratePerSecond;  // none: no rate limit
 };
 
@@ -81,7 +81,7 @@ class LaneScheduler {
     // not take: a worker should look at the ready queue.
     virtual void laneReady() = 0;
     // A lane of `targetType` waits for a token (nextTokenDue() moved).
-    virtual void laneThrottled(const std::string& targetType) = 0;
+    virtual void laneThrottled(TargetType targetType) = 0;
     // A refill was queued (takeRefill()).
     virtual void refillQueued() = 0;
   };
@@ -152,7 +152,7 @@ class LaneScheduler {
     std::deque<Task> queue;
     int inFlight = 0;
     int maxConcurrency = 4;
-    std::string targetType;
+    TargetType targetType = TargetType::kHttp;
     bool ready = false;      // listed in ready_
     bool throttled = false;  // in throttled_, waiting for a token
     // Set when a task was refused because the queue was full: the webhook

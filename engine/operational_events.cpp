@@ -191,7 +191,7 @@ void OperationalEvents::store(Queued queued) {
   }
   spdlog::info("operational_webhook.queued type={} event_id={}", type, stored->eventId);
   dispatcher_.submit(firstAttempts(webhookId, std::move(event), *stored,
-                                    [](const std::string&) { return std::string("http"); }));
+                                    [](const std::string&) { return TargetType::kHttp; }));
 }
 
 }  // namespace webhooker

@@ -211,7 +211,7 @@ void Engine::reconcileDelivery(const std::string& webhookId, const UnfinishedDel
   TargetPtr target = targetCache_.get(webhookId, d.targetId);
   if (!target || target->deletedAt) {
     // The target is gone: end the delivery without touching target data.
-    const std::string type = target ? target->type : "unknown";
+    const auto type = target ? std::optional<TargetType>(target->type) : std::nullopt;
     auto db = eventsDbs_.get(webhookId);
     if (!db) {
       spdlog::error("recovery.events_db_unavailable webhook_id={} error=\"{}\"", webhookId,

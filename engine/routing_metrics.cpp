@@ -15,8 +15,8 @@ constexpr std::array<std::string_view, 5> kReasons = {error_code::kJqError, erro
                                                       error_code::kJqMemory, error_code::kJqBusy,
                                                       error_code::kJqUnavailable};
 
-prometheus::Labels typeLabels(std::string_view targetType) {
-  return {{"target_type", std::string(DeliveryMetrics::typeLabel(targetType))}};
+prometheus::Labels typeLabels(std::string_view typeLabel) {
+  return {{"target_type", std::string(typeLabel)}};
 }
 
 }  // namespace
@@ -43,12 +43,12 @@ RoutingMetrics::RoutingMetrics(prometheus::Registry& registry)
       failures_.Add({{"stage", std::string(stage)}, {"reason", std::string(reason)}});
 }
 
-void RoutingMetrics::filtered(std::string_view targetType) {
-  filtered_.Add(typeLabels(targetType)).Increment();
+void RoutingMetrics::filtered(TargetType targetType) {
+  filtered_.Add(typeLabels(targetTypeWord(targetType))).Increment();
 }
 
-void RoutingMetrics::throttled(std::string_view targetType) {
-  throttled_.Add(typeLabels(targetType)).Increment();
+void RoutingMetrics::throttled(TargetType targetType) {
+  throttled_.Add(typeLabels(targetTypeWord(targetType))).Increment();
 }
 
 void RoutingMetrics::programFailed(RoutingStage stage, std::string_view reason) {

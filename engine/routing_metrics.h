@@ -19,6 +19,8 @@
 #include <array>
 #include <string_view>
 
+#include "storage/target_type.h"
+
 namespace webhooker {
 
 enum class RoutingStage { kEventType, kFilter, kTransform };
@@ -27,8 +29,8 @@ class RoutingMetrics {
  public:
   explicit RoutingMetrics(prometheus::Registry& registry);
 
-  void filtered(std::string_view targetType);
-  void throttled(std::string_view targetType);
+  void filtered(TargetType targetType);
+  void throttled(TargetType targetType);
   // `reason`: the sandbox's error code (jq_sandbox.h).
   void programFailed(RoutingStage stage, std::string_view reason);
 

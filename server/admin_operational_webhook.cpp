@@ -29,7 +29,7 @@ constexpr const char* kTargetName = "operational-webhook";
 json settingView(const OperationalWebhookSetting& setting, const TargetRecord& target) {
   json config = json::parse(target.configJson, nullptr, false);
   if (config.is_discarded()) config = json::object();
-  const json shown = redactTargetConfig("http", config);
+  const json shown = redactTargetConfig(TargetType::kHttp, config);
   json types = json::array();
   for (OperationalEventType type : setting.eventTypes) types.push_back(operationalEventWord(type));
   return {{"url", shown.value("url", "")},
@@ -106,7 +106,7 @@ void AdminApi::putOperationalWebhook(const HttpRequest& req, HttpResponse& res) 
   if (!config.contains("signing_secret"))
     return sendError(res, 400, error_code::kInvalidField,
                      "signing_secret is required: a whsec_ secret, or \"generate\"");
-  auto valid = validateTargetConfig("http", config);
+  auto valid = validateTargetConfig(TargetType::kHttp, config);
   if (!valid) return sendError(res, valid.error());
   if (auto url = parseHttpUrl((*valid)["url"].get<std::string>())) {
     if (auto r = guard_.vetLiteral(*url); !r)
@@ -132,7 +132,7 @@ void AdminApi::putOperationalWebhook(const HttpRequest& req, HttpResponse& res) 
       if (auto r = store_.deleteEntrypoint(webhook->id, e.id); !r) return sendError(res, r.error());
     target.webhookId = webhook->id;
     target.name = kTargetName;
-    target.type = "http";
+    target.type = TargetType::kHttp;
     target.configJson = valid->dump();
     auto created = store_.createTarget(std::move(target));
     if (!created) return sendError(res, created.error());

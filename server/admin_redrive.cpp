@@ -29,7 +29,7 @@ constexpr const char* kTargetIdsShape = "target_ids must be a non-empty array of
 // a large replay holds no bodies in memory.
 void submitDeliveries(Dispatcher& dispatcher, const std::string& webhookId,
                       const std::vector<UnfinishedDelivery>& deliveries,
-                      const std::unordered_map<std::string, std::string>& typeOf) {
+                      const std::unordered_map<std::string, TargetType>& typeOf) {
   std::vector<Task> batch;
   for (const UnfinishedDelivery& d : deliveries) {
     Task task;
@@ -126,7 +126,7 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
   }
 
   std::vector<std::string> targetIds;
-  std::unordered_map<std::string, std::string> typeOf;
+  std::unordered_map<std::string, TargetType> typeOf;
   for (const TargetRecord& t : targets) {
     targetIds.push_back(t.id);
     typeOf[t.id] = t.type;
@@ -197,7 +197,7 @@ void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
   // Inactive targets' are reset and wait until the target is reactivated.
   auto live = store_.listTargets(*id);
   if (!live) return sendError(res, live.error());
-  std::unordered_map<std::string, std::string> typeOf;
+  std::unordered_map<std::string, TargetType> typeOf;
   for (const TargetRecord& t : live.value()) {
     replay.targetIds.push_back(t.id);
     typeOf[t.id] = t.type;

@@ -31,7 +31,7 @@ json lastFailureJson(const std::optional<LastFailure>& f) {
 
 // Only the targets that retry (http, slack and the queue types) have a breaker.
 json breakerJson(const CircuitBreakers& breakers, const TargetRecord& t) {
-  if (t.type == "database" || t.type == "log") return json();
+  if (t.type == TargetType::kDatabase || t.type == TargetType::kLog) return json();
   const CircuitBreakers::Status s = breakers.status(t.id);
   return {{"state", breakerStateWord(s.state)},
           {"consecutive_failures", s.consecutiveFailures},
@@ -69,7 +69,7 @@ void AdminApi::webhookStats(const HttpRequest& req, HttpResponse& res) {
       if (a.targetId == t.id) activity = &a;
     targetsOut.push_back({{"target_id", t.id},
                           {"target_name", t.name},
-                          {"target_type", t.type},
+                          {"target_type", targetTypeWord(t.type)},
                           {"active", t.active},
                           {"deliveries", countsJson(activity ? activity->deliveries
                                                              : DeliveryCounts{})},

@@ -27,7 +27,7 @@ json targetJson(const TargetRecord& t) {
   json out = {{"id", t.id},
               {"webhook_id", t.webhookId},
               {"name", t.name},
-              {"type", t.type},
+              {"type", targetTypeWord(t.type)},
               {"active", t.active},
               {"max_concurrency", t.maxConcurrency},
               {"config", redactTargetConfig(t.type, config.is_discarded() ? json::object() : config)},
@@ -141,15 +141,20 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
     return sendError(res, r.error());
   auto type = stringField(*body, "type", 32);
   if (!type) return sendError(res, type.error());
-  if (!type.value() || !isTargetType(*type.value()))
-    return sendError(res, 400, error_code::kInvalidField,
-                     "type must be one of http, slack, database, log, redis_stream, nats, amqp");
+  const std::optional<TargetType> parsed =
+      type.value() ? parseTargetType(*type.value()) : std::nullopt;
+  if (!parsed) {
+    std::string words;
+    for (TargetType t : kTargetTypes)
+      words += (words.empty() ? "" : ", ") + std::string(targetTypeWord(t));
+    return sendError(res, 400, error_code::kInvalidField, "type must be one of " + words);
+  }
   if (!body->contains("name"))
     return sendError(res, 400, error_code::kInvalidField, "name is required");
 
   TargetRecord target;
   target.webhookId = *id;
-  target.type = *type.value();
+  target.type = *parsed;
   std::optional<std::string> generated;
   EnableRequest enable = EnableRequest::kNone;
   if (auto r = applyCommonFields(*body, guard_, target, generated, enable); !r)
@@ -161,7 +166,7 @@ void AdminApi::createTarget(const HttpRequest& req, HttpResponse& res) {
   auto created = store_.createTarget(std::move(target));
   if (!created) return sendError(res, created.error());
   spdlog::info("target.created webhook_id={} target_id={} type={}", *id, created->id,
-               created->type);
+               targetTypeWord(created->type));
   json view = targetJson(created.value());
   if (generated) view["generated_signing_secret"] = *generated;  // shown this once
   sendJson(res, 201, view);
@@ -195,7 +200,7 @@ void AdminApi::updateTarget(const HttpRequest& req, HttpResponse& res) {
   if (!target) return sendError(res, target.error());
   if (target->deletedAt)
     return sendError(res, 404, error_code::kNotFound, "target " + *tid + " was deleted");
-  if (body->contains("type") && (*body)["type"] != target->type)
+  if (body->contains("type") && (*body)["type"] != std::string(targetTypeWord(target->type)))
     return sendError(res, 400, error_code::kImmutableField,
                      "type cannot change; create a new target instead");
   std::optional<std::string> generated;

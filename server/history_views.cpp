@@ -43,7 +43,7 @@ void TargetLabels::describe(const std::string& targetId, json& out) {
     it = labels_.emplace(targetId, std::move(label)).first;
   }
   out["target_name"] = it->second ? json(it->second->name) : json();
-  out["target_type"] = it->second ? json(it->second->type) : json();
+  out["target_type"] = it->second ? json(targetTypeWord(it->second->type)) : json();
   if (it->second && it->second->deleted) out["target_deleted"] = true;
 }
 

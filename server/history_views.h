@@ -28,7 +28,7 @@ class TargetLabels {
  private:
   struct Label {
     std::string name;
-    std::string type;
+    TargetType type = TargetType::kHttp;
     bool deleted = false;
   };
   MainStore& store_;

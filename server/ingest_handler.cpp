@@ -302,7 +302,7 @@ void IngestHandler::finish(const IngestRoute& route, const RoutedEvent& routed,
   const auto targetType = [&route](const std::string& targetId) {
     for (const IngestRoute::ActiveTarget& t : route.targets)
       if (t.id == targetId) return t.type;
-    return std::string();
+    return TargetType::kHttp;  // not reached: each delivery is one of the route's targets
   };
   dispatcher_.submit(firstAttempts(webhookId, std::move(event), *stored, targetType));
   respond(std::move(res));

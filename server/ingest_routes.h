@@ -26,7 +26,7 @@ namespace webhooker::server {
 struct IngestRoute {
   struct ActiveTarget {
     std::string id;
-    std::string type;
+    TargetType type = TargetType::kHttp;
     TargetRouting routing;
   };
   Entrypoint entrypoint;

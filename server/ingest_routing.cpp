@@ -128,7 +128,7 @@ RoutedEvent IngestRouting::route(const IngestRoute& route, const InboundEvent& e
 
 void IngestRouting::countSkipped(const RoutedEvent& routed) {
   if (!metrics_) return;
-  for (const std::string& type : routed.skippedTypes) metrics_->filtered(type);
+  for (TargetType type : routed.skippedTypes) metrics_->filtered(type);
 }
 
 }  // namespace webhooker::server

@@ -38,7 +38,7 @@ namespace webhooker::server {
 struct RoutedEvent {
   std::optional<std::string> eventType;
   std::vector<std::string> targetIds;     // the targets it goes to, in route order
-  std::vector<std::string> skippedTypes;  // the type of each target it does not
+  std::vector<TargetType> skippedTypes;  // the type of each target it does not
   // Set when a program could not run (jq_error::isRetryable): nothing above
   // is a verdict, the event must not be stored as routed.
   std::optional<Error> retryLater;

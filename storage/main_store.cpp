@@ -107,12 +107,17 @@ void readTargetHealth(SQLite::Statement& q, TargetRecord& t) {
   }
 }
 
+// The targets table's CHECK constraint admits only the words of TargetType.
+TargetType storedTargetType(const std::string& word) {
+  return parseTargetType(word).value_or(TargetType::kHttp);
+}
+
 TargetRecord readTarget(SQLite::Statement& q) {
   TargetRecord t;
   t.id = q.getColumn(0).getString();
   t.webhookId = q.getColumn(1).getString();
   t.name = q.getColumn(2).getString();
-  t.type = q.getColumn(3).getString();
+  t.type = storedTargetType(q.getColumn(3).getString());
   t.active = q.getColumn(4).getInt() != 0;
   t.maxConcurrency = q.getColumn(5).getInt();
   t.configJson = q.getColumn(6).getString();
@@ -638,7 +643,7 @@ Result<TargetRecord> MainStore::createTarget(TargetRecord t) {
     q.bind(1, t.id);
     q.bind(2, t.webhookId);
     q.bind(3, t.name);
-    q.bind(4, t.type);
+    q.bind(4, std::string(targetTypeWord(t.type)));
     bindTargetSettings(q, t, 5);
     q.bind(12, now);
     q.bind(13, now);
@@ -725,12 +730,13 @@ Result<void> MainStore::deleteTarget(const std::string& webhookId, const std::st
   });
 }
 
-Result<std::unordered_map<std::string, std::string>> MainStore::liveTargetTypes() {
-  using Types = std::unordered_map<std::string, std::string>;
+Result<std::unordered_map<std::string, TargetType>> MainStore::liveTargetTypes() {
+  using Types = std::unordered_map<std::string, TargetType>;
   return read("list target types", [&](SQLite::Database& db) -> Result<Types> {
     SQLite::Statement q(db, "SELECT id, type FROM targets WHERE deleted_at IS NULL");
     Types out;
-    while (q.executeStep()) out.emplace(q.getColumn(0).getString(), q.getColumn(1).getString());
+    while (q.executeStep())
+      out.emplace(q.getColumn(0).getString(), storedTargetType(q.getColumn(1).getString()));
     return out;
   });
 }
@@ -1114,7 +1120,7 @@ Result<std::vector<StoredTargetHealth>> MainStore::listTargetHealth() {
       StoredTargetHealth h;
       h.targetId = q.getColumn(0).getString();
       h.webhookId = q.getColumn(1).getString();
-      h.targetType = q.getColumn(2).getString();
+      h.targetType = storedTargetType(q.getColumn(2).getString());
       h.breakerState = parseBreakerState(q.getColumn(3).getString()).value_or(BreakerState::kClosed);
       if (!q.getColumn(4).isNull()) h.breakerOpenedAt = q.getColumn(4).getString();
       h.consecutiveFailures = q.getColumn(5).getInt();

@@ -133,7 +133,7 @@ class MainStore {
   Result<TargetRecord> updateTarget(const TargetRecord& target);
   Result<void> deleteTarget(const std::string& webhookId, const std::string& id);
   // id → type of every target that is not deleted, across all webhooks.
-  Result<std::unordered_map<std::string, std::string>> liveTargetTypes();
+  Result<std::unordered_map<std::string, TargetType>> liveTargetTypes();
 
   // --- Endpoint health (storage/target_health_records.h) ---
   // Sets (reason) or clears (nullopt) a live target's disabled state. True

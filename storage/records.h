@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "storage/target_health_records.h"
+#include "storage/target_type.h"
 
 namespace webhooker {
 
@@ -97,7 +98,7 @@ struct TargetRecord {
   std::string id;
   std::string webhookId;
   std::string name;
-  std::string type;  // http | slack | database | log
+  TargetType type = TargetType::kHttp;
   bool active = true;
   int maxConcurrency = 4;
   std::string configJson = "{}";  // holds credentials: never leaves the main DB unredacted

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "storage/target_type.h"
+
 namespace webhooker {
 
 namespace health_words {
@@ -114,7 +116,7 @@ constexpr std::optional<BreakerState> parseBreakerState(std::string_view text) {
 struct StoredTargetHealth {
   std::string targetId;
   std::string webhookId;   // read with the row, from targets
-  std::string targetType;  // likewise
+  TargetType targetType = TargetType::kHttp;  // likewise
   BreakerState breakerState = BreakerState::kClosed;
   std::optional<std::string> breakerOpenedAt;  // ISO-8601
   int consecutiveFailures = 0;

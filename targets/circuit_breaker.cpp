@@ -35,9 +35,9 @@ int CircuitBreakers::openCountLocked() const {
   return n;
 }
 
-std::map<std::string, int> CircuitBreakers::openCountByType() const {
+std::map<TargetType, int> CircuitBreakers::openCountByType() const {
   MutexLock lock(breakersMutex_);
-  std::map<std::string, int> out;
+  std::map<TargetType, int> out;
   for (const auto& [id, b] : breakers_)
     if (b.state != State::kClosed) ++out[b.type];
   return out;
@@ -103,7 +103,7 @@ CircuitBreakers::Decision CircuitBreakers::allow(const std::string& targetId) {
 
 void CircuitBreakers::recordSuccess(const std::string& targetId) { reset(targetId); }
 
-void CircuitBreakers::recordFailure(const std::string& targetId, std::string_view targetType,
+void CircuitBreakers::recordFailure(const std::string& targetId, TargetType targetType,
                                     std::string_view webhookId) {
   std::optional<int> changed;
   std::optional<Transition> transition;

@@ -46,7 +46,7 @@ class CircuitBreakers {
   // Only retryable failures count: a 404 says the receiver is up.
   // `targetType` labels the breaker in openCountByType(); `webhookId` goes
   // with its transitions.
-  void recordFailure(const std::string& targetId, std::string_view targetType = "",
+  void recordFailure(const std::string& targetId, TargetType targetType = TargetType::kHttp,
                      std::string_view webhookId = "");
   // The attempt allow() let through ended without saying anything about the
   // receiver (nothing was sent: a refused destination, a bad config). If it
@@ -64,7 +64,7 @@ class CircuitBreakers {
   struct Transition {
     std::string targetId;
     std::string webhookId;
-    std::string targetType;
+    TargetType targetType = TargetType::kHttp;
     BreakerState from = BreakerState::kClosed;
     BreakerState to = BreakerState::kClosed;
     int consecutiveFailures = 0;
@@ -83,7 +83,7 @@ class CircuitBreakers {
   Status status(const std::string& targetId) const;
 
   int openCount() const;  // open or half-open
-  std::map<std::string, int> openCountByType() const;
+  std::map<TargetType, int> openCountByType() const;
   // Called (outside the lock) after any change of open/closed state, with
   // the new openCount(). Set once, before use.
   void onStateChange(std::function<void(int openCount)> listener);
@@ -95,7 +95,7 @@ class CircuitBreakers {
     int failures = 0;
     TimePoint openedAt{};
     bool probeInFlight = false;
-    std::string type;
+    TargetType type = TargetType::kHttp;
     std::string webhookId;
   };
   int openCountLocked() const REQUIRES(breakersMutex_);

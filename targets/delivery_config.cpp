@@ -102,14 +102,20 @@ DeliveryConfig readQueue(Result<Config> read) {
   return std::move(read.value());
 }
 
-DeliveryConfig readDeliveryConfig(std::string_view type, std::string_view configJson) {
-  if (type != "http" && type != "slack" && !isQueueTargetType(type)) return std::monostate{};
+DeliveryConfig readDeliveryConfig(TargetType type, std::string_view configJson) {
+  if (type == TargetType::kDatabase || type == TargetType::kLog) return std::monostate{};
   const json config = json::parse(configJson, nullptr, false);
   if (!config.is_object()) return unreadable("the target's config is not a JSON object");
-  if (type == "redis_stream") return readQueue(readRedisStreamConfig(config));
-  if (type == "nats") return readQueue(readNatsConfig(config));
-  if (type == "amqp") return readQueue(readAmqpConfig(config));
-  return type == "http" ? readHttp(config) : readSlack(config);
+  switch (type) {
+    case TargetType::kHttp: return readHttp(config);
+    case TargetType::kSlack: return readSlack(config);
+    case TargetType::kRedisStream: return readQueue(readRedisStreamConfig(config));
+    case TargetType::kNats: return readQueue(readNatsConfig(config));
+    case TargetType::kAmqp: return readQueue(readAmqpConfig(config));
+    case TargetType::kDatabase:
+    case TargetType::kLog: break;
+  }
+  return std::monostate{};
 }
 
 }  // namespace webhooker

@@ -56,6 +56,6 @@ using DeliveryConfig = std::variant<std::monostate, HttpDeliveryConfig, SlackDel
 
 // The config of a target of `type`, or the invalid_config Error an attempt
 // records (its message names no secret).
-DeliveryConfig readDeliveryConfig(std::string_view type, std::string_view configJson);
+DeliveryConfig readDeliveryConfig(TargetType type, std::string_view configJson);
 
 }  // namespace webhooker

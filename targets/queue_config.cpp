@@ -29,11 +29,13 @@ struct Scheme {
 
 // The schemes each type takes. Debian 12's hiredis (0.14) has no TLS, so a
 // redis_stream target has no rediss://.
-std::vector<Scheme> schemesOf(std::string_view type) {
-  if (type == "redis_stream") return {{"redis", false, 6379}};
-  if (type == "nats") return {{"nats", false, 4222}, {"tls", true, 4222}};
-  if (type == "amqp") return {{"amqp", false, 5672}, {"amqps", true, 5671}};
-  return {};
+std::vector<Scheme> schemesOf(TargetType type) {
+  switch (type) {
+    case TargetType::kRedisStream: return {{"redis", false, 6379}};
+    case TargetType::kNats: return {{"nats", false, 4222}, {"tls", true, 4222}};
+    case TargetType::kAmqp: return {{"amqp", false, 5672}, {"amqps", true, 5671}};
+    default: return {};
+  }
 }
 
 std::string percentDecode(std::string_view text) {
@@ -51,7 +53,7 @@ std::string percentDecode(std::string_view text) {
 }
 
 // The broker address in `text`, or the reason it is refused.
-Result<BrokerAddress> parseBrokerUrl(std::string_view type, const std::string& text) {
+Result<BrokerAddress> parseBrokerUrl(TargetType type, const std::string& text) {
   const size_t colon = text.find("://");
   const std::vector<Scheme> schemes = schemesOf(type);
   std::string names;
@@ -61,7 +63,7 @@ Result<BrokerAddress> parseBrokerUrl(std::string_view type, const std::string& t
   std::string scheme = text.substr(0, colon);
   std::transform(scheme.begin(), scheme.end(), scheme.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (type == "redis_stream" && scheme == "rediss")
+  if (type == TargetType::kRedisStream && scheme == "rediss")
     return invalid("config.url: rediss:// (TLS) is not supported: the hiredis of Debian 12 "
                    "(0.14) has no TLS; use redis:// over a trusted network or a TLS tunnel");
   const auto known = std::find_if(schemes.begin(), schemes.end(),
@@ -85,7 +87,7 @@ Result<BrokerAddress> parseBrokerUrl(std::string_view type, const std::string& t
   const std::string& target = out.url.target;
   if (target.find('?') != std::string::npos)
     return invalid("config.url must not have a query");
-  if (type == "amqp") {
+  if (type == TargetType::kAmqp) {
     out.vhost = target.size() <= 1 ? "/" : percentDecode(target.substr(1));
     if (out.vhost.empty() || out.vhost.size() > kMaxNameLength)
       return invalid("config.url names an invalid virtual host");
@@ -141,15 +143,15 @@ bool exchangeName(std::string_view s) {
 }
 
 Result<void> refuseUnknown(const json& config, std::initializer_list<std::string_view> known,
-                           std::string_view type) {
+                           TargetType type) {
   if (!config.is_object()) return invalid("config must be a JSON object");
   for (const auto& [key, value] : config.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
-      return invalid(fmt::format("config.{} is not a field of a {} target", key, type));
+      return invalid(fmt::format("config.{} is not a field of a {} target", key, targetTypeWord(type)));
   return {};
 }
 
-Result<void> checkUrlField(std::string_view type, const json& config) {
+Result<void> checkUrlField(TargetType type, const json& config) {
   if (!config.contains("url")) return invalid("config.url is required");
   if (!config["url"].is_string()) return invalid("config.url must be a string");
   const std::string& text = config["url"].get_ref<const std::string&>();
@@ -176,10 +178,10 @@ Result<json> withTimeout(json config) {
 
 Result<json> validateRedis(const json& config) {
   if (auto r = refuseUnknown(config, {"url", "stream", "username", "password", "maxlen", "timeout_ms"},
-                             "redis_stream");
+                             TargetType::kRedisStream);
       !r)
     return r.error();
-  if (auto r = checkUrlField("redis_stream", config); !r) return r.error();
+  if (auto r = checkUrlField(TargetType::kRedisStream, config); !r) return r.error();
   if (auto r = checkName(config, "stream", true, 1, anyPrintable); !r) return r.error();
   if (auto r = checkSecrets(config, {"username", "password"}); !r) return r.error();
   if (config.contains("username") && !config.contains("password"))
@@ -194,10 +196,10 @@ Result<json> validateRedis(const json& config) {
 
 Result<json> validateNats(const json& config) {
   if (auto r = refuseUnknown(config, {"url", "subject", "username", "password", "token", "timeout_ms"},
-                             "nats");
+                             TargetType::kNats);
       !r)
     return r.error();
-  if (auto r = checkUrlField("nats", config); !r) return r.error();
+  if (auto r = checkUrlField(TargetType::kNats, config); !r) return r.error();
   if (auto r = checkName(config, "subject", true, 1, natsSubject); !r) return r.error();
   if (auto r = checkSecrets(config, {"username", "password", "token"}); !r) return r.error();
   if (config.contains("username") != config.contains("password"))
@@ -210,10 +212,10 @@ Result<json> validateNats(const json& config) {
 Result<json> validateAmqp(json config) {
   if (auto r = refuseUnknown(config, {"url", "exchange", "routing_key", "username", "password",
                                       "timeout_ms"},
-                             "amqp");
+                             TargetType::kAmqp);
       !r)
     return r.error();
-  if (auto r = checkUrlField("amqp", config); !r) return r.error();
+  if (auto r = checkUrlField(TargetType::kAmqp, config); !r) return r.error();
   if (!config.contains("exchange")) config["exchange"] = "";
   if (auto r = checkName(config, "exchange", false, 0, exchangeName); !r) return r.error();
   if (!config.contains("routing_key")) config["routing_key"] = "{type}";
@@ -237,11 +239,11 @@ std::chrono::milliseconds timeoutOf(const json& config) {
 }
 
 // A stored config checked again as the API would, then its address.
-Result<BrokerAddress> readAddress(std::string_view type, const json& config) {
+Result<BrokerAddress> readAddress(TargetType type, const json& config) {
   const std::string* text =
       config.contains("url") && config["url"].is_string() ? &config["url"].get_ref<const std::string&>()
                                                           : nullptr;
-  if (!text) return invalid(fmt::format("the {} target has no valid url", type));
+  if (!text) return invalid(fmt::format("the {} target has no valid url", targetTypeWord(type)));
   return parseBrokerUrl(type, *text);
 }
 
@@ -259,15 +261,13 @@ std::string BrokerAddress::hostPort() const {
 
 bool isPublishableNatsSubject(std::string_view subject) { return natsSubject(subject); }
 
-bool isQueueTargetType(std::string_view type) {
-  return type == "redis_stream" || type == "nats" || type == "amqp";
-}
-
-Result<json> validateQueueConfig(std::string_view type, const json& config) {
-  if (type == "redis_stream") return validateRedis(config);
-  if (type == "nats") return validateNats(config);
-  if (type == "amqp") return validateAmqp(config);
-  return invalid(fmt::format("unknown target type \"{}\"", type));
+Result<json> validateQueueConfig(TargetType type, const json& config) {
+  switch (type) {
+    case TargetType::kRedisStream: return validateRedis(config);
+    case TargetType::kNats: return validateNats(config);
+    case TargetType::kAmqp: return validateAmqp(config);
+    default: return invalid(fmt::format("a {} target is no queue target", targetTypeWord(type)));
+  }
 }
 
 json redactQueueConfig(const json& config) {
@@ -278,7 +278,7 @@ json redactQueueConfig(const json& config) {
   return out;
 }
 
-std::optional<Url> queueConfigVettableUrl(std::string_view type, const json& config) {
+std::optional<Url> queueConfigVettableUrl(TargetType type, const json& config) {
   if (!config.is_object()) return std::nullopt;
   auto address = readAddress(type, config);
   if (!address) return std::nullopt;
@@ -288,7 +288,7 @@ std::optional<Url> queueConfigVettableUrl(std::string_view type, const json& con
 Result<RedisStreamDeliveryConfig> readRedisStreamConfig(const json& config) {
   if (auto r = validateRedis(config); !r) return r.error();
   RedisStreamDeliveryConfig out;
-  auto address = readAddress("redis_stream", config);
+  auto address = readAddress(TargetType::kRedisStream, config);
   if (!address) return address.error();
   out.address = std::move(*address);
   out.stream = stringOr(config, "stream");
@@ -302,7 +302,7 @@ Result<RedisStreamDeliveryConfig> readRedisStreamConfig(const json& config) {
 Result<NatsDeliveryConfig> readNatsConfig(const json& config) {
   if (auto r = validateNats(config); !r) return r.error();
   NatsDeliveryConfig out;
-  auto address = readAddress("nats", config);
+  auto address = readAddress(TargetType::kNats, config);
   if (!address) return address.error();
   out.address = std::move(*address);
   out.subject = stringOr(config, "subject");
@@ -316,7 +316,7 @@ Result<NatsDeliveryConfig> readNatsConfig(const json& config) {
 Result<AmqpDeliveryConfig> readAmqpConfig(const json& config) {
   if (auto r = validateAmqp(config); !r) return r.error();
   AmqpDeliveryConfig out;
-  auto address = readAddress("amqp", config);
+  auto address = readAddress(TargetType::kAmqp, config);
   if (!address) return address.error();
   out.address = std::move(*address);
   out.exchange = stringOr(config, "exchange");

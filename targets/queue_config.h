@@ -25,6 +25,7 @@
 
 #include "base/result.h"
 #include "base/url.h"
+#include "storage/target_type.h"
 
 namespace webhooker {
 
@@ -68,18 +69,16 @@ struct AmqpDeliveryConfig {
   std::chrono::milliseconds timeout = kDefaultBrokerTimeout;
 };
 
-bool isQueueTargetType(std::string_view type);
-
 // Checks a queue target's config and fills in defaults ("invalid_config",
 // naming the field).
-Result<nlohmann::json> validateQueueConfig(std::string_view type, const nlohmann::json& config);
+Result<nlohmann::json> validateQueueConfig(TargetType type, const nlohmann::json& config);
 
 // The config as the API shows it: username, password and token redacted.
 nlohmann::json redactQueueConfig(const nlohmann::json& config);
 
 // The broker URL of a stored or proposed config, for the SSRF guard's check
 // at write time; nullopt if it has none that parses.
-std::optional<Url> queueConfigVettableUrl(std::string_view type, const nlohmann::json& config);
+std::optional<Url> queueConfigVettableUrl(TargetType type, const nlohmann::json& config);
 
 Result<RedisStreamDeliveryConfig> readRedisStreamConfig(const nlohmann::json& config);
 Result<NatsDeliveryConfig> readNatsConfig(const nlohmann::json& config);

@@ -40,9 +40,10 @@ class Scheduler {
 class AttemptObserver {
  public:
   virtual ~AttemptObserver() = default;
-  virtual void attempted(const std::string& targetType, std::chrono::milliseconds duration) = 0;
-  // After the status row is written: delivered, retrying or failed.
-  virtual void outcome(const std::string& targetType, DeliveryStatus status,
+  virtual void attempted(TargetType targetType, std::chrono::milliseconds duration) = 0;
+  // After the status row is written: delivered, retrying or failed. No type:
+  // the delivery's target is gone (recovery ends it as target_deleted).
+  virtual void outcome(std::optional<TargetType> targetType, DeliveryStatus status,
                        const std::string& failureReason) = 0;
 };
 

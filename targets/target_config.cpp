@@ -27,11 +27,12 @@ constexpr size_t kMaxUrlLength = 2048;
 Error invalid(std::string message) { return makeError(error_code::kInvalidConfig, std::move(message)); }
 
 Result<void> refuseUnknownFields(const json& config, std::initializer_list<std::string_view> known,
-                                 std::string_view type) {
+                                 TargetType type) {
   if (!config.is_object()) return invalid("config must be a JSON object");
   for (const auto& [key, value] : config.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end())
-      return invalid(fmt::format("config.{} is not a field of a {} target", key, type));
+      return invalid(fmt::format("config.{} is not a field of a {} target", key,
+                                     targetTypeWord(type)));
   }
   return {};
 }
@@ -137,7 +138,7 @@ Result<json> validateHttp(json config) {
                                    {"url", "method", "headers", "timeout_ms", "signing_secret",
                                     "previous_signing_secret", "previous_secret_expires_at",
                                     "pass_forwarding_headers", "proxy", "tls", "oauth2"},
-                                   "http");
+                                   TargetType::kHttp);
       !r)
     return r.error();
   if (auto r = checkUrl(config, "url"); !r) return r.error();
@@ -198,7 +199,7 @@ Result<json> validateHttp(json config) {
 }
 
 Result<json> validateSlack(const json& config) {
-  if (auto r = refuseUnknownFields(config, {"webhook_url"}, "slack"); !r) return r.error();
+  if (auto r = refuseUnknownFields(config, {"webhook_url"}, TargetType::kSlack); !r) return r.error();
   if (auto r = checkUrl(config, "webhook_url"); !r) return r.error();
   return config;
 }
@@ -249,25 +250,25 @@ std::string redactProxy(const std::string& text) {
 
 }  // namespace
 
-bool isTargetType(std::string_view type) {
-  return std::find(std::begin(kTargetTypes), std::end(kTargetTypes), type) != std::end(kTargetTypes);
-}
-
-Result<json> validateTargetConfig(std::string_view type, const json& config) {
-  if (type == "http") return validateHttp(config);
-  if (type == "slack") return validateSlack(config);
-  if (isQueueTargetType(type)) return validateQueueConfig(type, config);
-  if (type == "database" || type == "log") {
-    if (auto r = refuseUnknownFields(config, {}, type); !r) return r.error();
-    return config;
+Result<json> validateTargetConfig(TargetType type, const json& config) {
+  switch (type) {
+    case TargetType::kHttp: return validateHttp(config);
+    case TargetType::kSlack: return validateSlack(config);
+    case TargetType::kDatabase:
+    case TargetType::kLog:
+      if (auto r = refuseUnknownFields(config, {}, type); !r) return r.error();
+      return config;
+    case TargetType::kRedisStream:
+    case TargetType::kNats:
+    case TargetType::kAmqp: return validateQueueConfig(type, config);
   }
-  return invalid(fmt::format("unknown target type \"{}\"", type));
+  return invalid("unknown target type");  // not reached: the switch names every type
 }
 
-json redactTargetConfig(std::string_view type, const json& config) {
+json redactTargetConfig(TargetType type, const json& config) {
   if (isQueueTargetType(type)) return redactQueueConfig(config);
   json out = config;
-  if (type == "http") {
+  if (type == TargetType::kHttp) {
     if (out.contains("url") && out["url"].is_string())
       out["url"] = redactUrl(out["url"].get<std::string>(), false);
     for (const char* field : {"signing_secret", "previous_signing_secret"})
@@ -282,7 +283,7 @@ json redactTargetConfig(std::string_view type, const json& config) {
     if (out.contains("tls") && out["tls"].is_object())
       for (const char* field : {"client_cert", "client_key"})
         if (out["tls"].contains(field)) out["tls"][field] = kRedacted;
-  } else if (type == "slack") {
+  } else if (type == TargetType::kSlack) {
     if (out.contains("webhook_url") && out["webhook_url"].is_string())
       out["webhook_url"] = redactUrl(out["webhook_url"].get<std::string>(), true);
   }

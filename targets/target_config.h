@@ -26,15 +26,12 @@
 #include "base/clock.h"
 #include "base/result.h"
 #include "storage/records.h"
+#include "storage/target_type.h"
 
 namespace webhooker {
 
-inline constexpr std::string_view kTargetTypes[] = {"http", "slack", "database", "log",
-                                                    "redis_stream", "nats", "amqp"};
-bool isTargetType(std::string_view type);
-
 // Checks `config` for `type` and returns it with defaults filled in.
-Result<nlohmann::json> validateTargetConfig(std::string_view type, const nlohmann::json& config);
+Result<nlohmann::json> validateTargetConfig(TargetType type, const nlohmann::json& config);
 
 // The config as the API shows it: signing secrets, the proxy's credentials,
 // the TLS client certificate and key, the OAuth2 client secret, the Slack
@@ -45,7 +42,7 @@ Result<nlohmann::json> validateTargetConfig(std::string_view type, const nlohman
 // a few headers that never carry credentials (Content-Type, User-Agent,
 // Accept, Accept-Language, Content-Language); a queue target's username,
 // password and token.
-nlohmann::json redactTargetConfig(std::string_view type, const nlohmann::json& config);
+nlohmann::json redactTargetConfig(TargetType type, const nlohmann::json& config);
 
 // How long a replaced signing secret keeps being signed with by default.
 inline constexpr std::chrono::hours kSigningRotationGrace{24};

@@ -1,4 +1,4 @@
-// TargetRegistry: the Target implementation for each type name. The engine
+// TargetRegistry: the Target implementation for each type. The engine
 // looks targets up here and knows nothing of their kinds.
 //
 // Ownership: owns the targets. Built once at start-up, then read-only, so
@@ -20,13 +20,13 @@ namespace webhooker {
 
 class TargetRegistry {
  public:
-  void add(std::string type, std::unique_ptr<Target> target);
-  Target* find(std::string_view type) const;
+  void add(TargetType type, std::unique_ptr<Target> target);
+  Target* find(TargetType type) const;
   // The target's recovery interface, or nullptr for fire-and-forget types.
-  Rescheduler* rescheduler(std::string_view type) const;
+  Rescheduler* rescheduler(TargetType type) const;
 
  private:
-  std::map<std::string, std::unique_ptr<Target>, std::less<>> targets_;
+  std::map<TargetType, std::unique_ptr<Target>> targets_;
 };
 
 // Every type: http, slack, database, log, redis_stream, nats and amqp, sharing

@@ -4,7 +4,7 @@ namespace webhooker {
 
 std::vector<Task> firstAttempts(const std::string& webhookId, InboundEvent event,
                                 const IngestOutcome& stored,
-                                const std::function<std::string(const std::string& targetId)>& targetType) {
+                                const std::function<TargetType(const std::string& targetId)>& targetType) {
   std::vector<Task> tasks;
   tasks.reserve(stored.deliveries.size());
   std::shared_ptr<const EventPayload> payload;

@@ -12,6 +12,7 @@
 
 #include "storage/event_payload.h"
 #include "storage/ingest_records.h"
+#include "storage/target_type.h"
 
 namespace webhooker {
 
@@ -22,7 +23,7 @@ struct Task {
   std::string eventId;
   std::string webhookId;
   std::string targetId;
-  std::string targetType;
+  TargetType targetType = TargetType::kHttp;
   int attempt = 1;  // the attempt number this task will make
   // Attempts made before the current series: a redrive starts a new series
   // with a full retry budget, and the results of the old one stay.
@@ -48,6 +49,6 @@ struct Task {
 // `targetType` names each stored target's type.
 std::vector<Task> firstAttempts(const std::string& webhookId, InboundEvent event,
                                 const IngestOutcome& stored,
-                                const std::function<std::string(const std::string& targetId)>& targetType);
+                                const std::function<TargetType(const std::string& targetId)>& targetType);
 
 }  // namespace webhooker

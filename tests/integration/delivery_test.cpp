@@ -748,8 +748,8 @@ TEST_CASE("database and log targets: delivered after one successful attempt") {
     CHECK_FALSE(rows[0].statusCode);
     CHECK_FALSE(rows[0].error);
     CHECK(rows[0].durationMs >= 0);
-    CHECK(h.observer().attempts(t->type) == 1);
-    CHECK(h.observer().outcomes(t->type, "delivered") == 1);
+    CHECK(h.observer().attempts(std::string(targetTypeWord(t->type))) == 1);
+    CHECK(h.observer().outcomes(std::string(targetTypeWord(t->type)), "delivered") == 1);
   }
 }
 

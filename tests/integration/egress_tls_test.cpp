@@ -155,7 +155,7 @@ TEST_CASE("TLS settings are checked when the target is written, and the secrets 
     return json{{"url", url}, {"tls", std::move(tlsFields)}};
   };
   const auto refusal = [](const json& c) {
-    const auto r = validateTargetConfig("http", c);
+    const auto r = validateTargetConfig(webhooker::TargetType::kHttp, c);
     return r.ok() ? std::string("accepted") : r.error().message;
   };
   const std::string cert = pki().pem("client.pem");
@@ -184,7 +184,7 @@ TEST_CASE("TLS settings are checked when the target is written, and the secrets 
                   "PRIVATE KEY"));
 
   const json shown = redactTargetConfig(
-      "http", config({{"client_cert", cert}, {"client_key", key}, {"ca_bundle", pki().pem("server-ca.pem")}}));
+      webhooker::TargetType::kHttp, config({{"client_cert", cert}, {"client_key", key}, {"ca_bundle", pki().pem("server-ca.pem")}}));
   CHECK(shown["tls"]["client_cert"] == "[redacted]");
   CHECK(shown["tls"]["client_key"] == "[redacted]");
   CHECK(shown["tls"]["ca_bundle"] == pki().pem("server-ca.pem"));  // public: shown to check

@@ -230,7 +230,7 @@ std::string checkAccepted(Hook& hook, const httplib::Result& res, const std::str
     taskDeliveries.insert(t.deliveryId);
     REQUIRE(rows.count(t.deliveryId) == 1);
     CHECK(t.targetId == rows.at(t.deliveryId).targetId);
-    CHECK(t.targetType == hook.activeTargets.at(t.targetId));
+    CHECK(webhooker::targetTypeWord(t.targetType) == hook.activeTargets.at(t.targetId));
     CHECK(t.eventId == eventId);
     CHECK(t.webhookId == hook.webhookId);
     CHECK(t.attempt == 1);

@@ -251,7 +251,7 @@ TEST_CASE("an unreachable token endpoint retries like any failure and ends auth_
 TEST_CASE("OAuth2 settings are checked when written and the client secret is never shown") {
   const auto refusal = [](const json& oauth2) {
     const auto r =
-        validateTargetConfig("http", {{"url", "https://receiver.example/"}, {"oauth2", oauth2}});
+        validateTargetConfig(webhooker::TargetType::kHttp, {{"url", "https://receiver.example/"}, {"oauth2", oauth2}});
     return r.ok() ? std::string("accepted") : r.error().message;
   };
   json good = oauth2Config("https://idp.example/oauth/token");
@@ -265,7 +265,7 @@ TEST_CASE("OAuth2 settings are checked when written and the client secret is nev
   json extra = good;
   extra["grant_type"] = "password";
   CHECK(refusal(extra) == "config.oauth2.grant_type is not an OAuth2 setting");
-  const json shown = redactTargetConfig("http", {{"url", "https://r.example/"}, {"oauth2", good}});
+  const json shown = redactTargetConfig(webhooker::TargetType::kHttp, {{"url", "https://r.example/"}, {"oauth2", good}});
   CHECK(shown["oauth2"]["client_secret"] == "[redacted]");
   CHECK(shown["oauth2"]["client_id"] == "webhooker-client");
 }

@@ -128,7 +128,7 @@ TEST_CASE("retry starts a new attempt series on a failed delivery; its results s
   CHECK(tasks[0].deliveryId == deliveryId);
   CHECK(tasks[0].eventId == eventId);
   CHECK(tasks[0].webhookId == f.webhookId);
-  CHECK(tasks[0].targetType == "http");
+  CHECK(tasks[0].targetType == webhooker::TargetType::kHttp);
   CHECK(tasks[0].attempt == 4);
   CHECK(tasks[0].seriesStart == 3);
   CHECK(tasks[0].attemptInSeries() == 1);
@@ -329,7 +329,7 @@ TEST_CASE("replay: a dry run counts exactly what the real run then resets") {
     CHECK(tasks[i].deliveryId == f.deliveryOf(events[i + 1], f.ordersId));
     CHECK(tasks[i].attempt == 4);
     CHECK(tasks[i].seriesStart == 3);
-    CHECK(tasks[i].targetType == "http");
+    CHECK(tasks[i].targetType == webhooker::TargetType::kHttp);
   }
   CHECK(count(filter) == 0);
 

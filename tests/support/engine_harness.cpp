@@ -29,16 +29,17 @@ DeliveryRow deliveryRowOf(SQLite::Statement& q) {
 
 }  // namespace
 
-void RecordingObserver::attempted(const std::string& targetType, std::chrono::milliseconds) {
+void RecordingObserver::attempted(webhooker::TargetType targetType, std::chrono::milliseconds) {
   std::lock_guard lock(mutex_);
-  ++attempts_[targetType];
+  ++attempts_[std::string(targetTypeWord(targetType))];
 }
 
-void RecordingObserver::outcome(const std::string& targetType, webhooker::DeliveryStatus status,
-                                const std::string& failureReason) {
+void RecordingObserver::outcome(std::optional<webhooker::TargetType> targetType,
+                                webhooker::DeliveryStatus status, const std::string& failureReason) {
   {
     std::lock_guard lock(mutex_);
-    ++outcomes_[outcomeKey(targetType, std::string(statusWord(status)), failureReason)];
+    ++outcomes_[outcomeKey(targetType ? std::string(targetTypeWord(*targetType)) : "unknown",
+                           std::string(statusWord(status)), failureReason)];
     ++totalOutcomes_;
   }
   outcomeReported_.notify_all();
@@ -196,7 +197,9 @@ TargetRecord EngineHarness::createTarget(const std::string& webhookId, const std
   TargetRecord t;
   t.webhookId = webhookId;
   t.name = name;
-  t.type = type;
+  const auto parsed = parseTargetType(type);
+  if (!parsed) throw std::runtime_error("createTarget: no target type \"" + type + "\"");
+  t.type = *parsed;
   t.active = true;
   t.maxConcurrency = maxConcurrency;
   t.configJson = config.dump();
@@ -259,7 +262,7 @@ void EngineHarness::handOver(const std::string& webhookId, const InboundEvent& e
                              const IngestOutcome& stored) {
   const auto targetType = [&](const std::string& targetId) {
     auto target = store_->getTarget(webhookId, targetId);
-    return target ? target->type : std::string();
+    return target ? target->type : webhooker::TargetType::kHttp;
   };
   engine_->submit(firstAttempts(webhookId, event, stored, targetType));
 }

@@ -69,13 +69,13 @@ class FixedRandom final : public Random {
 };
 
 // Counts what the targets report: attempts per target type, outcomes per
-// (type, status, reason). An outcome is reported just after its status row
+// (type, status, reason), each type by its word. An outcome is reported just after its status row
 // is committed, so a test that saw the row waits for the report with
 // waitForOutcomes() before counting.
 class RecordingObserver final : public AttemptObserver {
  public:
-  void attempted(const std::string& targetType, std::chrono::milliseconds) override;
-  void outcome(const std::string& targetType, webhooker::DeliveryStatus status,
+  void attempted(webhooker::TargetType targetType, std::chrono::milliseconds) override;
+  void outcome(std::optional<webhooker::TargetType> targetType, webhooker::DeliveryStatus status,
                const std::string& failureReason) override;
 
   // True once at least `n` outcomes (of any kind) were reported.

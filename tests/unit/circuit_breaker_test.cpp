@@ -268,21 +268,21 @@ TEST_CASE("every change of state is reported as a transition, with its webhook a
   CircuitBreakers breakers(clock, 2, 30s);
   std::vector<CircuitBreakers::Transition> seen;
   breakers.onTransition([&](const CircuitBreakers::Transition& t) { seen.push_back(t); });
-  breakers.recordFailure(kTarget, "http", "wh-1");
+  breakers.recordFailure(kTarget, webhooker::TargetType::kHttp, "wh-1");
   CHECK(seen.empty());  // counted, not a change of state
-  breakers.recordFailure(kTarget, "http", "wh-1");
+  breakers.recordFailure(kTarget, webhooker::TargetType::kHttp, "wh-1");
   REQUIRE(seen.size() == 1);
   CHECK(seen[0].from == BreakerState::kClosed);
   CHECK(seen[0].to == BreakerState::kOpen);
   CHECK(seen[0].webhookId == "wh-1");
-  CHECK(seen[0].targetType == "http");
+  CHECK(seen[0].targetType == webhooker::TargetType::kHttp);
   CHECK(seen[0].consecutiveFailures == 2);
   CHECK(seen[0].openedAt == clock.now());
   clock.advance(30s);
   CHECK(breakers.allow(kTarget).allowed);
   REQUIRE(seen.size() == 2);
   CHECK(seen[1].to == BreakerState::kHalfOpen);
-  breakers.recordFailure(kTarget, "http", "wh-1");  // the probe failed
+  breakers.recordFailure(kTarget, webhooker::TargetType::kHttp, "wh-1");  // the probe failed
   REQUIRE(seen.size() == 3);
   CHECK(seen[2].from == BreakerState::kHalfOpen);
   CHECK(seen[2].to == BreakerState::kOpen);
@@ -304,12 +304,12 @@ TEST_CASE("a restored open breaker keeps its cooldown from when it opened") {
   webhooker::StoredTargetHealth stored;
   stored.targetId = kTarget;
   stored.webhookId = "wh-1";
-  stored.targetType = "http";
+  stored.targetType = webhooker::TargetType::kHttp;
   stored.breakerState = BreakerState::kHalfOpen;  // its probe died with the process
   stored.consecutiveFailures = 5;
   breakers.restore(stored, clock.now() - 20s);
   CHECK(openCounts == std::vector<int>{1});
-  CHECK(breakers.openCountByType().at("http") == 1);
+  CHECK(breakers.openCountByType().at(webhooker::TargetType::kHttp) == 1);
   const CircuitBreakers::Status s = breakers.status(kTarget);
   CHECK(s.state == BreakerState::kOpen);
   CHECK(s.retryIn == 10s);

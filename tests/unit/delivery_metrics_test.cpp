@@ -129,17 +129,22 @@ class RecordingScheduler final : public Scheduler {
 
 // --- Label domains ----------------------------------------------------------
 
-TEST_CASE("typeLabel keeps the four target types and folds anything else into unknown") {
-  CHECK(DeliveryMetrics::typeLabel("http") == "http");
-  CHECK(DeliveryMetrics::typeLabel("slack") == "slack");
-  CHECK(DeliveryMetrics::typeLabel("database") == "database");
-  CHECK(DeliveryMetrics::typeLabel("log") == "log");
-  CHECK(DeliveryMetrics::typeLabel("unknown") == "unknown");
-  CHECK(DeliveryMetrics::typeLabel("") == "unknown");
-  CHECK(DeliveryMetrics::typeLabel("ftp") == "unknown");
-  CHECK(DeliveryMetrics::typeLabel("HTTP") == "unknown");
-  CHECK(DeliveryMetrics::typeLabel("http ") == "unknown");
-  CHECK(DeliveryMetrics::typeLabel("7d9c1f0e-4a2b-4c3d-8e5f-6a7b8c9d0e1f") == "unknown");
+TEST_CASE("typeLabel is the type's word, and unknown without a type") {
+  using webhooker::TargetType;
+  CHECK(DeliveryMetrics::typeLabel(TargetType::kHttp) == "http");
+  CHECK(DeliveryMetrics::typeLabel(TargetType::kSlack) == "slack");
+  CHECK(DeliveryMetrics::typeLabel(TargetType::kDatabase) == "database");
+  CHECK(DeliveryMetrics::typeLabel(TargetType::kLog) == "log");
+  CHECK(DeliveryMetrics::typeLabel(TargetType::kRedisStream) == "redis_stream");
+  CHECK(DeliveryMetrics::typeLabel(std::nullopt) == "unknown");
+  // Every type has its label, and the labels are the test's list.
+  for (TargetType type : webhooker::kTargetTypes) {
+    const auto label = DeliveryMetrics::typeLabel(type);
+    CHECK(std::find(DeliveryMetrics::kTypeLabels.begin(), DeliveryMetrics::kTypeLabels.end(),
+                    label) != DeliveryMetrics::kTypeLabels.end());
+  }
+  REQUIRE(DeliveryMetrics::kTypeLabels.size() == kTypes.size());
+  for (size_t i = 0; i < kTypes.size(); ++i) CHECK(DeliveryMetrics::kTypeLabels[i] == kTypes[i]);
 }
 
 TEST_CASE("reasonLabel keeps http_3xx/4xx codes and the known reasons, anything else is other") {
@@ -195,14 +200,16 @@ TEST_CASE("attempted and outcome move exactly their own series") {
   prometheus::Registry registry;
   DeliveryMetrics metrics(registry);
 
-  metrics.attempted("http", 250ms);
-  metrics.attempted("http", 750ms);
-  metrics.attempted("ftp", 10ms);  // not a type: unknown
-  metrics.outcome("http", DeliveryStatus::kDelivered, "");
-  metrics.outcome("http", DeliveryStatus::kRetrying, "");
-  metrics.outcome("log", DeliveryStatus::kFailed, "http_404");
-  metrics.outcome("", DeliveryStatus::kFailed, "http_999");
-  metrics.outcome("http", DeliveryStatus::kPending, "");  // not an outcome: nothing moves
+  using webhooker::TargetType;
+  metrics.attempted(TargetType::kHttp, 250ms);
+  metrics.attempted(TargetType::kHttp, 750ms);
+  metrics.attempted(TargetType::kNats, 10ms);
+  metrics.outcome(TargetType::kHttp, DeliveryStatus::kDelivered, "");
+  metrics.outcome(TargetType::kHttp, DeliveryStatus::kRetrying, "");
+  metrics.outcome(TargetType::kLog, DeliveryStatus::kFailed, "http_404");
+  metrics.outcome(TargetType::kAmqp, DeliveryStatus::kFailed, "http_999");
+  metrics.outcome(std::nullopt, DeliveryStatus::kFailed, "target_deleted");  // the target is gone
+  metrics.outcome(TargetType::kHttp, DeliveryStatus::kPending, "");  // not an outcome: nothing moves
 
   const std::string text = exposition(registry);
   CHECK(valueIn(text, "webhooker_delivery_attempts_total", typeIs("http")) == 2.0);
@@ -211,18 +218,22 @@ TEST_CASE("attempted and outcome move exactly their own series") {
         doctest::Approx(1.0));
   CHECK(valueIn(text, "webhooker_delivery_duration_seconds_bucket",
                 {{"target_type", "http"}, {"le", "0.5"}}) == 1.0);
-  CHECK(valueIn(text, "webhooker_delivery_attempts_total", typeIs("unknown")) == 1.0);
+  CHECK(valueIn(text, "webhooker_delivery_attempts_total", typeIs("nats")) == 1.0);
+  CHECK(valueIn(text, "webhooker_delivery_attempts_total", typeIs("unknown")) == 0.0);
   CHECK(valueIn(text, "webhooker_deliveries_succeeded_total", typeIs("http")) == 1.0);
   CHECK(valueIn(text, "webhooker_delivery_retries_total", typeIs("http")) == 1.0);
   CHECK(valueIn(text, "webhooker_deliveries_failed_total", typeIs("http")) == 0.0);
   CHECK(valueIn(text, "webhooker_deliveries_failed_total", typeIs("log")) == 1.0);
   CHECK(valueIn(text, "webhooker_dead_letters_total",
                 {{"target_type", "log"}, {"reason", "http_404"}}) == 1.0);
+  CHECK(valueIn(text, "webhooker_deliveries_failed_total", typeIs("amqp")) == 1.0);
+  CHECK(valueIn(text, "webhooker_dead_letters_total",
+                {{"target_type", "amqp"}, {"reason", "other"}}) == 1.0);
+  CHECK_FALSE(valueOf(text, "webhooker_dead_letters_total",
+                      {{"target_type", "amqp"}, {"reason", "http_999"}}));
   CHECK(valueIn(text, "webhooker_deliveries_failed_total", typeIs("unknown")) == 1.0);
   CHECK(valueIn(text, "webhooker_dead_letters_total",
-                {{"target_type", "unknown"}, {"reason", "other"}}) == 1.0);
-  CHECK_FALSE(valueOf(text, "webhooker_dead_letters_total",
-                      {{"target_type", "unknown"}, {"reason", "http_999"}}));
+                {{"target_type", "unknown"}, {"reason", "target_deleted"}}) == 1.0);
   // The pending status moved nothing.
   CHECK(valueIn(text, "webhooker_deliveries_succeeded_total", typeIs("unknown")) == 0.0);
 }
@@ -243,14 +254,14 @@ TEST_CASE("the open-breaker gauge is recounted on every breaker state change") {
   const std::string slackTarget = newUuid();
 
   for (int i = 1; i < CircuitBreakers::kDefaultThreshold; ++i)
-    breakers.recordFailure(target, "http");
+    breakers.recordFailure(target, webhooker::TargetType::kHttp);
   CHECK(openGauge("http") == 0.0);  // 4 failures: still closed
-  breakers.recordFailure(target, "http");
+  breakers.recordFailure(target, webhooker::TargetType::kHttp);
   CHECK(openGauge("http") == 1.0);
   CHECK(openGauge("slack") == 0.0);
 
   for (int i = 0; i < CircuitBreakers::kDefaultThreshold; ++i)
-    breakers.recordFailure(slackTarget, "slack");
+    breakers.recordFailure(slackTarget, webhooker::TargetType::kSlack);
   CHECK(openGauge("http") == 1.0);
   CHECK(openGauge("slack") == 1.0);
 
@@ -259,7 +270,7 @@ TEST_CASE("the open-breaker gauge is recounted on every breaker state change") {
   REQUIRE(breakers.allow(target).allowed);
   CHECK(openGauge("http") == 1.0);
   // The probe fails: open again, still counted once.
-  breakers.recordFailure(target, "http");
+  breakers.recordFailure(target, webhooker::TargetType::kHttp);
   CHECK(openGauge("http") == 1.0);
 
   clock.advance(CircuitBreakers::kDefaultCooldown);
@@ -273,13 +284,15 @@ TEST_CASE("the open-breaker gauge is recounted on every breaker state change") {
   for (const char* type : kTypes) CHECK(openGauge(type) == 0.0);
 }
 
-TEST_CASE("setBreakersOpen folds unknown types and zeroes types that are not in the map") {
+TEST_CASE("setBreakersOpen sets each type's count and zeroes types that are not in the map") {
+  using webhooker::TargetType;
   prometheus::Registry registry;
   DeliveryMetrics metrics(registry);
-  metrics.setBreakersOpen({{"http", 2}, {"ftp", 1}, {"", 1}});
+  metrics.setBreakersOpen({{TargetType::kHttp, 2}, {TargetType::kNats, 1}});
   CHECK(read(registry, "webhooker_circuit_breakers_open", typeIs("http")) == 2.0);
-  CHECK(read(registry, "webhooker_circuit_breakers_open", typeIs("unknown")) == 2.0);
-  metrics.setBreakersOpen({{"slack", 1}});
+  CHECK(read(registry, "webhooker_circuit_breakers_open", typeIs("nats")) == 1.0);
+  CHECK(read(registry, "webhooker_circuit_breakers_open", typeIs("unknown")) == 0.0);
+  metrics.setBreakersOpen({{TargetType::kSlack, 1}});
   CHECK(read(registry, "webhooker_circuit_breakers_open", typeIs("http")) == 0.0);
   CHECK(read(registry, "webhooker_circuit_breakers_open", typeIs("unknown")) == 0.0);
   CHECK(read(registry, "webhooker_circuit_breakers_open", typeIs("slack")) == 1.0);
@@ -320,7 +333,7 @@ TEST_CASE_FIXTURE(SamplerFixture,
     TargetRecord t;
     t.webhookId = webhookId;
     t.name = type;
-    t.type = type;
+    t.type = *webhooker::parseTargetType(type);
     t.configJson = type == "http" ? R"({"url":"http://127.0.0.1:9/"})" : "{}";
     auto created = store.createTarget(t);
     REQUIRE(created);
@@ -401,7 +414,7 @@ TEST_CASE("the sampler counts DBs the pool holds closed from their files, withou
     TargetRecord t;
     t.webhookId = hook->id;
     t.name = "log";
-    t.type = "log";
+    t.type = webhooker::TargetType::kLog;
     auto target = store.createTarget(t);
     REQUIRE(target);
     logTargetOf[hook->id] = target->id;
@@ -483,7 +496,7 @@ TEST_CASE("a rejected status write moves no outcome counter") {
     TargetRecord t;
     t.id = newUuid();
     t.webhookId = hook->id;
-    t.type = type;
+    t.type = *webhooker::parseTargetType(type);
     t.configJson = type == "http"
                        ? nlohmann::json{{"url", receiver.url("/hook")}, {"timeout_ms", 5000}}.dump()
                        : "{}";

@@ -25,10 +25,10 @@ using Enqueued = LaneScheduler::Enqueued;
 
 struct RecordedEvents final : LaneScheduler::Events {
   int ready = 0;
-  std::vector<std::string> throttledTypes;
+  std::vector<webhooker::TargetType> throttledTypes;
   int refills = 0;
   void laneReady() override { ++ready; }
-  void laneThrottled(const std::string& targetType) override {
+  void laneThrottled(webhooker::TargetType targetType) override {
     throttledTypes.push_back(targetType);
   }
   void refillQueued() override { ++refills; }
@@ -44,7 +44,7 @@ Task task(const std::string& targetId, const std::string& deliveryId,
 }
 
 LaneSettings settings(int maxConcurrency, std::optional<double> rate = std::nullopt) {
-  return {maxConcurrency, "http", rate};
+  return {maxConcurrency, webhooker::TargetType::kSlack, rate};
 }
 
 struct Fixture {
@@ -254,7 +254,8 @@ TEST_CASE("a rate-limited lane waits for its token without taking a worker, then
   f.fill("t", 3, &twoPerSecond);
   // A new bucket holds one token: one task runs now, the lane waits.
   CHECK(f.takeAll() == std::vector<std::string>{"t-0"});
-  CHECK(f.events.throttledTypes == std::vector<std::string>{"http"});
+  CHECK(f.events.throttledTypes ==
+        std::vector<webhooker::TargetType>{webhooker::TargetType::kSlack});
   REQUIRE(f.scheduler.nextTokenDue());
   CHECK(*f.scheduler.nextTokenDue() == f.clock.now() + 500ms);
   CHECK(f.scheduler.releaseThrottled() == f.clock.now() + 500ms);  // not due yet

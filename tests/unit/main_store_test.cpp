@@ -61,7 +61,7 @@ struct Fixture : DbFile {
     TargetRecord t;
     t.webhookId = webhookId;
     t.name = name;
-    t.type = "http";
+    t.type = webhooker::TargetType::kHttp;
     t.active = true;
     t.maxConcurrency = 3;
     t.configJson = R"({"url":"https://example.com/hook","signing_secret":"whsec_x"})";
@@ -390,7 +390,7 @@ TEST_CASE_FIXTURE(Fixture, "createTarget stores every field; getTarget and listT
   auto got = store->getTarget(w.id, t.id);
   REQUIRE(got.ok());
   CHECK(got->name == "orders");
-  CHECK(got->type == "http");
+  CHECK(got->type == webhooker::TargetType::kHttp);
   CHECK(got->active);
   CHECK(got->maxConcurrency == 3);
   CHECK(got->configJson == t.configJson);
@@ -413,7 +413,7 @@ TEST_CASE_FIXTURE(Fixture, "createTarget for an unknown webhook is not_found") {
   TargetRecord t;
   t.webhookId = webhooker::newUuid();
   t.name = "x";
-  t.type = "log";
+  t.type = webhooker::TargetType::kLog;
   auto r = store->createTarget(t);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == "not_found");
@@ -457,7 +457,7 @@ TEST_CASE_FIXTURE(Fixture, "updateTarget writes the mutable fields and stamps up
   changed.retry.baseDelayMs = 100;
   changed.retry.maxDelayMs = 100;
   changed.retry.jitter = 0.0;
-  changed.type = "log";                         // not mutable: ignored
+  changed.type = webhooker::TargetType::kLog;                         // not mutable: ignored
   changed.createdAt = "1999-01-01T00:00:00.000Z";  // set by the store: ignored
   auto updated = store->updateTarget(changed);
   REQUIRE(updated.ok());
@@ -469,7 +469,7 @@ TEST_CASE_FIXTURE(Fixture, "updateTarget writes the mutable fields and stamps up
   CHECK(updated->retry.baseDelayMs == 100);
   CHECK(updated->retry.maxDelayMs == 100);
   CHECK(updated->retry.jitter == 0.0);
-  CHECK(updated->type == "http");
+  CHECK(updated->type == webhooker::TargetType::kHttp);
   CHECK(updated->createdAt == kStart);
   CHECK(updated->updatedAt == "2026-11-18T11:06:42.000Z");
 
@@ -514,7 +514,7 @@ TEST_CASE_FIXTURE(Fixture, "deleteTarget is a soft delete") {
   REQUIRE(got->deletedAt.has_value());
   CHECK(*got->deletedAt == "2026-11-18T11:06:43.000Z");
   CHECK(got->name == "orders");
-  CHECK(got->type == "http");
+  CHECK(got->type == webhooker::TargetType::kHttp);
 
   TargetRecord revive = got.value();
   revive.name = "revived";

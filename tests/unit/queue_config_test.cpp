@@ -17,13 +17,15 @@ namespace {
 using nlohmann::json;
 
 std::string refusal(std::string_view type, const json& config) {
-  auto r = validateTargetConfig(type, config);
+  const auto parsed = webhooker::parseTargetType(type);
+  REQUIRE(parsed);
+  auto r = validateTargetConfig(*parsed, config);
   return r ? std::string() : r.error().message;
 }
 
 TEST_CASE("redis_stream config: URL, stream, secrets and maxlen are checked at create") {
   const json ok = {{"url", "redis://cache.example:6380"}, {"stream", "events"}};
-  auto valid = validateTargetConfig("redis_stream", ok);
+  auto valid = validateTargetConfig(webhooker::TargetType::kRedisStream, ok);
   REQUIRE(valid);
   CHECK((*valid)["timeout_ms"] == 10000);
 
@@ -63,14 +65,14 @@ TEST_CASE("nats and amqp configs: schemes, subjects, exchanges and credentials")
         "config.username and config.password go together");
   CHECK(refusal("nats", {{"url", "nats://n"}, {"subject", "s"}, {"token", "t"}, {"username", "u"},
                          {"password", "p"}}) != "");
-  auto amqp = validateTargetConfig("amqp", {{"url", "amqps://mq.example/prod%2fa"}});
+  auto amqp = validateTargetConfig(webhooker::TargetType::kAmqp, {{"url", "amqps://mq.example/prod%2fa"}});
   REQUIRE(amqp);
   CHECK((*amqp)["routing_key"] == "{type}");
   CHECK((*amqp)["exchange"] == "");
   CHECK(refusal("amqp", {{"url", "amqp://mq"}, {"exchange", "bad name"}}) != "");
   CHECK(refusal("amqp", {{"url", "nats://mq"}}).find("amqp://") != std::string::npos);
 
-  const DeliveryConfig read = readDeliveryConfig("amqp", amqp->dump());
+  const DeliveryConfig read = readDeliveryConfig(webhooker::TargetType::kAmqp, amqp->dump());
   const auto* config = std::get_if<AmqpDeliveryConfig>(&read);
   REQUIRE(config);
   CHECK(config->address.tls);
@@ -78,22 +80,22 @@ TEST_CASE("nats and amqp configs: schemes, subjects, exchanges and credentials")
   CHECK(config->address.vhost == "prod/a");
   CHECK(config->username == "guest");
   const DeliveryConfig nats =
-      readDeliveryConfig("nats", R"({"url":"nats://[::1]","subject":"s"})");
+      readDeliveryConfig(webhooker::TargetType::kNats, R"({"url":"nats://[::1]","subject":"s"})");
   REQUIRE(std::get_if<NatsDeliveryConfig>(&nats));
   CHECK(std::get<NatsDeliveryConfig>(nats).address.hostPort() == "[::1]:4222");
   // A stored config that no longer reads is the attempt's invalid_config.
-  CHECK(std::holds_alternative<Error>(readDeliveryConfig("nats", R"({"url":"http://x"})")));
+  CHECK(std::holds_alternative<Error>(readDeliveryConfig(webhooker::TargetType::kNats, R"({"url":"http://x"})")));
 }
 
 TEST_CASE("queue configs: credentials are redacted in answers, the rest shown") {
   const json shown = redactTargetConfig(
-      "amqp", {{"url", "amqp://mq:5672/v"}, {"username", "app"}, {"password", "pw-123"},
+      webhooker::TargetType::kAmqp, {{"url", "amqp://mq:5672/v"}, {"username", "app"}, {"password", "pw-123"},
                {"exchange", "x"}});
   CHECK(shown["username"] == "[redacted]");
   CHECK(shown["password"] == "[redacted]");
   CHECK(shown["url"] == "amqp://mq:5672/v");
-  CHECK(redactTargetConfig("nats", {{"token", "tok"}})["token"] == "[redacted]");
-  CHECK(redactTargetConfig("redis_stream", {{"password", "p"}})["password"] == "[redacted]");
+  CHECK(redactTargetConfig(webhooker::TargetType::kNats, {{"token", "tok"}})["token"] == "[redacted]");
+  CHECK(redactTargetConfig(webhooker::TargetType::kRedisStream, {{"password", "p"}})["password"] == "[redacted]");
   CHECK(expandTypeTemplate("hooks.{type}.{type}", "order.paid") == "hooks.order.paid.order.paid");
 }
 

@@ -284,8 +284,8 @@ class RecordingScheduler final : public webhooker::Scheduler {
 
 class CountingObserver final : public webhooker::AttemptObserver {
  public:
-  void attempted(const std::string&, std::chrono::milliseconds) override { ++attempts; }
-  void outcome(const std::string&, webhooker::DeliveryStatus status, const std::string&) override {
+  void attempted(webhooker::TargetType, std::chrono::milliseconds) override { ++attempts; }
+  void outcome(std::optional<webhooker::TargetType>, webhooker::DeliveryStatus status, const std::string&) override {
     outcomes.emplace_back(statusWord(status));
   }
   int attempts = 0;
@@ -327,7 +327,7 @@ TEST_CASE("SlackTarget posts {\"text\": message} as JSON to the webhook URL") {
 
   TargetRecord target;
   target.id = targetId;
-  target.type = "slack";
+  target.type = webhooker::TargetType::kSlack;
   target.configJson = nlohmann::json{{"webhook_url", receiver.url("/services/T000/B000/XXXX")}}.dump();
   EventPayload p{event.method, event.headers, event.contentType, event.body,
                        stored->receivedAt, std::nullopt};
@@ -335,7 +335,7 @@ TEST_CASE("SlackTarget posts {\"text\": message} as JSON to the webhook URL") {
   task.deliveryId = stored->deliveries[0].id;
   task.eventId = stored->eventId;
   task.targetId = targetId;
-  task.targetType = "slack";
+  task.targetType = webhooker::TargetType::kSlack;
   RecordingScheduler scheduler;
   CountingObserver observer;
   const DeliveryConfig config = readDeliveryConfig(target.type, target.configJson);
