@@ -17,6 +17,7 @@
 #include "app/admin_token_handover.h"
 #include "app/commands.h"
 #include "app/data_dir_lock.h"
+#include "app/serve_options.h"
 #include "base/clock.h"
 #include "base/private_folder.h"
 #include "base/random.h"
@@ -92,30 +93,13 @@ int runServe(const Config& config) {
   const sigset_t stopSignals = blockStopSignals();
   // Settings first, so an invalid one changes nothing on disk; exit 2 as for
   // any invalid setting, which a service does not restart on.
-  const auto networks = [](const std::string& list, const char* option, const char* variable) {
-    auto parsed = Cidr::parseList(list);
-    if (!parsed)
-      spdlog::critical("daemon.invalid_config option={} environment={} error=\"{}\"", option,
-                       variable, parsed.error().message);
-    return parsed;
-  };
-  auto allowNetworks = networks(config.allowNetworks, "allow-networks", "WEBHOOKER_ALLOW_NETWORKS");
-  if (!allowNetworks) return 2;
-  std::optional<ProxyAddress> egressProxy;
-  if (!config.egressProxy.empty()) {
-    auto parsed = parseProxyUrl(config.egressProxy);
-    if (!parsed) {
-      // The message names no credential; the value is not repeated.
-      spdlog::critical("daemon.invalid_config option=egress-proxy environment=WEBHOOKER_EGRESS_PROXY "
-                       "error=\"{}\"", parsed.error().message);
-      return 2;
-    }
-    egressProxy = std::move(parsed.value());
+  auto built = serveOptionsOf(config);
+  if (!built) {
+    spdlog::critical("daemon.invalid_config {}", built.error().message);
+    return 2;
   }
-  auto trustedProxies =
-      networks(config.trustedProxies, "trusted-proxies", "WEBHOOKER_TRUSTED_PROXIES");
-  if (!trustedProxies) return 2;
-  const std::filesystem::path dataDir = config.dataPath();
+  const ServeOptions& options = built.value();
+  const std::filesystem::path& dataDir = options.dataDir;
   if (auto folder = ensurePrivateFolder(dataDir); !folder) {
     spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(),
                      folder.error().message);
@@ -130,18 +114,18 @@ int runServe(const Config& config) {
   }
 
   SystemClock clock;
-  auto store = MainStore::open(dataDir / "webhooker.db", config.dbOptions(), clock);
+  auto store = MainStore::open(dataDir / "webhooker.db", options.db, clock);
   if (!store) {
     spdlog::critical("daemon.open_failed path={} error=\"{}\"", (dataDir / "webhooker.db").string(),
                      store.error().message);
     return 1;
   }
-  if (auto node = claimNodeId(*store.value(), config.nodeId); !node) {
+  if (auto node = claimNodeId(*store.value(), options.nodeId); !node) {
     spdlog::critical("daemon.invalid_config option=node-id environment=WEBHOOKER_NODE_ID "
                      "error=\"{}\"", node.error().message);
     return 2;
   }
-  auto token = server::ensureAdminToken(*store.value(), config.adminToken);
+  auto token = server::ensureAdminToken(*store.value(), options.adminToken);
   if (!token) {
     spdlog::critical("daemon.admin_token_failed error=\"{}\"", token.error().message);
     return 1;
@@ -150,11 +134,11 @@ int runServe(const Config& config) {
   raiseDescriptorLimit();
   keepFreedMemory();
   SystemResolver resolver;
-  SsrfGuard guard(resolver, allowNetworks.value());
-  if (egressProxy) spdlog::info("daemon.egress_proxy proxy={}", egressProxy->display());
-  HttpClient httpClient(guard, clock, egressProxy);
-  CircuitBreakers breakers(clock, config.breakerThreshold,
-                           std::chrono::milliseconds(config.breakerCooldownMs));
+  SsrfGuard guard(resolver, options.allowNetworks);
+  if (options.egressProxy)
+    spdlog::info("daemon.egress_proxy proxy={}", options.egressProxy->display());
+  HttpClient httpClient(guard, clock, options.egressProxy);
+  CircuitBreakers breakers(clock, options.breakerThreshold, options.breakerCooldown);
   SystemRandom random;
   const TargetRegistry targets = standardTargets(httpClient, breakers, random, clock);
   prometheus::Registry registry;
@@ -167,11 +151,7 @@ int runServe(const Config& config) {
     metrics.setBreakersOpen(breakers.openCountByType());
   });
 
-  JqSandboxOptions jqOptions;
-  jqOptions.workers = config.jqWorkers;
-  jqOptions.timeout = std::chrono::milliseconds(config.jqTimeoutMs);
-  jqOptions.memoryBytes = static_cast<size_t>(config.jqMemoryMb) * 1024 * 1024;
-  auto jq = JqSandbox::start(jqOptions);
+  auto jq = JqSandbox::start(options.jq);
   if (!jq) {
     spdlog::critical("daemon.jq_failed error=\"{}\"", jq.error().message);
     return 1;
@@ -179,12 +159,8 @@ int runServe(const Config& config) {
   RoutingEvaluator routing(*jq.value());
   RoutingMetrics routingMetrics(registry);
 
-  EventsDbPool eventsDbs(dataDir, config.dbOptions(), clock, config.maxOpenEventsDbs);
-  EngineOptions engineOptions;
-  engineOptions.workers = config.workers;
-  engineOptions.maxWorkers = config.maxWorkers;
-  engineOptions.sweepInterval = std::chrono::milliseconds(config.sweepIntervalMs);
-  Engine engine(engineOptions, *store.value(), eventsDbs, targets, clock, metrics,
+  EventsDbPool eventsDbs(dataDir, options.db, clock, options.maxOpenEventsDbs);
+  Engine engine(options.engine, *store.value(), eventsDbs, targets, clock, metrics,
                 {&routing, &routingMetrics});
   OperationalEvents operationalEvents(*store.value(), eventsDbs, engine, clock);
   operationalEvents.reload();
@@ -193,34 +169,12 @@ int runServe(const Config& config) {
   health.attach(breakers);
   engine.setHealthReporter(health);
 
-  server::ServerOptions options;
-  options.listenAddress = config.listenHost();
-  options.nodeId = config.nodeId;
-  options.db = config.dbOptions();
-  options.port = config.port;
-  options.threads = config.httpThreads;
-  options.ingest.bodyLimit = config.bodyLimit;
-  // A routing thread mostly waits for a jq worker's answer: two per worker
-  // keep every worker busy.
-  options.ingest.routingThreads = 2 * config.jqWorkers;
-  options.metricsUsername = config.metricsUsername;
-  options.metricsPassword = config.metricsPassword;
-  options.headerTimeout = std::chrono::milliseconds(config.headerTimeoutMs);
-  options.bodyGrace = options.headerTimeout;
-  options.idleTimeout = std::chrono::milliseconds(config.idleTimeoutMs);
-  options.stallTimeout = std::chrono::milliseconds(config.stallTimeoutMs);
-  options.maxBufferedBytes = config.maxBufferedMb * 1024 * 1024;
-  options.maxConnections = config.maxConnections;
-  options.maxConnectionsPerAddress = config.maxConnectionsPerAddress;
-  options.trustedProxies = std::move(trustedProxies.value());
-  options.portalLinkLifetime = std::chrono::minutes(config.portalLinkMinutes);
-  options.portalFrameAncestors = config.portalFrameAncestors;
-  server::HttpServer http(options, {*store.value(), eventsDbs, engine, guard, breakers, registry,
+  server::HttpServer http(options.server, {*store.value(), eventsDbs, engine, guard, breakers, registry,
                                     &routing, &routingMetrics, &operationalEvents});
   BacklogSampler sampler(*store.value(), eventsDbs, metrics, clock,
-                         std::chrono::milliseconds(config.samplerIntervalMs));
+                         options.samplerInterval);
   RetentionPruner pruner(*store.value(), eventsDbs,
-                         std::chrono::milliseconds(config.pruneIntervalMs));
+                         options.pruneInterval);
   auto port = http.bind();
   if (!port) {
     spdlog::critical("daemon.listen_failed reason={} error=\"{}\"", port.error().code,
@@ -228,13 +182,12 @@ int runServe(const Config& config) {
     return 1;
   }
 
-  const std::string host = options.listenAddress.find(':') != std::string::npos
-                               ? "[" + options.listenAddress + "]"
-                               : options.listenAddress;
+  const std::string& listen = options.server.listenAddress;
+  const std::string host = listen.find(':') != std::string::npos ? "[" + listen + "]" : listen;
   if (token->generated) handOverAdminToken(*token->generated, dataDir);
   std::cout << "webhooker listening on http://" << host << ":" << port.value()
             << "  (data: " << dataDir.string() << ")" << std::endl;
-  spdlog::info("daemon.started listen={}:{} data_dir={}", options.listenAddress, port.value(),
+  spdlog::info("daemon.started listen={}:{} data_dir={}", listen, port.value(),
                dataDir.string());
 
   operationalEvents.start();
@@ -248,7 +201,7 @@ int runServe(const Config& config) {
   health.start(std::chrono::seconds(1));
   sampler.start();
   pruner.start();
-  const std::chrono::milliseconds grace(config.shutdownGraceMs);
+  const std::chrono::milliseconds grace = options.shutdownGrace;
   std::optional<bool> drained;  // the engine's stop; set by the watcher or below
   std::jthread signalWatcher([&](std::stop_token stop) {
     nameThisThread("wh-signals");
@@ -277,7 +230,7 @@ int runServe(const Config& config) {
   if (!*drained) {
     // Unfinished attempts are still `pending`/`retrying` on disk and are
     // recovered at the next start; waiting longer would only delay that.
-    spdlog::warn("daemon.grace_expired grace_ms={}", config.shutdownGraceMs);
+    spdlog::warn("daemon.grace_expired grace_ms={}", grace.count());
     spdlog::shutdown();
     std::_Exit(0);
   }
