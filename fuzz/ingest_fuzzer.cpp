@@ -91,7 +91,8 @@ struct Fixture {
     for (const auto& [scheme, secret] : std::vector<std::pair<std::string, std::string>>{
              {"standard", standardSecret}, {"github", "gh-secret"}, {"stripe", "whsec_stripe"}}) {
       const auto ep = store->createEntrypoint(webhook.id).value();
-      store->setEntrypointVerification(webhook.id, ep.id, scheme, secret).value();
+      store->setEntrypointVerification(webhook.id, ep.id, *webhooker::parseVerificationScheme(scheme), secret)
+          .value();
       entrypoints.push_back({ep.id, scheme, secret, true});
     }
     const auto off = store->createEntrypoint(webhook.id).value();

@@ -64,7 +64,8 @@ json entrypointJson(const Entrypoint& e) {
               {"name", e.name},
               {"url", "/hooks/" + e.id},
               {"active", e.active},
-              {"verification", e.verification},  // the secrets are never shown
+              // The secrets are never shown; null: a scheme this release does not know.
+              {"verification", e.verification ? json(schemeWord(*e.verification)) : json()},
               {"event_type", eventTypeRuleJson(storedEventTypeRule(e.eventTypeRule))},
               {"created_at", e.createdAt},
               {"updated_at", e.updatedAt}};
@@ -270,7 +271,7 @@ void AdminApi::createEntrypoint(const HttpRequest& req, HttpResponse& res) {
     auto inbound = applyInboundFields(*body, Entrypoint{});
     if (!inbound) return sendError(res, inbound.error());
     if (inbound.value()) {
-      settings.verification = inbound.value()->verification;
+      settings.verification = inbound.value()->verification.value_or(VerificationScheme::kNone);
       settings.verificationSecret = inbound.value()->verificationSecret;
       settings.inboundSettings = inbound.value()->inboundSettings;
       settings.inboundSecrets = inbound.value()->inboundSecrets;

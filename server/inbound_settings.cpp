@@ -41,6 +41,19 @@ constexpr std::pair<std::string_view, HandshakeKind> kHandshakes[] = {
     {"twitter", HandshakeKind::kTwitter},
     {"dropbox", HandshakeKind::kDropbox}};
 
+// The scheme whose provider a handshake kind belongs to.
+constexpr VerificationScheme schemeOf(HandshakeKind kind) {
+  switch (kind) {
+    case HandshakeKind::kSlack: return VerificationScheme::kSlack;
+    case HandshakeKind::kMeta: return VerificationScheme::kMeta;
+    case HandshakeKind::kZoom: return VerificationScheme::kZoom;
+    case HandshakeKind::kTwitter: return VerificationScheme::kTwitter;
+    case HandshakeKind::kDropbox: return VerificationScheme::kDropbox;
+    case HandshakeKind::kNone: break;
+  }
+  return VerificationScheme::kNone;
+}
+
 std::optional<HandshakeKind> handshakeOf(std::string_view name) {
   for (const auto& [n, kind] : kHandshakes)
     if (n == name) return kind;
@@ -70,10 +83,10 @@ constexpr std::string_view kCustomFields[] = {
 
 // The scheme a name and its parts (the verification object without scheme
 // and secrets) stand for, and the public URL. Errors name the field.
-Result<std::pair<std::optional<SignatureScheme>, std::string>> schemeFrom(std::string_view name,
+Result<std::pair<std::optional<SignatureScheme>, std::string>> schemeFrom(VerificationScheme name,
                                                                           const json& parts) {
   using Out = std::pair<std::optional<SignatureScheme>, std::string>;
-  if (name == "none") {
+  if (name == VerificationScheme::kNone) {
     if (!parts.empty())
       return invalidSetting(fmt::format("verification.{} does not apply to scheme none",
                                  parts.begin().key()));
@@ -86,7 +99,7 @@ Result<std::pair<std::optional<SignatureScheme>, std::string>> schemeFrom(std::s
       !r)
     return within("verification", r.error());
   std::optional<SignatureScheme> scheme;
-  if (name == "custom") {
+  if (name == VerificationScheme::kCustom) {
     SignatureScheme s;
     auto algorithm = text(parts, "algorithm", 16);
     if (!algorithm) return algorithm.error();
@@ -145,7 +158,8 @@ Result<std::pair<std::optional<SignatureScheme>, std::string>> schemeFrom(std::s
         "host and any path prefix senders call");
   if (scheme->usesUrl() && publicUrl.empty())
     return invalidSetting(fmt::format(
-        "verification.public_url is required: scheme {} signs the URL the sender calls", name));
+        "verification.public_url is required: scheme {} signs the URL the sender calls",
+        schemeWord(name)));
   return Out(std::move(scheme), std::move(publicUrl));
 }
 
@@ -191,15 +205,18 @@ std::string_view handshakeName(HandshakeKind kind) {
 
 InboundSettings inboundSettingsOf(const Entrypoint& e) {
   InboundSettings out;
-  out.schemeName = e.verification;
   const json settings = parsedObject(e.inboundSettings);
   const json secrets = parsedObject(e.inboundSecrets);
   if (settings.is_discarded() || secrets.is_discarded()) {
     out.unusable = true;
     return out;
   }
+  if (!e.verification) {  // a scheme this release does not know
+    out.unusable = true;
+    return out;
+  }
   const json parts = settings.contains("verification") ? settings["verification"] : json::object();
-  auto scheme = parts.is_object() ? schemeFrom(e.verification, parts)
+  auto scheme = parts.is_object() ? schemeFrom(*e.verification, parts)
                                   : Result<std::pair<std::optional<SignatureScheme>, std::string>>(
                                         invalidSetting("verification"));
   if (!scheme) {
@@ -251,10 +268,16 @@ Result<std::optional<EntrypointInbound>> applyInboundFields(const json& body,
     if (!v.is_object()) return invalidSetting("verification must be an object");
     auto scheme = stringField(v, "scheme", 16);
     if (!scheme) return within("verification", scheme.error());
-    if (!scheme.value() || !isSchemeName(*scheme.value()))
+    const std::optional<VerificationScheme> parsed =
+        scheme.value() ? parseVerificationScheme(*scheme.value()) : std::nullopt;
+    if (!parsed) {
+      std::vector<std::string_view> presets;
+      for (VerificationScheme s : kVerificationSchemes)
+        if (isPresetScheme(s)) presets.push_back(schemeWord(s));
       return invalidSetting(fmt::format("verification.scheme must be none, custom or a preset: {}",
-                                 fmt::join(presetNames(), ", ")));
-    const std::string name = *scheme.value();
+                                        fmt::join(presets, ", ")));
+    }
+    const VerificationScheme name = *parsed;
     json parts = v;
     parts.erase("scheme");
     parts.erase("secret");
@@ -316,11 +339,15 @@ Result<std::optional<EntrypointInbound>> applyInboundFields(const json& body,
       if (token.value()) secrets["verify_token"] = *token.value();
     }
   }
-  if (settings.contains("handshake") && settings["handshake"] != out.verification)
-    return invalidSetting(fmt::format(
-        "handshake: scheme {} has no {} handshake (it needs verification.scheme {})",
-        out.verification, settings["handshake"].get<std::string>(),
-        settings["handshake"].get<std::string>()));
+  if (settings.contains("handshake")) {
+    const json& h = settings["handshake"];
+    const std::string kind = h.is_string() ? h.get<std::string>() : h.dump();
+    const auto known = handshakeOf(kind);
+    if (!known || !out.verification || schemeOf(*known) != *out.verification)
+      return invalidSetting(fmt::format(
+          "handshake: scheme {} has no {} handshake (it needs verification.scheme {})",
+          out.verification ? schemeWord(*out.verification) : "(unknown)", kind, kind));
+  }
   if (body.contains("response")) {
     auto response = responseFrom(body["response"]);
     if (!response) return response.error();

@@ -41,7 +41,6 @@ struct CustomResponse {
 };
 
 struct InboundSettings {
-  std::string schemeName = "none";
   std::optional<SignatureScheme> scheme;  // nullopt: verification none
   std::string publicUrl;                  // "": none
   std::vector<std::string> secrets;       // newest first

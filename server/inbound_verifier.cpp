@@ -211,7 +211,7 @@ SignatureScheme hmacScheme(std::string header, std::string prefix, SignatureEnco
 }
 
 struct Preset {
-  std::string_view name;
+  VerificationScheme name;
   SignatureScheme scheme;
 };
 
@@ -219,12 +219,12 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = [] {
     using E = SignatureEncoding;
     std::vector<Preset> out;
-    out.push_back({"github", hmacScheme("X-Hub-Signature-256", "sha256=", E::kHex)});
+    out.push_back({VerificationScheme::kGithub, hmacScheme("X-Hub-Signature-256", "sha256=", E::kHex)});
     SignatureScheme stripe = hmacScheme("Stripe-Signature", "", E::kHex, "{timestamp}.{body}");
     stripe.separator = ",";
     stripe.signatureKey = "v1";
     stripe.timestampKey = "t";
-    out.push_back({"stripe", stripe});
+    out.push_back({VerificationScheme::kStripe, stripe});
     // Standard Webhooks; Svix sends the same with svix- headers.
     SignatureScheme standard =
         hmacScheme("webhook-signature|svix-signature", "v1,", E::kBase64,
@@ -232,30 +232,30 @@ const std::vector<Preset>& presets() {
     standard.separator = " ";
     standard.timestampHeader = "webhook-timestamp|svix-timestamp";
     standard.secretFormat = SecretFormat::kWhsec;
-    out.push_back({"standard", standard});
-    out.push_back({"shopify", hmacScheme("X-Shopify-Hmac-Sha256", "", E::kBase64)});
+    out.push_back({VerificationScheme::kStandard, standard});
+    out.push_back({VerificationScheme::kShopify, hmacScheme("X-Shopify-Hmac-Sha256", "", E::kBase64)});
     SignatureScheme slack = hmacScheme("X-Slack-Signature", "v0=", E::kHex, "v0:{timestamp}:{body}");
     slack.timestampHeader = "X-Slack-Request-Timestamp";
-    out.push_back({"slack", slack});
+    out.push_back({VerificationScheme::kSlack, slack});
     SignatureScheme twilio = hmacScheme("X-Twilio-Signature", "", E::kBase64, "{url}{form}");
     twilio.algorithm = SignatureAlgorithm::kHmacSha1;
-    out.push_back({"twilio", twilio});
+    out.push_back({VerificationScheme::kTwilio, twilio});
     SignatureScheme zoom = hmacScheme("x-zm-signature", "v0=", E::kHex, "v0:{timestamp}:{body}");
     zoom.timestampHeader = "x-zm-request-timestamp";
-    out.push_back({"zoom", zoom});
-    out.push_back({"linear", hmacScheme("Linear-Signature", "", E::kHex)});
+    out.push_back({VerificationScheme::kZoom, zoom});
+    out.push_back({VerificationScheme::kLinear, hmacScheme("Linear-Signature", "", E::kHex)});
     SignatureScheme paddle = hmacScheme("Paddle-Signature", "", E::kHex, "{timestamp}:{body}");
     paddle.separator = ";";
     paddle.signatureKey = "h1";
     paddle.timestampKey = "ts";
-    out.push_back({"paddle", paddle});
+    out.push_back({VerificationScheme::kPaddle, paddle});
     SignatureScheme gitlab = hmacScheme("X-Gitlab-Token", "", E::kHex);
     gitlab.algorithm = SignatureAlgorithm::kToken;
-    out.push_back({"gitlab", gitlab});
-    out.push_back({"meta", hmacScheme("X-Hub-Signature-256", "sha256=", E::kHex)});
+    out.push_back({VerificationScheme::kGitlab, gitlab});
+    out.push_back({VerificationScheme::kMeta, hmacScheme("X-Hub-Signature-256", "sha256=", E::kHex)});
     out.push_back(
-        {"twitter", hmacScheme("x-twitter-webhooks-signature", "sha256=", E::kBase64)});
-    out.push_back({"dropbox", hmacScheme("X-Dropbox-Signature", "", E::kHex)});
+        {VerificationScheme::kTwitter, hmacScheme("x-twitter-webhooks-signature", "sha256=", E::kBase64)});
+    out.push_back({VerificationScheme::kDropbox, hmacScheme("X-Dropbox-Signature", "", E::kHex)});
     return out;
   }();
   return kPresets;
@@ -282,23 +282,10 @@ bool anySecretEquals(const std::vector<std::string>& secrets, std::string_view o
 
 }  // namespace
 
-std::optional<SignatureScheme> presetScheme(std::string_view name) {
+std::optional<SignatureScheme> presetScheme(VerificationScheme scheme) {
   for (const Preset& p : presets())
-    if (p.name == name) return p.scheme;
+    if (p.name == scheme) return p.scheme;
   return std::nullopt;
-}
-
-const std::vector<std::string_view>& presetNames() {
-  static const std::vector<std::string_view> kNames = [] {
-    std::vector<std::string_view> out;
-    for (const Preset& p : presets()) out.push_back(p.name);
-    return out;
-  }();
-  return kNames;
-}
-
-bool isSchemeName(std::string_view name) {
-  return name == "none" || name == "custom" || presetScheme(name).has_value();
 }
 
 Result<void> validateScheme(const SignatureScheme& scheme) {
@@ -366,8 +353,9 @@ Result<void> validateSecret(const SignatureScheme& scheme, std::string_view secr
   return {};
 }
 
-Result<void> validateVerificationSecret(std::string_view scheme, std::string_view secret) {
-  const auto preset = presetScheme(scheme);
+Result<void> validateVerificationSecret(std::string_view schemeWord, std::string_view secret) {
+  const auto scheme = parseVerificationScheme(schemeWord);
+  const auto preset = scheme ? presetScheme(*scheme) : std::nullopt;
   if (!preset) return {};
   return validateSecret(*preset, secret);
 }
@@ -457,10 +445,11 @@ Result<void> verifyRequest(const std::optional<SignatureScheme>& scheme,
   return {};
 }
 
-Result<void> verifyInbound(std::string_view scheme, std::string_view secret,
+Result<void> verifyInbound(std::string_view schemeWord, std::string_view secret,
                            const HeaderLookup& header, std::string_view body, TimePoint now) {
-  if (scheme == "none") return {};
-  const auto preset = presetScheme(scheme);
+  const auto scheme = parseVerificationScheme(schemeWord);
+  if (scheme == VerificationScheme::kNone) return {};
+  const auto preset = scheme ? presetScheme(*scheme) : std::nullopt;
   if (!preset)
     return failure(error_code::kUnknownScheme, "the entrypoint's verification scheme is unknown");
   const InboundRequest request{header, body, "", ""};

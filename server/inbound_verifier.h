@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "base/hmac.h"
 #include "base/result.h"
+#include "storage/verification_scheme.h"
 
 namespace webhooker::server {
 
@@ -62,13 +63,8 @@ struct SignatureScheme {
   bool usesUrl() const { return content.find("{url}") != std::string::npos; }
 };
 
-// The scheme a preset name stands for; nullopt for "none", "custom" and any
-// other word.
-std::optional<SignatureScheme> presetScheme(std::string_view name);
-// Every preset's name, in the order the docs list them.
-const std::vector<std::string_view>& presetNames();
-// Whether a word is "none", "custom" or a preset.
-bool isSchemeName(std::string_view name);
+// What a preset checks; nullopt for none and custom.
+std::optional<SignatureScheme> presetScheme(VerificationScheme scheme);
 
 // Checks a scheme's parts (a custom one, or a preset's with the entrypoint's
 // tolerance); errors are "invalid_field" naming the field, as the API takes
@@ -78,8 +74,8 @@ Result<void> validateScheme(const SignatureScheme& scheme);
 // Checks a secret for a scheme: whsec needs "whsec_" + base64 of 24-64
 // bytes, basic "user:password", any other 1-256 characters.
 Result<void> validateSecret(const SignatureScheme& scheme, std::string_view secret);
-// The same for a scheme by name (a preset's, or none: anything).
-Result<void> validateVerificationSecret(std::string_view scheme, std::string_view secret);
+// The same for a scheme by its word (a preset's; none or custom: anything).
+Result<void> validateVerificationSecret(std::string_view schemeWord, std::string_view secret);
 
 // Failure reasons (error codes, and the metric's `reason` label). The last
 // two blame the entrypoint's stored settings, not the sender.
@@ -104,9 +100,9 @@ Result<void> verifyRequest(const std::optional<SignatureScheme>& scheme,
                            const std::vector<std::string>& secrets, const InboundRequest& request,
                            TimePoint now);
 
-// A preset (or none) by name with one secret, no URL: what the schemes of
-// old took. An unknown name refuses with "unknown_scheme".
-Result<void> verifyInbound(std::string_view scheme, std::string_view secret,
+// A preset (or none) by its word with one secret, no URL: what the schemes
+// of old took. Any other word refuses with "unknown_scheme".
+Result<void> verifyInbound(std::string_view schemeWord, std::string_view secret,
                            const HeaderLookup& header, std::string_view body, TimePoint now);
 
 // The MAC of `data` under a secret as the scheme turns it into a key,

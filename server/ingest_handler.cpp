@@ -24,11 +24,12 @@ constexpr size_t kMaxIdempotencyKeyLength = 255;
 // convention) or webhook-id (Standard Webhooks), the first value of the
 // first present. Provider ids are prefixed with their scheme, so they never
 // meet another sender's keys of the same text.
-std::optional<std::string> idempotencyKeyOf(const HttpRequest& req, std::string_view scheme) {
-  if (scheme == "github") {
+std::optional<std::string> idempotencyKeyOf(const HttpRequest& req,
+                                            std::optional<VerificationScheme> scheme) {
+  if (scheme == VerificationScheme::kGithub) {
     if (const auto it = req.headers.find("X-GitHub-Delivery"); it != req.headers.end())
       return "github:" + it->second;
-  } else if (scheme == "stripe" && jsonDepthWithin(req.body)) {
+  } else if (scheme == VerificationScheme::kStripe && jsonDepthWithin(req.body)) {
     const auto event = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (event.is_object() && event.contains("id") && event["id"].is_string())
       return "stripe:" + event["id"].get<std::string>();

@@ -68,7 +68,8 @@ constexpr const char* kEntrypointColumns =
 Entrypoint readEntrypoint(SQLite::Statement& q) {
   return Entrypoint{q.getColumn(0).getString(), q.getColumn(1).getString(),
                     q.getColumn(2).getInt() != 0, q.getColumn(3).getString(),
-                    q.getColumn(4).getString(), q.getColumn(5).getString(),
+                    q.getColumn(4).getString(),
+                    parseVerificationScheme(q.getColumn(5).getString()),
                     q.getColumn(6).getString(), q.getColumn(7).getString(),
                     q.getColumn(8).getString(), q.getColumn(9).getString(),
                     q.getColumn(10).getString()};
@@ -510,8 +511,8 @@ Result<Entrypoint> MainStore::createEntrypoint(const std::string& webhookId,
     q.bind(3, ep.active ? 1 : 0);
     q.bind(4, now);
     q.bind(5, now);
-    q.bind(6, ep.verification);
-    if (ep.verification != "none") q.bind(7, ep.verificationSecret);
+    q.bind(6, std::string(schemeWord(settings.verification)));
+    if (settings.verification != VerificationScheme::kNone) q.bind(7, ep.verificationSecret);
     if (!ep.eventTypeRule.empty()) q.bind(8, ep.eventTypeRule);
     q.bind(9, ep.name);
     if (!ep.inboundSettings.empty()) q.bind(10, ep.inboundSettings);
@@ -570,15 +571,20 @@ Result<Entrypoint> MainStore::patchEntrypoint(const std::string& webhookId,
         "UPDATE entrypoints SET name = COALESCE(?1, name), active = COALESCE(?2, active), "
         "verification = COALESCE(?3, verification), "
         "verification_secret = CASE WHEN ?3 IS NULL THEN verification_secret ELSE ?4 END, "
-        "inbound_settings = CASE WHEN ?3 IS NULL THEN inbound_settings ELSE ?10 END, "
-        "inbound_secrets = CASE WHEN ?3 IS NULL THEN inbound_secrets ELSE ?11 END, "
+        "inbound_settings = CASE WHEN ?12 THEN ?10 ELSE inbound_settings END, "
+        "inbound_secrets = CASE WHEN ?12 THEN ?11 ELSE inbound_secrets END, "
         "event_type_rule = CASE WHEN ?5 THEN NULLIF(?6, '') ELSE event_type_rule END, "
         "updated_at = ?7 WHERE id = ?8 AND webhook_id = ?9");
     if (patch.name) q.bind(1, *patch.name);
     if (patch.active) q.bind(2, *patch.active ? 1 : 0);
+    q.bind(12, patch.verification ? 1 : 0);
     if (const auto& v = patch.verification) {
-      q.bind(3, v->verification);
-      if (v->verification != "none") q.bind(4, v->verificationSecret);
+      // No scheme: the stored word (one this release does not know) and
+      // its secret stay; the settings beside them are still written.
+      if (v->verification) {
+        q.bind(3, std::string(schemeWord(*v->verification)));
+        if (*v->verification != VerificationScheme::kNone) q.bind(4, v->verificationSecret);
+      }
       if (!v->inboundSettings.empty()) q.bind(10, v->inboundSettings);
       if (!v->inboundSecrets.empty()) q.bind(11, v->inboundSecrets);
     }
@@ -596,7 +602,7 @@ Result<Entrypoint> MainStore::patchEntrypoint(const std::string& webhookId,
 
 Result<Entrypoint> MainStore::setEntrypointVerification(const std::string& webhookId,
                                                         const std::string& id,
-                                                        const std::string& scheme,
+                                                        VerificationScheme scheme,
                                                         const std::string& secret) {
   EntrypointPatch patch;
   patch.verification = EntrypointInbound{scheme, secret, "", ""};

@@ -108,7 +108,7 @@ class MainStore {
                                      const EntrypointPatch& patch);
   // scheme "none" clears the secret.
   Result<Entrypoint> setEntrypointVerification(const std::string& webhookId, const std::string& id,
-                                               const std::string& scheme,
+                                               VerificationScheme scheme,
                                                const std::string& secret);
   Result<Entrypoint> setEntrypointActive(const std::string& webhookId, const std::string& id,
                                          bool active);

@@ -10,6 +10,7 @@
 
 #include "storage/target_health_records.h"
 #include "storage/target_type.h"
+#include "storage/verification_scheme.h"
 
 namespace webhooker {
 
@@ -38,7 +39,9 @@ struct Entrypoint {
   bool active = true;
   std::string createdAt;
   std::string updatedAt;
-  std::string verification = "none";  // none | custom | a preset (server/inbound_verifier.h)
+  // nullopt: a word this release does not know (a newer one wrote it);
+  // such an entrypoint refuses every request until its verification is set.
+  std::optional<VerificationScheme> verification = VerificationScheme::kNone;
   std::string verificationSecret;     // the sender's secret: never leaves the main DB
   // How an event's type is found, as JSON (routing/routing_rules.h); empty:
   // the default rule.
@@ -60,7 +63,7 @@ inline constexpr const char* kFirstEntrypointName = "default";
 // What a new entrypoint starts with.
 struct EntrypointSettings {
   bool active = true;
-  std::string verification = "none";
+  VerificationScheme verification = VerificationScheme::kNone;
   std::string verificationSecret;
   std::string eventTypeRule;  // as Entrypoint::eventTypeRule
   std::string name;           // empty: "ep-" and the start of its id
@@ -71,7 +74,8 @@ struct EntrypointSettings {
 // An entrypoint's verification as a whole: scheme, secret, and the two JSON
 // columns beside them (written together, so they always agree).
 struct EntrypointInbound {
-  std::string verification = "none";
+  // nullopt: the stored scheme's word is kept as it is (Entrypoint::verification)
+  std::optional<VerificationScheme> verification = VerificationScheme::kNone;
   std::string verificationSecret;
   std::string inboundSettings;
   std::string inboundSecrets;

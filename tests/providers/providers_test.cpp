@@ -66,7 +66,9 @@ Result<void> verifyPreset(const std::string& preset, const std::string& secret,
                           const std::string& publicUrl = "", const std::string& target = "") {
   const HeaderLookup lookup = lookupIn(headers);
   const InboundRequest request{lookup, body, target, publicUrl};
-  return verifyRequest(presetScheme(preset), {secret}, request, at(now));
+  const auto scheme = webhooker::parseVerificationScheme(preset);
+  REQUIRE(scheme);
+  return verifyRequest(presetScheme(*scheme), {secret}, request, at(now));
 }
 
 std::string hex(HmacDigest d, const std::string& key, const std::string& data) {
@@ -644,7 +646,7 @@ TEST_CASE("entrypoints set up before the declarative schemes verify as they did"
   REQUIRE(store);
   auto entrypoint = store.value()->getEntrypoint("e");
   REQUIRE(entrypoint);
-  CHECK(entrypoint->verification == "github");
+  CHECK(entrypoint->verification == webhooker::VerificationScheme::kGithub);
   const InboundSettings inbound = inboundSettingsOf(entrypoint.value());
   CHECK_FALSE(inbound.unusable);
   REQUIRE(inbound.scheme);

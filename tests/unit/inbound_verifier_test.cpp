@@ -136,10 +136,17 @@ TEST_CASE("secrets are checked per scheme") {
   CHECK(validateVerificationSecret("github", kGithubSecret));
   CHECK_FALSE(validateVerificationSecret("github", ""));
   CHECK_FALSE(validateVerificationSecret("stripe", std::string(257, 'x')));
-  CHECK(isSchemeName("none"));
-  CHECK(isSchemeName("custom"));
-  CHECK(isSchemeName("shopify"));
-  CHECK_FALSE(isSchemeName("hmac"));
+  using webhooker::VerificationScheme;
+  CHECK(webhooker::parseVerificationScheme("none") == VerificationScheme::kNone);
+  CHECK(webhooker::parseVerificationScheme("custom") == VerificationScheme::kCustom);
+  CHECK(webhooker::parseVerificationScheme("shopify") == VerificationScheme::kShopify);
+  CHECK_FALSE(webhooker::parseVerificationScheme("hmac"));
+  CHECK_FALSE(webhooker::parseVerificationScheme("GitHub"));
+  // Every scheme's word reads back; the presets, and only they, have a check.
+  for (VerificationScheme s : webhooker::kVerificationSchemes) {
+    CHECK(webhooker::parseVerificationScheme(webhooker::schemeWord(s)) == s);
+    CHECK(presetScheme(s).has_value() == webhooker::isPresetScheme(s));
+  }
 }
 
 TEST_CASE("settings the verifier cannot use refuse the request (fail closed)") {
