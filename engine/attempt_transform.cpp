@@ -52,7 +52,7 @@ bool transformBody(const TargetCache::Target& target, const Task& task, EventsDb
   record.attempt = task.attempt;
   record.error = transformed.error().message;
   record.newStatus = DeliveryStatus::kFailed;
-  record.failureReason = "transform_failed";
+  record.failureReason = FailureKind::kTransformFailed;
   spdlog::warn("delivery.transform_failed webhook_id={} delivery_id={} target_id={} reason={} "
                "error=\"{}\"",
                task.webhookId, task.deliveryId, task.targetId, transformed.error().code,
@@ -65,7 +65,8 @@ bool transformBody(const TargetCache::Target& target, const Task& task, EventsDb
                                           deliveryId, written.error().message);
                             return;
                           }
-                          observer.outcome(type, DeliveryStatus::kFailed, "transform_failed");
+                          observer.outcome(type, DeliveryStatus::kFailed,
+                                           FailureKind::kTransformFailed);
                         });
   return false;
 }

@@ -99,7 +99,7 @@ void DeliveryMetrics::attempted(TargetType targetType, std::chrono::milliseconds
 }
 
 void DeliveryMetrics::outcome(std::optional<TargetType> targetType, DeliveryStatus status,
-                              const std::string& failureReason) {
+                              std::optional<FailureReason> failureReason) {
   PerType& s = series(typeLabel(targetType));
   if (status == DeliveryStatus::kDelivered) {
     s.succeeded->Increment();
@@ -110,7 +110,7 @@ void DeliveryMetrics::outcome(std::optional<TargetType> targetType, DeliveryStat
     // Family::Add returns the existing series; it is thread-safe.
     deadLetters_
         .Add({{"target_type", std::string(typeLabel(targetType))},
-              {"reason", reasonLabel(failureReason)}})
+              {"reason", reasonLabel(failureReason ? failureReasonWord(*failureReason) : "")}})
         .Increment();
   }
 }

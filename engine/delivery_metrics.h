@@ -45,7 +45,7 @@ class DeliveryMetrics final : public AttemptObserver {
 
   void attempted(TargetType targetType, std::chrono::milliseconds duration) override;
   void outcome(std::optional<TargetType> targetType, DeliveryStatus status,
-               const std::string& failureReason) override;
+               std::optional<FailureReason> failureReason) override;
 
   // Set by the sampler from row counts, per label of kTypeLabels (any other
   // label counts as "unknown").

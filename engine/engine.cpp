@@ -392,8 +392,8 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
     return;
   }
   if (target->deletedAt) {
-    if (auto r = db.value()->failWithoutAttempt(task.deliveryId, "target_deleted"); r)
-      observer_.outcome(target->type, DeliveryStatus::kFailed, "target_deleted");
+    if (auto r = db.value()->failWithoutAttempt(task.deliveryId, FailureKind::kTargetDeleted); r)
+      observer_.outcome(target->type, DeliveryStatus::kFailed, FailureKind::kTargetDeleted);
     return;
   }
   // Paused by an operator or disabled by the engine: resumes when the

@@ -218,8 +218,8 @@ void Engine::reconcileDelivery(const std::string& webhookId, const UnfinishedDel
                     db.error().message);
       return;
     }
-    if (auto r = db.value()->failWithoutAttempt(d.id, "target_deleted"); r) {
-      observer_.outcome(type, DeliveryStatus::kFailed, "target_deleted");
+    if (auto r = db.value()->failWithoutAttempt(d.id, FailureKind::kTargetDeleted); r) {
+      observer_.outcome(type, DeliveryStatus::kFailed, FailureKind::kTargetDeleted);
       spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} "
                    "reason=target_deleted",
                    webhookId, d.id, d.targetId);

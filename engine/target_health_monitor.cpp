@@ -175,8 +175,8 @@ void TargetHealthMonitor::enableAfterProbe(const TargetRecord& target, const Tas
   engine_.targetChanged(target.webhookId, target.id);
 }
 
-void TargetHealthMonitor::deadLettered(const Task& task, const std::string& reason) {
-  nlohmann::json data = subject(task.webhookId, task.targetId, reason);
+void TargetHealthMonitor::deadLettered(const Task& task, FailureReason reason) {
+  nlohmann::json data = subject(task.webhookId, task.targetId, failureReasonWord(reason));
   data["delivery_id"] = task.deliveryId;
   data["event_id"] = task.eventId;
   data["attempts"] = task.attempt;

@@ -54,7 +54,7 @@ class TargetHealthMonitor final : public HealthReporter {
   void attemptSucceeded(const TargetRecord& target, const Task& task) override;
   bool attemptFailed(const TargetRecord& target, const Task& task) override;
   void receiverGone(const TargetRecord& target, const Task& task) override;
-  void deadLettered(const Task& task, const std::string& reason) override;
+  void deadLettered(const Task& task, FailureReason reason) override;
   void receiverChanged(const std::string& webhookId, const std::string& targetId) override;
 
  private:

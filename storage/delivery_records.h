@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "storage/delivery_status.h"
+#include "storage/failure_reason.h"
 
 namespace webhooker {
 
@@ -23,7 +24,7 @@ struct AttemptRecord {
   bool success = false;
   DeliveryStatus newStatus = DeliveryStatus::kDelivered;  // kRetrying, kDelivered or kFailed
   std::optional<TimePoint> nextAttemptAt;
-  std::optional<std::string> failureReason;
+  std::optional<FailureReason> failureReason;
 };
 
 // Where a read stands in the oldest-first order of the deliveries table

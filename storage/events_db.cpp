@@ -304,7 +304,7 @@ storage::GroupCommit::Work attemptWrite(AttemptRecord a, std::string now) {
     update->bind(2, a.attempt);
     if (a.nextAttemptAt) update->bind(3, formatTime(*a.nextAttemptAt));
     if (a.statusCode) update->bind(4, *a.statusCode);
-    if (a.failureReason) update->bind(5, *a.failureReason);
+    if (a.failureReason) update->bind(5, failureReasonWord(*a.failureReason));
     update->bind(6, now);
     update->bind(7, a.deliveryId);
     update->bind(8, a.attempt - 1);
@@ -354,13 +354,13 @@ void EventsDb::recordAttemptAsync(AttemptRecord attempt, std::function<void(Resu
 
 size_t EventsDb::writesWaiting() const { return writes_->waiting(); }
 
-Result<void> EventsDb::failWithoutAttempt(const std::string& deliveryId, const std::string& reason) {
+Result<void> EventsDb::failWithoutAttempt(const std::string& deliveryId, FailureReason reason) {
   const std::string now = formatTime(clock_.now());
   return writes_->run("fail delivery", [&](storage::StatementCache& sql) -> Result<void> {
     auto q = sql.get(
         "UPDATE deliveries SET status = 'failed', failure_reason = ?, next_attempt_at = NULL, "
         "updated_at = ? WHERE id = ?");
-    q->bind(1, reason);
+    q->bind(1, failureReasonWord(reason));
     q->bind(2, now);
     q->bind(3, deliveryId);
     if (q->exec() == 0) return makeError(error_code::kNotFound, "delivery " + deliveryId + " is gone");

@@ -97,7 +97,7 @@ class EventsDb {
   size_t writesWaiting() const;
   // Ends a delivery as `failed` with `reason` without an attempt (its
   // target is gone). Writes nothing about the target.
-  Result<void> failWithoutAttempt(const std::string& deliveryId, const std::string& reason);
+  Result<void> failWithoutAttempt(const std::string& deliveryId, FailureReason reason);
   // Moves next_attempt_at without an attempt (an open circuit breaker).
   Result<void> deferDelivery(const std::string& deliveryId, TimePoint nextAttemptAt);
   // What is forwarded of a stored event ("not_found" if it is gone).

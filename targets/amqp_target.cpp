@@ -144,7 +144,7 @@ AttemptOutcome AmqpTarget::attempt(const DeliveryContext& ctx, const Task& task)
     if (!peer) return sent.finish(Verdict::kRetry, "amqp: the connection has no peer address");
     if (const auto category = guard_.forbiddenCategory(*peer)) {
       out.verdict = Verdict::kTerminal;
-      out.reason = "blocked_destination";
+      out.reason = FailureKind::kBlockedDestination;
       out.error = config->address.url.host + " reached a forbidden address (" +
                   std::string(*category) + ")";
       return out;

@@ -56,7 +56,7 @@ class BrokerPool {
 template <typename Config>
 const Config* queueConfig(const DeliveryContext& ctx, AttemptOutcome& out) {
   out.verdict = AttemptOutcome::Verdict::kTerminal;
-  out.reason = "invalid_config";
+  out.reason = FailureKind::kInvalidConfig;
   if (const auto* error = std::get_if<Error>(&ctx.config)) {
     out.error = error->message;
     return nullptr;
@@ -73,10 +73,10 @@ inline std::optional<IpAddress> vetBroker(const SsrfGuard& guard, const BrokerAd
   out.error = vetted.error().message;
   if (vetted.error().isBlockedDestination()) {
     out.verdict = AttemptOutcome::Verdict::kTerminal;
-    out.reason = "blocked_destination";
+    out.reason = FailureKind::kBlockedDestination;
   } else {
     out.verdict = AttemptOutcome::Verdict::kRetry;
-    out.reason.clear();
+    out.reason.reset();
     out.sent = true;
   }
   return std::nullopt;
@@ -95,7 +95,7 @@ class BrokerAttempt {
   // Fills the outcome (no reason: a reason marks what never reached a broker).
   AttemptOutcome finish(AttemptOutcome::Verdict verdict, std::string error) const {
     out_.verdict = verdict;
-    out_.reason.clear();
+    out_.reason.reset();
     out_.sent = true;
     out_.error = std::move(error);
     out_.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);

@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "storage/failure_reason.h"
 #include "storage/records.h"
 #include "targets/task.h"
 
@@ -29,7 +30,7 @@ class HealthReporter {
   // The receiver answered 410 Gone: the target is disabled at once.
   virtual void receiverGone(const TargetRecord& target, const Task& task) = 0;
   // The delivery ended `failed` with `reason` (committed).
-  virtual void deadLettered(const Task& task, const std::string& reason) = 0;
+  virtual void deadLettered(const Task& task, FailureReason reason) = 0;
   // The target's config changed: what its breaker knew was about another
   // receiver. Called by the engine once it has dropped the old config, and
   // before the deliveries the breaker put off go again.

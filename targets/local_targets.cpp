@@ -33,7 +33,7 @@ void recordDone(const DeliveryContext& ctx, const Task& task, Stopwatch::time_po
                         deliveryId, attempt, r.error().message);
           return;
         }
-        observer.outcome(type, DeliveryStatus::kDelivered, "");
+        observer.outcome(type, DeliveryStatus::kDelivered, std::nullopt);
       });
 }
 

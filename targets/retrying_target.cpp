@@ -17,21 +17,21 @@ using Verdict = AttemptOutcome::Verdict;
 struct Classified {
   Verdict verdict;
   // failure_reason when terminal; when retryable, the reason the delivery
-  // ends with if it is out of attempts ("" is max_attempts).
-  std::string reason;
+  // ends with if it is out of attempts (none: max_attempts).
+  std::optional<FailureReason> reason;
 };
 
 Classified classify(const OutboundResponse& r) {
   using F = OutboundResponse::Failure;
-  if (r.failure == F::kBlocked) return {Verdict::kTerminal, "blocked_destination"};
-  if (r.failure == F::kTls) return {Verdict::kRetry, "tls_failed"};
-  if (r.failure == F::kAuth) return {Verdict::kRetry, "auth_failed"};
-  if (r.failure != F::kNone) return {Verdict::kRetry, ""};
-  if (r.status >= 200 && r.status < 300) return {Verdict::kSuccess, ""};
-  if (r.status == 410) return {Verdict::kGone, ""};
+  if (r.failure == F::kBlocked) return {Verdict::kTerminal, FailureKind::kBlockedDestination};
+  if (r.failure == F::kTls) return {Verdict::kRetry, FailureKind::kTlsFailed};
+  if (r.failure == F::kAuth) return {Verdict::kRetry, FailureKind::kAuthFailed};
+  if (r.failure != F::kNone) return {Verdict::kRetry, std::nullopt};
+  if (r.status >= 200 && r.status < 300) return {Verdict::kSuccess, std::nullopt};
+  if (r.status == 410) return {Verdict::kGone, std::nullopt};
   if (r.status >= 500 || r.status == 408 || r.status == 425 || r.status == 429)
-    return {Verdict::kRetry, ""};
-  return {Verdict::kTerminal, "http_" + std::to_string(r.status)};
+    return {Verdict::kRetry, std::nullopt};
+  return {Verdict::kTerminal, FailureReason::httpStatus(r.status)};
 }
 
 // After the attempt's result is written (or failed to be): metrics, the log
@@ -46,7 +46,7 @@ void finishAttempt(const Result<void>& written, const AttemptRecord& record, mil
                   task.attempt, written.error().message);
     return;
   }
-  observer.outcome(task.targetType, record.newStatus, record.failureReason.value_or(""));
+  observer.outcome(task.targetType, record.newStatus, record.failureReason);
   switch (record.newStatus) {
     case DeliveryStatus::kRetrying:
       spdlog::info("delivery.attempt_failed webhook_id={} delivery_id={} target_id={} attempt={} "
@@ -58,7 +58,8 @@ void finishAttempt(const Result<void>& written, const AttemptRecord& record, mil
       spdlog::warn("delivery.dead_lettered webhook_id={} delivery_id={} target_id={} attempt={} "
                    "reason={} status_code={} error=\"{}\"",
                    task.webhookId, task.deliveryId, task.targetId, task.attempt,
-                   *record.failureReason, record.statusCode.value_or(0), record.error);
+                   failureReasonWord(*record.failureReason), record.statusCode.value_or(0),
+                   record.error);
       if (health) health->deadLettered(task, *record.failureReason);
       break;
     case DeliveryStatus::kPending:
@@ -93,7 +94,7 @@ RetryingTarget::RetryingTarget(HttpClient& client, CircuitBreakers& breakers, Ra
 
 AttemptOutcome RetryingTarget::attempt(const DeliveryContext& ctx, const Task& task) {
   AttemptOutcome out;
-  out.reason = "invalid_config";
+  out.reason = FailureKind::kInvalidConfig;
   auto request = buildRequest(ctx, task);
   if (!request) {
     out.error = request.error().message;
@@ -175,7 +176,7 @@ void RetryCore::deliver(const DeliveryContext& ctx, Task task) {
     record.newStatus = DeliveryStatus::kPending;
   } else if (task.attemptInSeries() > policy.maxRetries) {
     record.newStatus = DeliveryStatus::kFailed;
-    record.failureReason = verdict.reason.empty() ? "max_attempts" : verdict.reason;
+    record.failureReason = verdict.reason.value_or(FailureKind::kMaxAttempts);
   } else {
     delay = applyRetryAfter(retryDelay(policy, task.attemptInSeries(), random_), retryAfter,
                             policy);

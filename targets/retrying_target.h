@@ -33,7 +33,7 @@ struct AttemptOutcome {
   // disabled and the delivery waits for it to be enabled again.
   enum class Verdict { kSuccess, kRetry, kTerminal, kGone };
   Verdict verdict = Verdict::kTerminal;
-  std::string reason;  // failure_reason when terminal
+  std::optional<FailureReason> reason;  // failure_reason when terminal
   // Something was offered to the receiver: its breaker, health and the
   // attempt metrics hear of it. False for invalid_config and
   // blocked_destination, which say nothing about the receiver.

@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "storage/delivery_status.h"
+#include "storage/failure_reason.h"
 #include "storage/event_payload.h"
 #include "storage/records.h"
 #include "targets/delivery_config.h"
@@ -44,7 +45,7 @@ class AttemptObserver {
   // After the status row is written: delivered, retrying or failed. No type:
   // the delivery's target is gone (recovery ends it as target_deleted).
   virtual void outcome(std::optional<TargetType> targetType, DeliveryStatus status,
-                       const std::string& failureReason) = 0;
+                       std::optional<FailureReason> failureReason) = 0;
 };
 
 // Keeps an attempt unfinished in the engine's eyes while any copy lives:

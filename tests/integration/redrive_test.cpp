@@ -521,7 +521,7 @@ TEST_CASE("recovery after a restart keeps a redriven delivery's attempt series")
     a.attempt = i;
     a.statusCode = 503;
     a.newStatus = i == 3 ? DeliveryStatus::kFailed : DeliveryStatus::kRetrying;
-    if (i == 3) a.failureReason = "max_attempts";
+    if (i == 3) a.failureReason = webhooker::FailureKind::kMaxAttempts;
     if (i == 4) a.nextAttemptAt = h.clock().now() + 30ms;
     REQUIRE(db->recordAttempt(a));
     if (i == 3) REQUIRE(db->retryDelivery(deliveryId));

@@ -35,11 +35,13 @@ void RecordingObserver::attempted(webhooker::TargetType targetType, std::chrono:
 }
 
 void RecordingObserver::outcome(std::optional<webhooker::TargetType> targetType,
-                                webhooker::DeliveryStatus status, const std::string& failureReason) {
+                                webhooker::DeliveryStatus status,
+                                std::optional<webhooker::FailureReason> failureReason) {
   {
     std::lock_guard lock(mutex_);
     ++outcomes_[outcomeKey(targetType ? std::string(targetTypeWord(*targetType)) : "unknown",
-                           std::string(statusWord(status)), failureReason)];
+                           std::string(statusWord(status)),
+                           failureReason ? failureReasonWord(*failureReason) : "")];
     ++totalOutcomes_;
   }
   outcomeReported_.notify_all();

@@ -76,7 +76,7 @@ class RecordingObserver final : public AttemptObserver {
  public:
   void attempted(webhooker::TargetType targetType, std::chrono::milliseconds) override;
   void outcome(std::optional<webhooker::TargetType> targetType, webhooker::DeliveryStatus status,
-               const std::string& failureReason) override;
+               std::optional<webhooker::FailureReason> failureReason) override;
 
   // True once at least `n` outcomes (of any kind) were reported.
   bool waitForOutcomes(int n, std::chrono::milliseconds timeout = std::chrono::seconds(2)) const;

@@ -67,7 +67,7 @@ void HistoryFixture::fail(const std::string& deliveryId, int attempts) {
     a.error = "HTTP 503";
     a.durationMs = 10 + i;
     a.newStatus = i < attempts ? DeliveryStatus::kRetrying : DeliveryStatus::kFailed;
-    if (i == attempts) a.failureReason = "max_attempts";
+    if (i == attempts) a.failureReason = webhooker::FailureKind::kMaxAttempts;
     REQUIRE(db->recordAttempt(a));
   }
 }

@@ -112,7 +112,7 @@ void recordOutcome(EventsDb& db, const std::string& deliveryId, DeliveryStatus s
   r.success = status == DeliveryStatus::kDelivered;
   r.newStatus = status;
   if (status == DeliveryStatus::kRetrying) r.nextAttemptAt = SystemClock().now() + 1h;
-  if (status == DeliveryStatus::kFailed) r.failureReason = "max_attempts";
+  if (status == DeliveryStatus::kFailed) r.failureReason = webhooker::FailureKind::kMaxAttempts;
   REQUIRE(db.recordAttempt(r));
 }
 
@@ -145,6 +145,33 @@ TEST_CASE("typeLabel is the type's word, and unknown without a type") {
   }
   REQUIRE(DeliveryMetrics::kTypeLabels.size() == kTypes.size());
   for (size_t i = 0; i < kTypes.size(); ++i) CHECK(DeliveryMetrics::kTypeLabels[i] == kTypes[i]);
+}
+
+TEST_CASE("failure reasons keep their stored words, each its own metric label") {
+  using webhooker::FailureKind;
+  using webhooker::FailureReason;
+  using webhooker::failureReasonWord;
+  // Stored in deliveries.failure_reason and used by dashboards: never renamed.
+  CHECK(failureReasonWord(FailureReason::httpStatus(404)) == "http_404");
+  CHECK(failureReasonWord(FailureReason::httpStatus(301)) == "http_301");
+  CHECK(failureReasonWord(FailureKind::kMaxAttempts) == "max_attempts");
+  CHECK(failureReasonWord(FailureKind::kBlockedDestination) == "blocked_destination");
+  CHECK(failureReasonWord(FailureKind::kInvalidConfig) == "invalid_config");
+  CHECK(failureReasonWord(FailureKind::kTargetDeleted) == "target_deleted");
+  CHECK(failureReasonWord(FailureKind::kTransformFailed) == "transform_failed");
+  CHECK(failureReasonWord(FailureKind::kTlsFailed) == "tls_failed");
+  CHECK(failureReasonWord(FailureKind::kAuthFailed) == "auth_failed");
+  for (FailureKind kind : {FailureKind::kMaxAttempts, FailureKind::kBlockedDestination,
+                           FailureKind::kInvalidConfig, FailureKind::kTargetDeleted,
+                           FailureKind::kTransformFailed, FailureKind::kTlsFailed,
+                           FailureKind::kAuthFailed}) {
+    const std::string word = failureReasonWord(kind);
+    CAPTURE(word);
+    CHECK(DeliveryMetrics::reasonLabel(word) == word);
+  }
+  CHECK(FailureReason::httpStatus(404) == FailureReason::httpStatus(404));
+  CHECK_FALSE(FailureReason::httpStatus(404) == FailureReason::httpStatus(410));
+  CHECK_FALSE(FailureReason(FailureKind::kTlsFailed) == FailureKind::kAuthFailed);
 }
 
 TEST_CASE("reasonLabel keeps http_3xx/4xx codes and the known reasons, anything else is other") {
@@ -204,12 +231,16 @@ TEST_CASE("attempted and outcome move exactly their own series") {
   metrics.attempted(TargetType::kHttp, 250ms);
   metrics.attempted(TargetType::kHttp, 750ms);
   metrics.attempted(TargetType::kNats, 10ms);
-  metrics.outcome(TargetType::kHttp, DeliveryStatus::kDelivered, "");
-  metrics.outcome(TargetType::kHttp, DeliveryStatus::kRetrying, "");
-  metrics.outcome(TargetType::kLog, DeliveryStatus::kFailed, "http_404");
-  metrics.outcome(TargetType::kAmqp, DeliveryStatus::kFailed, "http_999");
-  metrics.outcome(std::nullopt, DeliveryStatus::kFailed, "target_deleted");  // the target is gone
-  metrics.outcome(TargetType::kHttp, DeliveryStatus::kPending, "");  // not an outcome: nothing moves
+  using webhooker::FailureKind;
+  using webhooker::FailureReason;
+  metrics.outcome(TargetType::kHttp, DeliveryStatus::kDelivered, std::nullopt);
+  metrics.outcome(TargetType::kHttp, DeliveryStatus::kRetrying, std::nullopt);
+  metrics.outcome(TargetType::kLog, DeliveryStatus::kFailed, FailureReason::httpStatus(404));
+  metrics.outcome(TargetType::kAmqp, DeliveryStatus::kFailed, FailureReason::httpStatus(999));
+  // the target is gone
+  metrics.outcome(std::nullopt, DeliveryStatus::kFailed, FailureKind::kTargetDeleted);
+  // not an outcome: nothing moves
+  metrics.outcome(TargetType::kHttp, DeliveryStatus::kPending, std::nullopt);
 
   const std::string text = exposition(registry);
   CHECK(valueIn(text, "webhooker_delivery_attempts_total", typeIs("http")) == 2.0);

@@ -62,7 +62,7 @@ void attempt(EventsDb& db, const std::string& deliveryId, Status newStatus) {
   a.statusCode = newStatus == Status::kDelivered ? 200 : 503;
   a.success = newStatus == Status::kDelivered;
   a.newStatus = newStatus;
-  if (newStatus == Status::kFailed) a.failureReason = "max_attempts";
+  if (newStatus == Status::kFailed) a.failureReason = webhooker::FailureKind::kMaxAttempts;
   REQUIRE(db.recordAttempt(a).ok());
 }
 

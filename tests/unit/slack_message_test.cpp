@@ -285,7 +285,8 @@ class RecordingScheduler final : public webhooker::Scheduler {
 class CountingObserver final : public webhooker::AttemptObserver {
  public:
   void attempted(webhooker::TargetType, std::chrono::milliseconds) override { ++attempts; }
-  void outcome(std::optional<webhooker::TargetType>, webhooker::DeliveryStatus status, const std::string&) override {
+  void outcome(std::optional<webhooker::TargetType>, webhooker::DeliveryStatus status,
+               std::optional<webhooker::FailureReason>) override {
     outcomes.emplace_back(statusWord(status));
   }
   int attempts = 0;
