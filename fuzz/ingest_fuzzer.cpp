@@ -99,14 +99,15 @@ struct Fixture {
     store->setEntrypointActive(webhook.id, off.id, false).value();
     entrypoints.push_back({off.id, "none", "", false});
 
-    for (const auto& [type, active] :
-         std::vector<std::pair<std::string, bool>>{{"http", true}, {"log", true}, {"database", false}}) {
+    using webhooker::TargetType;
+    for (const auto& [type, active] : std::vector<std::pair<TargetType, bool>>{
+             {TargetType::kHttp, true}, {TargetType::kLog, true}, {TargetType::kDatabase, false}}) {
       webhooker::TargetRecord target;
       target.webhookId = webhook.id;
-      target.name = type;
+      target.name = std::string(targetTypeWord(type));
       target.type = type;
       target.active = active;
-      if (type == "http") target.configJson = R"({"url": "https://example.com/hook"})";
+      if (type == TargetType::kHttp) target.configJson = R"({"url": "https://example.com/hook"})";
       store->createTarget(target).value();
       activeTargets += active ? 1 : 0;
     }
