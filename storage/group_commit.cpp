@@ -10,6 +10,17 @@
 
 namespace webhooker::storage {
 
+namespace {
+
+// A group smaller than this is a quiet file's: after its commit the
+// connection gives its page cache back (clean pages only), so a thousand
+// files written now and then do not each keep up to 64 KiB of pages. Its
+// next commit reads the few pages it appends to from the OS cache again.
+// A busy file's larger groups keep theirs.
+constexpr size_t kKeepCacheGroup = 8;
+
+}  // namespace
+
 GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements,
                          SyncMode sync, std::chrono::microseconds linger, CommitThreads& threads)
     : db_(db),
@@ -183,6 +194,7 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
     useSync(openedSync_);
   } catch (...) {
   }
+  if (group.size() < kKeepCacheGroup) sqlite3_db_release_memory(db_.getHandle());
 }
 
 void GroupCommit::transact(const std::vector<Writer*>& group) {

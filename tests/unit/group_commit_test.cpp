@@ -160,6 +160,38 @@ TEST_CASE_FIXTURE(Fixture, "writers queued behind a running group share the next
   CHECK(rows().size() == 11);
 }
 
+// Bytes of page cache the connection holds now.
+static int cacheUsed(SQLite::Database& db) {
+  int current = 0, highest = 0;
+  sqlite3_db_status(db.getHandle(), SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0);
+  return current;
+}
+
+TEST_CASE_FIXTURE(Fixture, "a small group gives its page cache back after its commit; a large one keeps it") {
+  // One write of many rows: a group of one, which read and wrote dozens of pages.
+  REQUIRE(group->run("many rows", [](StatementCache& sql) -> Result<void> {
+    for (int x = 1000; x < 4000; ++x) {
+      auto q = sql.get("INSERT INTO t (x) VALUES (?)");
+      q->bind(1, x);
+      q->exec();
+    }
+    return {};
+  }).ok());
+  constexpr int kAboutOnePage = 8 * 1024;
+  CHECK(cacheUsed(*db) <= kAboutOnePage);
+
+  Blocker blocker(*group);
+  waitUntilQueued(1);
+  auto writers = startInserts(*group, 2, 11);
+  waitUntilQueued(11);
+  blocker.release.set_value();
+  CHECK(blocker.done.get().ok());
+  for (auto& w : writers) CHECK(w.get().ok());
+  CHECK(commits.load() == 3);  // the lone write, the blocker, then the ten together
+  CHECK(cacheUsed(*db) > kAboutOnePage);  // kept for the next group of a busy file
+  CHECK(rows().size() == 3011);
+}
+
 TEST_CASE_FIXTURE(Fixture, "a writer whose work fails is undone alone; its group commits") {
   Blocker blocker(*group);
   waitUntilQueued(1);
