@@ -66,6 +66,11 @@ struct ServerOptions {
   // What all unfinished requests may hold in read buffers and bodies. Over
   // it, a new body is refused 503 and the requests silent longest are closed.
   size_t maxBufferedBytes = size_t{64} << 20;
+  // A body refused for want of that room is answered (503) only after this,
+  // its connection held without reading meanwhile: a flood that reconnects
+  // as soon as it is closed is refused at most once per connection per
+  // delay, not as fast as it can reopen.
+  std::chrono::milliseconds busyRefusalDelay{1'000};
   // Open connections in all and from one peer address; a connection over
   // either is answered 503 and closed at once. Trusted proxies are exempt
   // from the per-address cap: they carry many clients.

@@ -44,7 +44,13 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry)
                          .Help("Bytes unfinished requests hold in read buffers and bodies "
                                "(capped by --max-buffered-mb)")
                          .Register(registry)
-                         .Add({})) {
+                         .Add({})),
+      busyRefusalsWaiting_(prometheus::BuildGauge()
+                               .Name("webhooker_http_busy_refusals_waiting")
+                               .Help("Requests refused for want of buffer room (503), held "
+                                     "unread until their answer is due")
+                               .Register(registry)
+                               .Add({})) {
   // Every reason exists at 0 from start-up, like the other series, so an
   // alert on its rate works before the first failure.
   for (const std::string_view reason : kVerificationFailureReasons)

@@ -32,6 +32,8 @@ class ServerMetrics {
   void request(std::string_view route, int status, std::chrono::duration<double> duration);
   // What unfinished requests hold in memory (server/buffered_requests.h).
   prometheus::Gauge& bufferedBytes() { return bufferedBytes_; }
+  // Requests refused for want of that room, held until their answer is due.
+  prometheus::Gauge& busyRefusalsWaiting() { return busyRefusalsWaiting_; }
 
  private:
   prometheus::Counter& eventsReceived_;
@@ -40,6 +42,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>& handshakes_;
   prometheus::Family<prometheus::Histogram>& durations_;
   prometheus::Gauge& bufferedBytes_;
+  prometheus::Gauge& busyRefusalsWaiting_;
 };
 
 }  // namespace webhooker::server

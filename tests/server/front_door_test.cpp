@@ -530,6 +530,48 @@ TEST_CASE("bytes held by unfinished requests are capped: new bodies 503, the mos
   CHECK(door.events() == 0);
 }
 
+TEST_CASE("a body refused for room is answered only after the delay, unread, while others are served") {
+  // A flood that reopens each refused connection at once is refused once
+  // per connection per delay, not once per round trip.
+  FrontDoor door([](server::ServerOptions& o) {
+    o.headerTimeout = 60s;
+    o.bodyGrace = 60s;
+    o.stallTimeout = 60s;
+    o.maxBufferedBytes = 1 << 20;
+    o.busyRefusalDelay = 1s;
+  });
+  const auto gauge = [&](const char* name) { return valueIn(metricsOf(door.server), name, {}); };
+  RawConnection stalled(door.server.port());
+  const std::string request = door.post(std::string(600 << 10, 'x'));
+  REQUIRE(stalled.send(request.substr(0, request.size() - (300 << 10))));
+  REQUIRE(eventually([&] { return gauge("webhooker_http_buffered_bytes") >= 600 << 10; }));
+
+  // Refused, with 64 KiB of its body already sent: held, holding no buffer.
+  const auto sent = std::chrono::steady_clock::now();
+  RawConnection refused(door.server.port());
+  REQUIRE(refused.send("POST /hooks/" + door.entrypoint +
+                       " HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n" +
+                       std::string(64 << 10, 'z')));
+  REQUIRE(eventually([&] { return gauge("webhooker_http_busy_refusals_waiting") == 1; }));
+  CHECK(gauge("webhooker_http_buffered_bytes") < 700 << 10);
+  // Meanwhile the server answers others: a GET on a connection of its own.
+  RawConnection other(door.server.port());
+  REQUIRE(other.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const auto healthz = other.read(5s);
+  REQUIRE(healthz);
+  CHECK(healthz->status == 200);
+
+  const auto busy = refused.read(10s);
+  REQUIRE(busy);
+  CHECK(std::chrono::steady_clock::now() - sent >= 1s);
+  CHECK(busy->status == 503);
+  CHECK(codeOf(*busy) == "server_busy");
+  CHECK(busy->head.find("Retry-After: 1") != std::string::npos);
+  CHECK(refused.closedWithin(5s));
+  CHECK(eventually([&] { return gauge("webhooker_http_busy_refusals_waiting") == 0; }));
+  CHECK(door.events() == 0);
+}
+
 TEST_CASE("a body that comes whole makes room by cutting a stalled one") {
   // Requests silent for a fifth of the stall limit (1 s here) give way.
   FrontDoor door([](server::ServerOptions& o) {
