@@ -180,14 +180,7 @@ bool Engine::probe(const std::string& webhookId, const std::string& targetId) {
   auto oldest = db.value()->unfinishedDeliveries(&targetId, 1);
   if (!oldest || oldest->empty()) return false;
   const UnfinishedDelivery& d = oldest->front();
-  Task task;
-  task.deliveryId = d.id;
-  task.eventId = d.eventId;
-  task.webhookId = webhookId;
-  task.targetId = targetId;
-  task.targetType = target->type;
-  task.attempt = d.attempts + 1;
-  task.seriesStart = d.seriesStart;
+  Task task = nextAttempt(webhookId, d, target->type);
   task.probe = true;
   if (target->fifo())
     return admitFifoHead(std::move(task), std::chrono::milliseconds(0), std::nullopt) ==
@@ -204,17 +197,13 @@ Dispatcher::Handoff Engine::openHandoff() { return handoffs_.open(); }
 
 void Engine::waitForOpenHandoffs() { handoffs_.waitForEarlier(); }
 
-LaneSettings Engine::laneSettings(const CachedTarget& target) {
-  return {target.fifo() ? 1 : target.maxConcurrency, target.type, target.routing.ratePerSecond};
-}
-
 void Engine::enqueueHeld(Task task) {
   // The lane's in-flight limit must hold from its first task, not only once
   // an attempt has looked the target up: a restart queues a whole backlog
   // before any attempt runs. (A cache hit but for the first task.)
   const TargetPtr target = targetCache_.get(task.webhookId, task.targetId);
   const std::optional<LaneSettings> settings =
-      target ? std::optional(laneSettings(*target)) : std::nullopt;
+      target ? std::optional(target->laneSettings()) : std::nullopt;
   const std::string deliveryId = task.deliveryId;
   const std::string targetId = task.targetId;
   MutexLock lock(engineMutex_);
@@ -401,7 +390,7 @@ void Engine::runAttempt(Task& task, AttemptHold hold) {
   if (!target->deliverable() && !(task.probe && target->active && target->disabled)) return;
   {
     MutexLock lock(engineMutex_);
-    scheduler_.configure(task.targetId, laneSettings(*target));
+    scheduler_.configure(task.targetId, target->laneSettings());
   }
   Target* impl = targets_.find(target->type);
   if (!impl) {

@@ -122,7 +122,6 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   size_t workerCount() const;
 
  private:
-  using CachedTarget = TargetCache::Target;
   using TargetPtr = TargetCache::Ptr;
   enum class HeadAdmission { kAdmitted, kLaneBusy, kReleasedSinceRead };
 
@@ -173,7 +172,6 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   void laneReady() override;
   void laneThrottled(TargetType targetType) override;
   void refillQueued() override;
-  static LaneSettings laneSettings(const CachedTarget& target);
 
   // recovery.cpp
   // A restart's recovery: every webhook's waiting deliveries are admitted,

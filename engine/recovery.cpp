@@ -229,14 +229,7 @@ void Engine::reconcileDelivery(const std::string& webhookId, const UnfinishedDel
   if (!target->deliverable()) return;  // paused or disabled until enabled
   if (target->fifo() && fifoDecided.count(d.targetId)) return;  // behind the head
 
-  Task task;
-  task.deliveryId = d.id;
-  task.eventId = d.eventId;
-  task.webhookId = webhookId;
-  task.targetId = d.targetId;
-  task.targetType = target->type;
-  task.attempt = d.attempts + 1;
-  task.seriesStart = d.seriesStart;
+  Task task = nextAttempt(webhookId, d, target->type);
 
   std::chrono::milliseconds wait{0};
   if (d.status == DeliveryStatus::kRetrying) {

@@ -15,9 +15,10 @@
 #include <unordered_map>
 
 #include "base/mutex.h"
+#include "engine/lane_scheduler.h"
+#include "routing/routing_rules.h"
 #include "storage/main_store.h"
 #include "targets/delivery_config.h"
-#include "routing/routing_rules.h"
 
 namespace webhooker {
 
@@ -26,6 +27,11 @@ class TargetCache {
   struct Target : TargetRecord {
     TargetRouting routing;
     DeliveryConfig config;
+
+    // What its lane runs with: a FIFO target one attempt at a time.
+    LaneSettings laneSettings() const {
+      return {fifo() ? 1 : maxConcurrency, type, routing.ratePerSecond};
+    }
   };
   using Ptr = std::shared_ptr<const Target>;
 

@@ -32,15 +32,9 @@ void submitDeliveries(Dispatcher& dispatcher, const std::string& webhookId,
                       const std::unordered_map<std::string, TargetType>& typeOf) {
   std::vector<Task> batch;
   for (const UnfinishedDelivery& d : deliveries) {
-    Task task;
-    task.deliveryId = d.id;
-    task.eventId = d.eventId;
-    task.webhookId = webhookId;
-    task.targetId = d.targetId;
-    if (const auto it = typeOf.find(d.targetId); it != typeOf.end()) task.targetType = it->second;
-    task.attempt = d.attempts + 1;
-    task.seriesStart = d.seriesStart;
-    batch.push_back(std::move(task));
+    const auto type = typeOf.find(d.targetId);
+    batch.push_back(
+        nextAttempt(webhookId, d, type != typeOf.end() ? type->second : TargetType::kHttp));
     if (batch.size() == kSubmitBatch) dispatcher.submit(std::exchange(batch, {}));
   }
   if (!batch.empty()) dispatcher.submit(std::move(batch));

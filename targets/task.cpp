@@ -25,4 +25,16 @@ std::vector<Task> firstAttempts(const std::string& webhookId, InboundEvent event
   return tasks;
 }
 
+Task nextAttempt(const std::string& webhookId, const UnfinishedDelivery& d, TargetType targetType) {
+  Task task;
+  task.deliveryId = d.id;
+  task.eventId = d.eventId;
+  task.webhookId = webhookId;
+  task.targetId = d.targetId;
+  task.targetType = targetType;
+  task.attempt = d.attempts + 1;
+  task.seriesStart = d.seriesStart;
+  return task;
+}
+
 }  // namespace webhooker

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/delivery_records.h"
 #include "storage/event_payload.h"
 #include "storage/ingest_records.h"
 #include "storage/target_type.h"
@@ -50,5 +51,10 @@ struct Task {
 std::vector<Task> firstAttempts(const std::string& webhookId, InboundEvent event,
                                 const IngestOutcome& stored,
                                 const std::function<TargetType(const std::string& targetId)>& targetType);
+
+// The next attempt of a delivery read back from its events DB (recovery,
+// the sweep, a probe, a redrive): it travels without its payload, which is
+// read when the attempt runs.
+Task nextAttempt(const std::string& webhookId, const UnfinishedDelivery& d, TargetType targetType);
 
 }  // namespace webhooker
