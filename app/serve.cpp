@@ -170,7 +170,7 @@ int runServe(const Config& config) {
   engine.setHealthReporter(health);
 
   server::HttpServer http(options.server, {*store.value(), eventsDbs, engine, guard, breakers, registry,
-                                    &routing, &routingMetrics, &operationalEvents});
+                                    &routing, &routingMetrics, &operationalEvents, &metrics});
   BacklogSampler sampler(*store.value(), eventsDbs, metrics, clock,
                          options.samplerInterval);
   RetentionPruner pruner(*store.value(), eventsDbs,

@@ -57,6 +57,10 @@ inline constexpr std::string_view kRoutingBusy = "routing_busy";
 inline constexpr std::string_view kTargetDeleted = "target_deleted";
 inline constexpr std::string_view kTargetInactive = "target_inactive";
 inline constexpr std::string_view kWebhookMoving = "webhook_moving";
+// Pull targets: lease, ack, nack, extend (server/admin_pull.cpp).
+inline constexpr std::string_view kNotPullTarget = "not_pull_target";
+inline constexpr std::string_view kNotLeased = "not_leased";  // not in that lease, or done
+inline constexpr std::string_view kLeaseExpired = "lease_expired";
 
 // Inbound verification of a sender's signature (server/inbound_verifier.h);
 // the last two blame the entrypoint's stored settings, not the sender.

@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "base/ascii_case.h"
 #include "routing/jq_sandbox.h"
 
 namespace webhooker {
@@ -21,15 +20,7 @@ bool transformBody(const TargetCache::Target& target, const Task& task, EventsDb
                          : Result<TransformedBody>(makeError(error_code::kJqUnavailable,
                                                              "no jq evaluator is running"));
   if (transformed) {
-    payload.body = std::move(transformed->body);
-    payload.contentType = "application/json";
-    // What described the body received does not describe this one.
-    std::erase_if(payload.headers, [](const auto& h) {
-      return equalsIgnoringCase(h.first, "Content-Type") ||
-             equalsIgnoringCase(h.first, "Content-Encoding") ||
-             equalsIgnoringCase(h.first, "Content-MD5") || equalsIgnoringCase(h.first, "Digest");
-    });
-    payload.headers.emplace_back("Content-Type", "application/json");
+    applyTransformedBody(payload, std::move(transformed->body));
     return true;
   }
   if (routing.metrics)

@@ -133,7 +133,10 @@ void Engine::retryDue(Task task) {
 }
 
 bool Engine::admit(Task task, std::optional<uint64_t> readSince) {
-  if (const TargetPtr target = targetCache_.get(task.webhookId, task.targetId); target && target->fifo()) {
+  const TargetPtr target = targetCache_.get(task.webhookId, task.targetId);
+  // A pull target's deliveries wait on disk for a consumer's lease.
+  if (target && target->pulled()) return false;
+  if (target && target->fifo()) {
     // Only the oldest waiting delivery may run, and only the events DB
     // knows which that is: an idle lane reads it, a busy one reads the
     // next when its head ends.

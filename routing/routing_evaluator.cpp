@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/ascii_case.h"
+
 namespace webhooker {
 
 namespace {
@@ -70,6 +72,18 @@ Result<TransformedBody> RoutingEvaluator::transform(const TargetRouting& routing
                                                ? "the transform gave no output"
                                                : "the transform gave several outputs");
   return TransformedBody{std::move(out->texts.front())};
+}
+
+void applyTransformedBody(EventPayload& payload, std::string body) {
+  payload.body = std::move(body);
+  payload.contentType = "application/json";
+  // What described the body received does not describe this one.
+  std::erase_if(payload.headers, [](const auto& h) {
+    return equalsIgnoringCase(h.first, "Content-Type") ||
+           equalsIgnoringCase(h.first, "Content-Encoding") ||
+           equalsIgnoringCase(h.first, "Content-MD5") || equalsIgnoringCase(h.first, "Digest");
+  });
+  payload.headers.emplace_back("Content-Type", "application/json");
 }
 
 }  // namespace webhooker

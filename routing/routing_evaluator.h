@@ -23,6 +23,11 @@ struct TransformedBody {
   std::string body;  // compact JSON text
 };
 
+// Puts a transform's output in place of `payload`'s body: JSON, and the
+// headers that described the body received (Content-Type, -Encoding, -MD5,
+// Digest) go.
+void applyTransformedBody(EventPayload& payload, std::string body);
+
 class RoutingEvaluator {
  public:
   explicit RoutingEvaluator(JqSandbox& sandbox) : sandbox_(sandbox) {}

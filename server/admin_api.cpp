@@ -11,7 +11,8 @@ namespace webhooker::server {
 
 AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
                    const SsrfGuard& guard, CircuitBreakers& breakers, MoveFence& moveFence,
-                   RoutingEvaluator* routing, OperationalEvents* operationalEvents)
+                   RoutingEvaluator* routing, OperationalEvents* operationalEvents,
+                   AttemptObserver* attempts)
     : store_(store),
       eventsDbs_(eventsDbs),
       dispatcher_(dispatcher),
@@ -19,7 +20,8 @@ AdminApi::AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispat
       breakers_(breakers),
       moveFence_(moveFence),
       routing_(routing),
-      operationalEvents_(operationalEvents) {}
+      operationalEvents_(operationalEvents),
+      attempts_(attempts) {}
 
 std::optional<std::string> pathId(const HttpRequest& req, HttpResponse& res,
                                   size_t index, const char* what) {
@@ -117,6 +119,11 @@ void AdminApi::registerRoutes(Router& router) {
   router.add("PATCH", webhook + "/targets/{id}", write(&AdminApi::updateTarget));
   router.add("DELETE", webhook + "/targets/{id}", write(&AdminApi::deleteTarget));
   router.add("POST", webhook + "/targets/{id}/preview", bind(&AdminApi::previewTarget));
+  // Pull targets' consumers.
+  router.add("POST", webhook + "/targets/{id}/lease", write(&AdminApi::leaseDeliveries));
+  router.add("POST", webhook + "/targets/{id}/ack", write(&AdminApi::ackDeliveries));
+  router.add("POST", webhook + "/targets/{id}/nack", write(&AdminApi::nackDeliveries));
+  router.add("POST", webhook + "/targets/{id}/extend", write(&AdminApi::extendLease));
   // History and redrive.
   router.add("GET", webhook + "/events", bind(&AdminApi::listEvents));
   router.add("GET", webhook + "/events/{id}", bind(&AdminApi::getEvent));

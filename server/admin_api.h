@@ -19,7 +19,9 @@
 #include "server/move_fence.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
+#include "base/random.h"
 #include "targets/circuit_breaker.h"
+#include "targets/target.h"
 #include "routing/routing_evaluator.h"
 #include "net/ssrf_guard.h"
 
@@ -27,10 +29,12 @@ namespace webhooker::server {
 
 class AdminApi {
  public:
-  // `operationalEvents` may be null: no operational webhook can be set.
+  // `operationalEvents` may be null: no operational webhook can be set;
+  // `attempts` too: a pull target's acks and nacks are counted nowhere.
   AdminApi(MainStore& store, EventsDbPool& eventsDbs, Dispatcher& dispatcher,
            const SsrfGuard& guard, CircuitBreakers& breakers, MoveFence& moveFence,
-           RoutingEvaluator* routing, OperationalEvents* operationalEvents);
+           RoutingEvaluator* routing, OperationalEvents* operationalEvents,
+           AttemptObserver* attempts = nullptr);
   void registerRoutes(Router& router);
 
  private:
@@ -73,6 +77,23 @@ class AdminApi {
   void redeliverEvent(const HttpRequest& req, HttpResponse& res);
   void replay(const HttpRequest& req, HttpResponse& res);
 
+  // --- Pull targets (admin_pull.cpp): POST .../targets/{id}/lease hands
+  // waiting deliveries out under a lease token; ack, nack and extend act on
+  // the ids a lease holds, answering each id ---
+  void leaseDeliveries(const HttpRequest& req, HttpResponse& res);
+  void ackDeliveries(const HttpRequest& req, HttpResponse& res);
+  void nackDeliveries(const HttpRequest& req, HttpResponse& res);
+  void extendLease(const HttpRequest& req, HttpResponse& res);
+  void settle(const HttpRequest& req, HttpResponse& res, LeaseAction action);
+  // The path's target if it is a live pull target; nullopt after a 404 or
+  // a 409 not_pull_target.
+  std::optional<TargetRecord> pullTarget(const HttpRequest& req, HttpResponse& res,
+                                         const std::string& webhookId);
+  // A leased delivery whose transform fails for good ends transform_failed;
+  // false if that could not be written.
+  bool failTransform(EventsDb& db, TargetType targetType, const LeasedDelivery& d,
+                     const std::string& error);
+
   // --- Operational webhook (admin_operational_webhook.cpp) ---
   void getOperationalWebhook(const HttpRequest& req, HttpResponse& res);
   void putOperationalWebhook(const HttpRequest& req, HttpResponse& res);
@@ -107,6 +128,8 @@ class AdminApi {
   MoveFence& moveFence_;  // around every write to one webhook
   RoutingEvaluator* const routing_;  // null: programs cannot be saved
   OperationalEvents* operationalEvents_;  // told about operator enables and setting changes
+  AttemptObserver* const attempts_;  // a pull target's acks and nacks (metrics); may be null
+  SystemRandom random_;  // a nack's backoff jitter
 };
 
 // The id captured by the route at `index`, if it is a uuid; otherwise a 404

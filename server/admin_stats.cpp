@@ -29,9 +29,10 @@ json lastFailureJson(const std::optional<LastFailure>& f) {
           {"event_id", f->eventId}};
 }
 
-// Only the targets that retry (http, slack and the queue types) have a breaker.
+// Only the targets that send and retry (http, slack and the queue types)
+// have a breaker; a pull target's consumer comes to us.
 json breakerJson(const CircuitBreakers& breakers, const TargetRecord& t) {
-  if (t.type == TargetType::kDatabase || t.type == TargetType::kLog) return json();
+  if (t.type == TargetType::kDatabase || t.type == TargetType::kLog || t.pulled()) return json();
   const CircuitBreakers::Status s = breakers.status(t.id);
   return {{"state", breakerStateWord(s.state)},
           {"consecutive_failures", s.consecutiveFailures},

@@ -47,6 +47,16 @@ void TargetLabels::describe(const std::string& targetId, json& out) {
   if (it->second && it->second->deleted) out["target_deleted"] = true;
 }
 
+void putBody(json& out, std::string_view contentType, const std::string& body) {
+  if (isTextContentType(contentType) && isValidUtf8(body)) {
+    out["body"] = body;
+    out["body_encoding"] = "text";
+  } else {
+    out["body"] = base64Encode(body);
+    out["body_encoding"] = "base64";
+  }
+}
+
 bool isTextContentType(std::string_view contentType) {
   const std::string ct = asciiLower(contentType);
   // The same rule as the delivery_history view's body_preview.
@@ -102,13 +112,7 @@ json eventDetailJson(const EventRecord& e, TargetLabels& labels) {
   json headers = json::array();
   for (const auto& [name, value] : e.headers) headers.push_back({name, value});
   out["headers"] = std::move(headers);
-  if (isTextContentType(e.contentType) && isValidUtf8(e.body)) {
-    out["body"] = e.body;
-    out["body_encoding"] = "text";
-  } else {
-    out["body"] = base64Encode(e.body);
-    out["body_encoding"] = "base64";
-  }
+  putBody(out, e.contentType, e.body);
   // A delivery with no attempt yet still lists its (empty) results.
   for (json& d : out["deliveries"])
     if (!d.contains("results")) d["results"] = json::array();

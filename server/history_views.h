@@ -44,6 +44,10 @@ nlohmann::json eventSummaryJson(const EventRecord& event, TargetLabels& labels);
 // The summary plus headers, body and every attempt of every delivery.
 nlohmann::json eventDetailJson(const EventRecord& event, TargetLabels& labels);
 
+// Sets out["body"] and out["body_encoding"]: the text ("text") for a textual
+// content type that is valid UTF-8, else base64 ("base64").
+void putBody(nlohmann::json& out, std::string_view contentType, const std::string& body);
+
 // Whether a body of `contentType` is meant to be read as text.
 bool isTextContentType(std::string_view contentType);
 

@@ -542,7 +542,7 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       access_(parts.store),
       moveFence_(parts.store),
       admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers,
-             moveFence_, parts.routing, parts.operationalEvents),
+             moveFence_, parts.routing, parts.operationalEvents, parts.attempts),
       placement_(parts.store, options_.nodeId),
       move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
             options_.nodeId),

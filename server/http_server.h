@@ -36,6 +36,7 @@
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
+#include "targets/target.h"
 #include "net/ssrf_guard.h"
 
 namespace webhooker::server {
@@ -98,6 +99,8 @@ struct ServerParts {
   RoutingMetrics* routingMetrics = nullptr;
   // Where operational events go; nullptr: the operational webhook cannot be set.
   OperationalEvents* operationalEvents = nullptr;
+  // Told about a pull target's acks and nacks (the delivery metrics).
+  AttemptObserver* attempts = nullptr;
 };
 
 class HttpServer {

@@ -47,6 +47,11 @@ constexpr AccessRow kWebhookRoutes[] = {
     {"PATCH", "/targets/{id}", Scope::kManage, "active state"},
     {"DELETE", "/targets/{id}", Scope::kManage},
     {"POST", "/targets/{id}/preview", Scope::kRead},
+    // A pull target's consumer.
+    {"POST", "/targets/{id}/lease", Scope::kOperate},
+    {"POST", "/targets/{id}/ack", Scope::kOperate},
+    {"POST", "/targets/{id}/nack", Scope::kOperate},
+    {"POST", "/targets/{id}/extend", Scope::kOperate},
     {"GET", "/events", Scope::kRead},
     {"GET", "/events/{id}", Scope::kRead},
     {"POST", "/events/{id}/redeliver", Scope::kOperate},

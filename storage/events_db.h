@@ -189,6 +189,26 @@ class EventsDb {
   // count of a dry run is what a real run would reset at that moment.
   Result<ReplayOutcome> replay(const ReplayRequest& request);
 
+  // --- Pull targets (events_db_pull.cpp) -------------------------------------
+  // A pull target's deliveries wait pending or retrying until a consumer
+  // leases them; a lease is lease_hash and leased_until on the row, so a
+  // restart forgets nothing and one that ran out needs no cleanup. Each call
+  // is one group-committed (durable) write.
+
+  // Leases up to `count` of `targetId`'s waiting deliveries that are due and
+  // held by no lease that runs past now, oldest first, to `leaseHash` until
+  // `leaseFor` from now. With `fifo`, only the oldest waiting delivery, and
+  // only when it is due and nobody holds it.
+  Result<LeaseGrant> lease(const std::string& targetId, int count, bool fifo,
+                           const std::string& leaseHash, std::chrono::seconds leaseFor);
+  // Lets go of `deliveryId` if `leaseHash` holds it, without an attempt.
+  Result<void> releaseLease(const std::string& deliveryId, const std::string& leaseHash);
+  // Acks, nacks or extends each id the lease holds; an id it does not hold
+  // (another lease's, another target's, settled) or holds no longer (run
+  // out) is answered with its error and left as it was. One answer per id,
+  // in order.
+  Result<std::vector<LeaseAnswer>> settleLease(const LeaseSettlement& settlement);
+
   // --- Statistics (events_db_stats.cpp) --------------------------------------
   // Counts for the admin API and the console, read from one snapshot on a
   // connection of its own (openSnapshot): events, deliveries by status (in

@@ -119,8 +119,13 @@ struct TargetRecord {
   // Its webhook is moving to another node, which will deliver instead.
   bool webhookMovingOut = false;
 
-  // Whether its deliveries are attempted now.
-  bool deliverable() const { return active && !disabled && !deletedAt && !webhookMovingOut; }
+  // Whether its deliveries are consumers' to lease (type "pull"): the
+  // engine never attempts them.
+  bool pulled() const { return type == TargetType::kPull; }
+  // Whether the engine attempts its deliveries now.
+  bool deliverable() const {
+    return active && !disabled && !deletedAt && !webhookMovingOut && !pulled();
+  }
   TargetState state() const {
     if (disabled) return TargetState::kDisabled;
     return active ? TargetState::kActive : TargetState::kInactive;

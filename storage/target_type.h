@@ -1,7 +1,7 @@
 // TargetType: what kind of receiver a target delivers to.
 //
 // The main DB stores it as TEXT ("http", "slack", "database", "log",
-// "redis_stream", "nats", "amqp"; a CHECK constraint lists them); the same
+// "redis_stream", "nats", "amqp", "pull"; a CHECK constraint lists them); the same
 // words are the admin API's, the CLI's and the target_type metric label.
 // Code passes the enum around and converts only where the text is read or
 // written: inside storage/, where the API and the CLI parse or print it, and
@@ -13,11 +13,11 @@
 
 namespace webhooker {
 
-enum class TargetType { kHttp, kSlack, kDatabase, kLog, kRedisStream, kNats, kAmqp };
+enum class TargetType { kHttp, kSlack, kDatabase, kLog, kRedisStream, kNats, kAmqp, kPull };
 
 inline constexpr TargetType kTargetTypes[] = {
     TargetType::kHttp, TargetType::kSlack, TargetType::kDatabase, TargetType::kLog,
-    TargetType::kRedisStream, TargetType::kNats, TargetType::kAmqp};
+    TargetType::kRedisStream, TargetType::kNats, TargetType::kAmqp, TargetType::kPull};
 
 // The stored and shown word (not named toString: doctest finds that name by
 // argument-dependent lookup).
@@ -30,6 +30,7 @@ constexpr std::string_view targetTypeWord(TargetType type) {
     case TargetType::kRedisStream: return "redis_stream";
     case TargetType::kNats: return "nats";
     case TargetType::kAmqp: return "amqp";
+    case TargetType::kPull: return "pull";
   }
   return "http";  // not reached: the switch names every type
 }

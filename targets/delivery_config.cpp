@@ -103,7 +103,8 @@ DeliveryConfig readQueue(Result<Config> read) {
 }
 
 DeliveryConfig readDeliveryConfig(TargetType type, std::string_view configJson) {
-  if (type == TargetType::kDatabase || type == TargetType::kLog) return std::monostate{};
+  if (type == TargetType::kDatabase || type == TargetType::kLog || type == TargetType::kPull)
+    return std::monostate{};
   const json config = json::parse(configJson, nullptr, false);
   if (!config.is_object()) return unreadable("the target's config is not a JSON object");
   switch (type) {
@@ -113,7 +114,8 @@ DeliveryConfig readDeliveryConfig(TargetType type, std::string_view configJson) 
     case TargetType::kNats: return readQueue(readNatsConfig(config));
     case TargetType::kAmqp: return readQueue(readAmqpConfig(config));
     case TargetType::kDatabase:
-    case TargetType::kLog: break;
+    case TargetType::kLog:
+    case TargetType::kPull: break;
   }
   return std::monostate{};
 }

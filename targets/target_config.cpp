@@ -256,6 +256,7 @@ Result<json> validateTargetConfig(TargetType type, const json& config) {
     case TargetType::kSlack: return validateSlack(config);
     case TargetType::kDatabase:
     case TargetType::kLog:
+    case TargetType::kPull:
       if (auto r = refuseUnknownFields(config, {}, type); !r) return r.error();
       return config;
     case TargetType::kRedisStream:

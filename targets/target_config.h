@@ -10,7 +10,7 @@
 //             oauth2: {"token_url", "client_id", "client_secret", "scope",
 //             "audience"} (client credentials, targets/oauth2.h)
 //   slack:    {"webhook_url"}
-//   database: {}          log: {}
+//   database: {}          log: {}          pull: {} (consumers lease, docs/api.md#pull)
 //   redis_stream, nats, amqp: see queue_config.h
 //
 // Errors are "invalid_config" / "invalid_retry" with a message naming the

@@ -82,6 +82,12 @@ const std::map<std::string, Expect>& expectations() {
       {"DELETE /api/v1/webhooks/{id}/targets/{id}", {Need::kManage}},
       {"POST /api/v1/webhooks/{id}/targets/{id}/preview",
        {Need::kRead, {{"event_id", "<event>"}}}},
+      // Pull: operate; the walked target is http, so the handler answers
+      // not_pull_target (tests/integration/pull_test.cpp leases for real).
+      {"POST /api/v1/webhooks/{id}/targets/{id}/lease", {Need::kOperate, json::object()}},
+      {"POST /api/v1/webhooks/{id}/targets/{id}/ack", {Need::kOperate, json::object()}},
+      {"POST /api/v1/webhooks/{id}/targets/{id}/nack", {Need::kOperate, json::object()}},
+      {"POST /api/v1/webhooks/{id}/targets/{id}/extend", {Need::kOperate, json::object()}},
       {"GET /api/v1/webhooks/{id}/events", {Need::kRead}},
       {"GET /api/v1/webhooks/{id}/events/{id}", {Need::kRead}},
       {"POST /api/v1/webhooks/{id}/events/{id}/redeliver", {Need::kOperate, json::object()}},

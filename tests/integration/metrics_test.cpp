@@ -50,8 +50,8 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-constexpr std::array<const char*, 8> kTypes = {"http", "slack", "database", "log",
-                                              "redis_stream", "nats", "amqp", "unknown"};
+constexpr std::array<const char*, 9> kTypes = {"http", "slack", "database", "log", "redis_stream",
+                                              "nats", "amqp", "pull", "unknown"};
 constexpr std::array<const char*, 3> kGauges = {"webhooker_deliveries_pending",
                                                 "webhooker_deliveries_retrying",
                                                 "webhooker_circuit_breakers_open"};

@@ -55,8 +55,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::array<const char*, 8> kTypes = {"http", "slack", "database", "log",
-                                              "redis_stream", "nats", "amqp", "unknown"};
+constexpr std::array<const char*, 9> kTypes = {"http", "slack", "database", "log", "redis_stream",
+                                              "nats", "amqp", "pull", "unknown"};
 
 // --- Reading the exposition text -------------------------------------------
 
