@@ -436,7 +436,7 @@ void addTargetFields(CLI::App& cmd, const SessionPtr& s, bool create) {
   if (create) {
     name->required();
     addBodyOption<std::string>(cmd, s, "--type", "/type",
-                               "http, slack, database, log, redis_stream, nats or amqp")
+                               "http, slack, database, log, redis_stream, nats, amqp or pull")
         ->required();
   }
   addBodyOption<std::string>(cmd, s, "--target-url", "/config/url",
@@ -633,6 +633,43 @@ Render withTargetStats(const SessionPtr& s, std::function<void(const json& targe
   };
 }
 
+// `targets lease|ack|nack|extend`: a pull target's consumer, printing the
+// API's JSON (the lease token included: it is what ack, nack and extend take).
+void addPullCommands(CLI::App& group, const SessionPtr& s) {
+  const Render printJson = [](const json& answer) { std::cout << answer.dump(2) << "\n"; };
+  auto& lease = addLeaf(
+      group, s, "lease", "lease a pull target's waiting deliveries (bodies and a lease token)",
+      [s] { return ApiCall{"POST", childPath(*s, "targets") + "/lease", s->body}; }, printJson);
+  addWebhookIdArg(lease, s);
+  addChildIdArg(lease, s, "target");
+  addBodyOption<int64_t>(lease, s, "--count", "/count", "at most this many (1-100, default 10)");
+  addBodyOption<int64_t>(lease, s, "--lease-seconds", "/lease_seconds",
+                         "how long they are held (1-3600, default 30)");
+  for (const auto& [verb, help] :
+       {std::pair{"ack", "a leased delivery was handled: delivered"},
+        {"nack", "a leased delivery failed: retried later (an attempt), or dead-lettered"},
+        {"extend", "hold leased deliveries longer"}}) {
+    const std::string path = std::string("/") + verb;
+    auto& leaf = addLeaf(
+        group, s, verb, help,
+        [s, path] { return ApiCall{"POST", childPath(*s, "targets") + path, s->body}; },
+        printJson);
+    addWebhookIdArg(leaf, s);
+    addChildIdArg(leaf, s, "target");
+    addBodyOption<std::vector<std::string>>(leaf, s, "IDS", "/ids", "the delivery ids")
+        ->required();
+    addSecretOption(leaf, s, "--lease", "/lease",
+                    "the lease token (whl_...), or - to read it from standard input");
+    leaf.get_option("--lease")->required();
+    if (path == "/nack")
+      addBodyOption<int64_t>(leaf, s, "--delay-seconds", "/delay_seconds",
+                             "offer it again after this long (default: the target's backoff)");
+    if (path == "/extend")
+      addBodyOption<int64_t>(leaf, s, "--lease-seconds", "/lease_seconds",
+                             "hold them this long from now (1-3600, default 30)");
+  }
+}
+
 void addTargetCommands(CLI::App& app, const SessionPtr& s) {
   auto& group = addGroup(app, s, "targets", "manage a webhook's delivery targets");
   auto& list = addLeaf(
@@ -674,6 +711,7 @@ void addTargetCommands(CLI::App& app, const SessionPtr& s) {
       showDeleted(s, &Session::childId));
   addWebhookIdArg(remove, s);
   addChildIdArg(remove, s, "target");
+  addPullCommands(group, s);
 }
 
 // `operational-webhook set|show|remove`: where operational events go.

@@ -1097,7 +1097,7 @@
 
   function newTargetForm(webhookId, onCreated) {
     const name = h('input', { type: 'text', name: 'name', required: true, maxlength: 200, autocomplete: 'off' });
-    const type = h('select', { name: 'type' }, ['http', 'slack', 'database', 'log', 'redis_stream', 'nats', 'amqp'].map((t) => h('option', { value: t }, t)));
+    const type = h('select', { name: 'type' }, ['http', 'slack', 'database', 'log', 'redis_stream', 'nats', 'amqp', 'pull'].map((t) => h('option', { value: t }, t)));
     // The queue types: a broker URL, where on it (stream, subject, routing key), a password.
     const queueTypes = { redis_stream: ['Stream', 'stream', 'redis://host:6379'], nats: ['Subject', 'subject', 'nats://host:4222'], amqp: ['Routing key', 'routing_key', 'amqp://host:5672/'] };
     const brokerUrl = h('input', { type: 'text', name: 'broker_url', maxlength: 2048, autocomplete: 'off' });
