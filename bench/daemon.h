@@ -61,9 +61,10 @@ class BenchDaemon {
   std::optional<double> logValue(const std::string& event, const std::string& key) const;
   // SIGTERM and wait: the clean stop every scenario ends with.
   int stop() { return process_.stop(std::chrono::seconds(30)); }
+  // POST to the admin API; the answer's body.
+  std::string adminPost(const std::string& path, const std::string& json);
 
  private:
-  std::string adminPost(const std::string& path, const std::string& json);
   std::string createTarget(const std::string& webhookId, const nlohmann::json& body);
 
   testing::DaemonProcess process_;

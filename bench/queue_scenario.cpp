@@ -6,7 +6,9 @@
 // after another and waiting for each answer (XADD's entry id, the stream's
 // ack, the broker's confirm), as the target does. A broker that is not
 // installed is left out, and RabbitMQ from the smoke run. The check: the
-// broker holds every event.
+// broker holds every event. Also a pull target's consumer: one loop leasing
+// 100 and acking them, against the deliver scenario's shape in the same run
+// (the same backlog drained by the daemon to an http receiver).
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
 #include <hiredis/hiredis.h>
@@ -21,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/daemon.h"
+#include "bench/receiver.h"
 #include "bench/scenario_support.h"
 #include "bench/scenarios.h"
 #include "tests/support/broker_process.h"
@@ -287,9 +291,68 @@ void runAmqp(const BenchConfig& config, Report& out, size_t n) {
          n);
 }
 
+// --- Pull ---
+
+// Leases 100 at a time and acks them until `n` are acked or the drain cap
+// passes; the rate in acks/s and whether all were.
+double leaseAndAck(const BenchConfig& config, BenchDaemon& daemon, const std::string& targetPath,
+                   size_t n, bool& drained) {
+  size_t acked = 0;
+  const auto start = Clock::now();
+  const auto deadline = start + config.drainCap;
+  while (acked < n && Clock::now() < deadline) {
+    const auto lease = nlohmann::json::parse(daemon.adminPost(
+        targetPath + "/lease", nlohmann::json{{"count", 100}, {"lease_seconds", 60}}.dump()));
+    std::vector<std::string> ids;
+    for (const auto& d : lease.at("deliveries")) ids.push_back(d.at("id"));
+    if (ids.empty()) continue;  // the daemon is still recovering the backlog
+    const auto answer = nlohmann::json::parse(daemon.adminPost(
+        targetPath + "/ack", nlohmann::json{{"lease", lease.at("lease")}, {"ids", ids}}.dump()));
+    for (const auto& r : answer.at("results")) acked += r.value("status", "") == "delivered";
+  }
+  drained = acked >= n;
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return seconds > 0 ? static_cast<double>(acked) / seconds : 0;
+}
+
+void runPull(const BenchConfig& config, Report& out, size_t n) {
+  double deliverRate = 0;
+  {
+    testing::TempDir data;
+    BenchReceiver receiver(config.workers);
+    {
+      Seeder seeder(data.path());
+      seedWebhook(seeder, "deliver", {{receiver.url(), config.workers}}, n, config.bodies);
+    }
+    deliverRate = drainBacklog(config, data.path(), receiver, n).rate(receiver);
+  }
+  testing::TempDir data;
+  WebhookExpectation seeded;
+  {
+    Seeder seeder(data.path());
+    SeedTarget seed;
+    seed.type = TargetType::kPull;
+    seed.configJson = "{}";
+    seeded = seedWebhook(seeder, "pull", {seed}, n, config.bodies);
+  }
+  BenchDaemon daemon(data.path(), config.daemonSettings());
+  bool drained = false;
+  const double rate = leaseAndAck(
+      config, daemon, "/api/v1/webhooks/" + seeded.id + "/targets/" + seeded.targetIds.at(0), n,
+      drained);
+  daemon.stop();
+  out.add({"queues", "pull: deliveries/s leased and acked, 100 a call, one consumer", rate, "1/s",
+           deliverRate, "deliver: the same backlog drained to an http receiver", std::nullopt});
+  std::vector<std::string> problems;
+  if (!drained)
+    problems.push_back("pull: not all " + std::to_string(n) + " acked within the drain cap");
+  out.addCheck("queues", problems);
+}
+
 }  // namespace
 
 void runQueues(const BenchConfig& config, Report& report) {
+  runPull(config, report, config.queueEvents);
   runRedis(config, report, config.queueEvents);
   runNats(config, report, config.queueEvents);
   // RabbitMQ takes seconds to start: not in the smoke run.
