@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "base/secret.h"
+#include "tests/support/daemon_api.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/engine_harness.h"
+#include "tests/support/expect_json.h"
 #include "tests/support/eventually.h"
 #include "tests/support/history_fixture.h"
 
@@ -326,36 +328,18 @@ TEST_CASE("pull: a token with operate may lease and ack; one with read may not")
 
 namespace {
 
-constexpr const char* kDaemonToken = "whk_pull-test-admin-token-0123456789";
-
-httplib::Client daemonClient(const DaemonProcess& daemon) {
-  httplib::Client c(daemon.url());
-  c.set_tcp_nodelay(true);
-  c.set_connection_timeout(5s);
-  c.set_read_timeout(10s);
-  c.set_bearer_token_auth(kDaemonToken);
-  return c;
-}
-
-json expectJson(const httplib::Result& res, int status) {
-  REQUIRE(res);
-  INFO(res->body);
-  REQUIRE(res->status == status);
-  return json::parse(res->body);
-}
-
 }  // namespace
 
 TEST_CASE("pull: kill -9 loses no ack and re-offers every unacknowledged delivery") {
   TempDir dir;
   DaemonOptions options;
-  options.env = {std::string("WEBHOOKER_ADMIN_TOKEN=") + kDaemonToken};
+  options.env = {DaemonApi::adminTokenEnv()};
   constexpr int kEvents = 20;
   std::string webhookId, targetPath;
   std::set<int> acked;  // the "n" of each acknowledged event
   {
     DaemonProcess daemon(dir.path(), options);
-    auto api = daemonClient(daemon);
+    auto api = DaemonApi(daemon.url()).admin();
     const json webhook = expectJson(
         api.Post("/api/v1/webhooks", json{{"name", "pulled"}}.dump(), "application/json"), 201);
     webhookId = webhook["id"];
@@ -395,7 +379,7 @@ TEST_CASE("pull: kill -9 loses no ack and re-offers every unacknowledged deliver
   }
 
   DaemonProcess again(dir.path(), options);
-  auto api = daemonClient(again);
+  auto api = DaemonApi(again.url()).admin();
   // Once the leases have run out, every unacknowledged delivery is offered
   // again, none twice and no acknowledged one.
   std::vector<int> offered;

@@ -26,8 +26,10 @@
 #include "storage/events_db.h"
 #include "storage/sqlite_database.h"
 #include "tests/support/contains.h"
+#include "tests/support/daemon_api.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/engine_harness.h"
+#include "tests/support/expect_json.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/prometheus_text.h"
@@ -789,24 +791,6 @@ TEST_CASE("a deactivated target's deliveries are paused, and resume when it is r
 
 namespace {
 
-constexpr const char* kDaemonToken = "whk_recovery-test-token-0123456789";
-
-httplib::Client daemonClient(const DaemonProcess& daemon) {
-  httplib::Client c(daemon.url());
-  c.set_tcp_nodelay(true);
-  c.set_connection_timeout(5s);
-  c.set_read_timeout(10s);
-  c.set_bearer_token_auth(kDaemonToken);
-  return c;
-}
-
-json expectJson(const httplib::Result& res, int status) {
-  REQUIRE(res);
-  INFO(res->body);
-  REQUIRE(res->status == status);
-  return json::parse(res->body);
-}
-
 std::string deliveryStatus(const std::filesystem::path& eventsDb) {
   SQLite::Database db = openReadOnlyDb(eventsDb);
   SQLite::Statement q(db, "SELECT status FROM deliveries");
@@ -820,14 +804,14 @@ TEST_CASE("kill -9 during a backoff: the restarted daemon waits only the remaini
   Receiver r;
   r.setDefault(respond(503));
   DaemonOptions options;
-  options.env = {std::string("WEBHOOKER_ADMIN_TOKEN=") + kDaemonToken,
+  options.env = {DaemonApi::adminTokenEnv(),
                  "WEBHOOKER_ALLOW_NETWORKS=127.0.0.0/8"};
 
   std::string webhookId;
   SteadyTime firstAttempt;
   {
     DaemonProcess daemon(dir.path(), options);
-    auto api = daemonClient(daemon);
+    auto api = DaemonApi(daemon.url()).admin();
     const json webhook = expectJson(
         api.Post("/api/v1/webhooks", json{{"name", "k9"}}.dump(), "application/json"), 201);
     webhookId = webhook.at("id").get<std::string>();
