@@ -20,16 +20,17 @@ namespace webhooker {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
+// GCC names ASan and TSan builds with macros, clang with __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizer = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kAddressSanitizer = true;
+constexpr bool kSanitizer = true;
 #else
-constexpr bool kAddressSanitizer = false;
+constexpr bool kSanitizer = false;
 #endif
 #else
-constexpr bool kAddressSanitizer = false;
+constexpr bool kSanitizer = false;
 #endif
 
 constexpr int kChannel = 0;
@@ -190,7 +191,7 @@ Reply run(jq_state* state, const std::string& input) {
 void limitSelf(rlim_t memoryBytes, rlim_t cpuSeconds) {
   // Under a sanitizer the shadow memory alone exceeds any address-space
   // limit; the time budget still bounds the program there.
-  if (!kAddressSanitizer && memoryBytes > 0) {
+  if (!kSanitizer && memoryBytes > 0) {
     const rlimit memory{memoryBytes, memoryBytes};
     ::setrlimit(RLIMIT_AS, &memory);
   }
