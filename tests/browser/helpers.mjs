@@ -1,8 +1,37 @@
-// What the browser tests share: checks, timed steps, polling, free ports.
+// What the browser tests share: their prerequisites, checks, timed steps,
+// polling, free ports, the daemon.
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const WAIT_MS = 15000;
+const SKIP = 77;
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+// Chromium's path and playwright-core's `chromium`, or exit 77 (skipped) when
+// either is missing; and the daemon binary meson test passes (exit 1 without).
+export async function browserPrerequisites() {
+  const executable = process.env.CHROMIUM || '/usr/bin/chromium';
+  if (!fs.existsSync(executable)) {
+    console.log(`skipped: ${executable} is not installed (scripts/install-deps installs chromium)`);
+    process.exit(SKIP);
+  }
+  let chromium;
+  try {
+    ({ chromium } = await import('playwright-core'));
+  } catch (e) {
+    console.log(`skipped: playwright-core is not installed in ${here}/node_modules (run scripts/install-deps)`);
+    process.exit(SKIP);
+  }
+  const bin = process.env.WEBHOOKER_BIN;
+  if (!bin) {
+    console.error('WEBHOOKER_BIN is not set; run through meson test');
+    process.exit(1);
+  }
+  return { chromium, executable, bin };
+}
 
 export function check(condition, message) {
   if (!condition) throw new Error('check failed: ' + message);

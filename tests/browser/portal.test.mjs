@@ -17,37 +17,14 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import {
-  WAIT_MS, check, freePort, startDaemon, step, stopDaemon, waitFor,
+  WAIT_MS, browserPrerequisites, check, freePort, startDaemon, step, stopDaemon, waitFor,
 } from './helpers.mjs';
 
-const SKIP = 77;
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TOKEN = 'whk_portal-browser-test-token-0123456789';
-const here = path.dirname(fileURLToPath(import.meta.url));
 
-if (!fs.existsSync(CHROMIUM)) {
-  console.log(`skipped: ${CHROMIUM} is not installed (scripts/install-deps installs chromium)`);
-  process.exit(SKIP);
-}
-let chromium;
-try {
-  ({ chromium } = await import('playwright-core'));
-} catch (e) {
-  console.log(`skipped: playwright-core is not installed in ${here}/node_modules (run scripts/install-deps)`);
-  process.exit(SKIP);
-}
-const bin = process.env.WEBHOOKER_BIN;
-if (!bin) {
-  console.error('WEBHOOKER_BIN is not set; run through meson test');
-  process.exit(1);
-}
-
-
-
-
+const { chromium, executable: CHROMIUM, bin } = await browserPrerequisites();
 
 function listen(server, port = 0) {
   return new Promise((resolve, reject) => {
