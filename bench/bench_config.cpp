@@ -16,9 +16,15 @@ BenchConfig BenchConfig::normal() { return {}; }
 
 BenchConfig BenchConfig::large() {
   BenchConfig c;
-  c.scaleShapes = {{10'000, 100'000}, {1'000, 1'000'000}};
+  c.scaleShapes = {{10'000, 100'000}, {1'000, 1'000'000, 10}};
   c.tenants = 10'000;
   c.tenantEvents = 40'000;
+  return c;
+}
+
+BenchConfig BenchConfig::moonshot() {
+  BenchConfig c;
+  c.scaleShapes = {{100'000, 1'000'000, 30, 1'000, 500, true}};
   return c;
 }
 
@@ -36,7 +42,8 @@ BenchConfig BenchConfig::smokeSized() {
   c.endToEndRate = 200;
   c.endToEndSeconds = 1;
   c.isolationEvents = 100;
-  c.scaleShapes = {{10, 100}};
+  // The moonshot's seeding (a copied template) checked too, at a tiny size.
+  c.scaleShapes = {{10, 100}, {12, 120, 5, 100, 300, true}};
   c.memoryWebhooks = 2;
   c.memoryTargets = 3;
   c.memoryEvents = 50;

@@ -48,10 +48,17 @@ struct BenchConfig {
   double endToEndSeconds = 10;
   size_t isolationEvents = 20'000;
   // The scale scenario's backlogs: so many retrying deliveries over so many
-  // webhooks, one run each.
+  // webhooks, one run each, with the goals they are judged by.
   struct ScaleShape {
     int webhooks;
     size_t retrying;
+    double recoveryGoalS = 5;
+    double samplerGoalMs = 100;
+    double rssGoalMb = 300;
+    // Seed one webhook's events DB and copy it for the others (new ids, its
+    // own target and sequence numbers in each): 100,000 files made one by
+    // one through the storage layer would take longer than the run.
+    bool copyTemplate = false;
   };
   std::vector<ScaleShape> scaleShapes = {{1'000, 100'000}};
   // memoryWebhooks x memoryTargets x memoryEvents pending deliveries: a
@@ -75,6 +82,8 @@ struct BenchConfig {
 
   static BenchConfig normal();
   static BenchConfig large();
+  // The scale scenario alone at 100,000 webhooks with 1,000,000 retrying.
+  static BenchConfig moonshot();
   static BenchConfig smokeSized();
 };
 

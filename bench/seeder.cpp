@@ -1,7 +1,11 @@
 #include "bench/seeder.h"
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "base/uuid.h"
 
 #include "bench/receiver.h"
 
@@ -19,6 +23,32 @@ DbOptions seedOptions() {
   DbOptions o;
   o.sync = SyncMode::kNormal;  // setting up is not what is measured
   return o;
+}
+
+// Gives every row of `table` whose `column` is in `ids` a new id, and every
+// row of `others` naming it too.
+void renameIds(SQLite::Database& db, const std::vector<std::string>& ids, const std::string& table,
+               const std::vector<std::pair<std::string, std::string>>& others) {
+  std::vector<SQLite::Statement> updates;
+  updates.emplace_back(db, "UPDATE " + table + " SET id = ? WHERE id = ?");
+  for (const auto& [other, column] : others)
+    updates.emplace_back(db, "UPDATE " + other + " SET " + column + " = ? WHERE " + column + " = ?");
+  for (const std::string& id : ids) {
+    const std::string renamed = newUuid();
+    for (SQLite::Statement& q : updates) {
+      q.bind(1, renamed);
+      q.bind(2, id);
+      q.exec();
+      q.reset();
+    }
+  }
+}
+
+std::vector<std::string> column(SQLite::Database& db, const std::string& query) {
+  std::vector<std::string> out;
+  SQLite::Statement q(db, query);
+  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+  return out;
 }
 
 }  // namespace
@@ -72,6 +102,61 @@ void Seeder::addEvents(const SeededWebhook& webhook, size_t count,
         throw std::runtime_error("record attempt: " + r.error().message);
     }
   }
+}
+
+
+SeededWebhook Seeder::copyWebhook(const std::string& name, const std::vector<SeedTarget>& targets,
+                                  const SeededWebhook& from, int64_t firstSeq) {
+  if (targets.size() != from.targetIds.size())
+    throw std::runtime_error("copy webhook: the copy needs as many targets as its template");
+  const std::filesystem::path source = pool_->pathFor(from.id);
+  if (template_ != from.id) {
+    // Closing the pool closes the template's file; its WAL, if any, goes
+    // into the file itself, so that the file alone is a whole copy.
+    pool_ = std::make_unique<EventsDbPool>(dataDir_, seedOptions(), clock_, 64);
+    SQLite::Database db(source.string(), SQLite::OPEN_READWRITE);
+    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    template_ = from.id;
+  }
+  SeededWebhook seeded = createWebhook(name, targets);
+  const std::filesystem::path copy = pool_->pathFor(seeded.id);
+  std::filesystem::copy_file(source, copy);  // with the source's permissions (0600)
+  SQLite::Database db(copy.string(), SQLite::OPEN_READWRITE);
+  db.exec("PRAGMA synchronous = OFF");  // the scenario syncs the disk once seeded
+  SQLite::Transaction transaction(db);
+  // Events in the order they were stored: each takes the next number.
+  const std::vector<std::string> events = column(db, "SELECT id FROM events ORDER BY rowid");
+  {
+    SQLite::Statement rewrite(db, "UPDATE events SET entrypoint_id = ?, path = ?, headers = ? WHERE id = ?");
+    SQLite::Statement headersOf(db, "SELECT headers FROM events WHERE id = ?");
+    int64_t seq = firstSeq;
+    for (const std::string& id : events) {
+      headersOf.bind(1, id);
+      if (!headersOf.executeStep()) throw std::runtime_error("copy webhook: event vanished");
+      nlohmann::json headers = nlohmann::json::parse(headersOf.getColumn(0).getString());
+      headersOf.reset();
+      for (auto& pair : headers)
+        if (pair.at(0) == kSeqHeader) pair.at(1) = std::to_string(seq);
+      ++seq;
+      rewrite.bind(1, seeded.entrypointId);
+      rewrite.bind(2, "/hooks/" + seeded.entrypointId);
+      rewrite.bind(3, headers.dump());
+      rewrite.bind(4, id);
+      rewrite.exec();
+      rewrite.reset();
+    }
+  }
+  for (size_t t = 0; t < targets.size(); ++t) {
+    SQLite::Statement q(db, "UPDATE deliveries SET target_id = ? WHERE target_id = ?");
+    q.bind(1, seeded.targetIds[t]);
+    q.bind(2, from.targetIds[t]);
+    q.exec();
+  }
+  renameIds(db, events, "events", {{"deliveries", "event_id"}});
+  renameIds(db, column(db, "SELECT id FROM deliveries"), "deliveries",
+            {{"delivery_results", "delivery_id"}});
+  transaction.commit();
+  return seeded;
 }
 
 }  // namespace webhooker::bench

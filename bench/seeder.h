@@ -45,12 +45,20 @@ class Seeder {
   // is `retrying` until that time.
   void addEvents(const SeededWebhook& webhook, size_t count, const std::vector<std::string>& bodies,
                  int64_t firstSeq, std::optional<TimePoint> retryAt = std::nullopt);
+  // A new webhook with `targets` whose events DB is a copy of `from`'s (made
+  // by addEvents, with as many targets): the same events and deliveries in
+  // the same states, under new ids, with the new webhook's entrypoint and
+  // targets, and sequence numbers firstSeq.. in the order of `from`'s
+  // events. Far cheaper than addEvents for many small webhooks.
+  SeededWebhook copyWebhook(const std::string& name, const std::vector<SeedTarget>& targets,
+                            const SeededWebhook& from, int64_t firstSeq);
 
  private:
   SystemClock clock_;
   std::filesystem::path dataDir_;
   std::unique_ptr<MainStore> store_;
   std::unique_ptr<EventsDbPool> pool_;
+  std::optional<std::string> template_;  // the webhook whose file copyWebhook copies, once closed
 };
 
 }  // namespace webhooker::bench
