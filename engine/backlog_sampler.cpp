@@ -126,6 +126,14 @@ Result<void> BacklogSampler::countBacklogOf(const std::string& webhookId, Tally&
     tally.add(next.insert(closedCounts_.extract(it)).position->second.backlog);
     return {};
   }
+  // Read on a connection that holds the file alone: no shared WAL index,
+  // and a file without a WAL (one just created) is given none.
+  if (auto closed = eventsDbs_.backlogIfClosed(webhookId)) {
+    tally.add(closed->backlog);
+    next[webhookId] = {closed->closings, std::move(closed->backlog)};
+    return {};
+  }
+  // Opened meanwhile, or not readable so (of an older schema, not migrated yet).
   auto backlog = EventsDb::backlogOfFile(eventsDbs_.pathFor(webhookId), clock_.now());
   if (!backlog) return backlog.error();
   tally.add(backlog.value());

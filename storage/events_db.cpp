@@ -608,6 +608,21 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
   }
 }
 
+std::optional<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFileAlone(
+    const std::filesystem::path& file, TimePoint now) {
+  const auto db = openCurrentAlone(file);
+  if (!db) return std::nullopt;
+  try {
+    SQLite::Statement countChunk(*db, BacklogScan::kCountChunk);
+    SQLite::Statement oldestDueChunk(*db, BacklogScan::kOldestDueChunk);
+    BacklogScan scan(now);
+    for (bool more = true; more;) more = scan.readChunk(countChunk, oldestDueChunk);
+    return scan.counts();
+  } catch (const std::exception&) {
+    return std::nullopt;  // read again otherwise, which reports what is wrong
+  }
+}
+
 Result<std::optional<std::string>> EventsDb::nextWaitingTarget(const std::string& after) {
   MutexLock lock(scanMutex_);
   try {

@@ -117,6 +117,12 @@ class EventsDb {
   // file does not exist). `now` decides what is due.
   static Result<std::vector<BacklogCount>> backlogOfFile(const std::filesystem::path& file,
                                                          TimePoint now);
+  // The same, read as unfinishedOfFileAlone() reads: on a connection that
+  // holds the file alone, so the read sets up no shared WAL index and gives
+  // a file without a WAL none. nullopt where that cannot be done (the file
+  // is missing, open elsewhere, of another schema version, or unreadable).
+  static std::optional<std::vector<BacklogCount>> backlogOfFileAlone(
+      const std::filesystem::path& file, TimePoint now);
   // Every pending or retrying delivery, oldest first; only those of
   // `targetId` if given (a refill of one target's queue). One query, the
   // latest result's time of each retrying one included. `limit`: at most

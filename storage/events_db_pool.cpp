@@ -165,6 +165,16 @@ std::optional<bool> EventsDbPool::mayNeedPruningIfClosed(const std::string& webh
   return mayNeed;
 }
 
+std::optional<EventsDbPool::ClosedBacklog> EventsDbPool::backlogIfClosed(
+    const std::string& webhookId) {
+  std::optional<ClosedBacklog> read;
+  readIfClosed(webhookId, [&](uint64_t closings) {
+    auto backlog = EventsDb::backlogOfFileAlone(pathFor(webhookId), clock_.now());
+    if (backlog) read = ClosedBacklog{std::move(*backlog), closings};
+  });
+  return read;
+}
+
 std::optional<std::vector<EventsDb::WaitingTarget>> EventsDbPool::waitingTargetsIfClosed(
     const std::string& webhookId, int mostRows) {
   std::optional<std::vector<EventsDb::WaitingTarget>> waiting;

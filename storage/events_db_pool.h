@@ -96,6 +96,16 @@ class EventsDbPool {
   std::optional<bool> mayNeedPruningIfClosed(const std::string& webhookId, int retentionDays,
                                              int64_t maxEvents) EXCLUDES(poolMutex_);
 
+  // For the backlog sampler: EventsDb::backlogOfFileAlone (with the pool's
+  // clock), read as unfinishedIfClosed() reads, with Peek::closings while
+  // it was read. nullopt when the pool holds the DB or the file cannot be
+  // read so.
+  struct ClosedBacklog {
+    std::vector<EventsDb::BacklogCount> backlog;
+    uint64_t closings = 0;
+  };
+  std::optional<ClosedBacklog> backlogIfClosed(const std::string& webhookId) EXCLUDES(poolMutex_);
+
   // For the sweep: EventsDb::waitingTargetsOfFileAlone (with the pool's
   // clock), read as unfinishedIfClosed() reads. nullopt when the pool holds
   // the DB or the file cannot be read so.

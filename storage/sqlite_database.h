@@ -39,7 +39,8 @@ Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path
 // A connection that holds `file` alone for as long as it is open (SQLite's
 // exclusive locking mode), for reads only: it keeps the WAL index in its own
 // memory instead of setting up the shared one (-shm), which is most of what
-// opening a file costs, and leaves the WAL as it found it when it closes.
+// opening a file costs, and leaves the WAL as it found it when it closes
+// (a file with no WAL, or an empty one, is left with none, and no -shm).
 // Neither creates nor migrates the file. Fails at once ("storage_busy") if
 // another connection, of this process or not, has the file open; while it
 // is open, the others wait for it.

@@ -23,6 +23,7 @@
 #include <array>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,6 +45,7 @@
 #include "targets/target.h"
 #include "targets/target_registry.h"
 #include "tests/support/deliver_and_wait.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/receiver.h"
 #include "tests/support/static_resolver.h"
@@ -484,6 +486,37 @@ TEST_CASE("the sampler counts DBs the pool holds closed from their files, withou
   ingest(b, 1);
   CHECK(pendingLog() == 8.0);
   CHECK(pool.openCount() == 1);
+}
+
+TEST_CASE("a pass reads a new webhook's file without giving it a WAL or an -shm") {
+  SamplerFixture f;
+  auto quiet = f.store.createWebhook("quiet", "", 30);
+  auto written = f.store.createWebhook("written", "", 30);
+  REQUIRE(quiet);
+  REQUIRE(written);
+  REQUIRE(f.pool.create(quiet->id).ok());
+  std::weak_ptr<EventsDb> closing;
+  {
+    auto db = f.pool.get(written->id);
+    REQUIRE(db);
+    REQUIRE(db.value()->ingest(someEvent(), {newUuid()}, 24h));
+    closing = db.value();
+  }
+  f.pool.letGo(written->id);  // closed as an eviction closes it: its WAL kept
+  REQUIRE(eventually([&] { return closing.expired(); }));
+  const std::string writtenFile = f.pool.pathFor(written->id).string();
+  const auto walBefore = std::filesystem::file_size(writtenFile + "-wal");
+  REQUIRE(walBefore > 0);
+
+  REQUIRE(f.sampler.sampleOnce());
+  CHECK(read(f.registry, "webhooker_deliveries_pending", typeIs("unknown")) == 1.0);
+  const std::string quietFile = f.pool.pathFor(quiet->id).string();
+  CHECK(std::filesystem::exists(quietFile));
+  CHECK_FALSE(std::filesystem::exists(quietFile + "-wal"));
+  CHECK_FALSE(std::filesystem::exists(quietFile + "-shm"));
+  // The written one's WAL is left as it was, not checkpointed.
+  CHECK(std::filesystem::file_size(writtenFile + "-wal") == walBefore);
+  CHECK(f.pool.openCount() == 0);
 }
 
 // --- Outcomes only after the status row ------------------------------------
