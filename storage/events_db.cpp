@@ -747,7 +747,7 @@ std::unique_ptr<SQLite::Database> EventsDb::openCurrentAlone(const std::filesyst
   if (!db) return nullptr;
   try {
     // An older file is migrated by open() first; a newer one refused there.
-    if (storage::schemaVersion(*db.value()) != eventsMigrations().back().version) return nullptr;
+    if (!storage::atSchemaVersion(*db.value(), eventsMigrations().back().version)) return nullptr;
   } catch (const std::exception&) {
     return nullptr;
   }

@@ -57,6 +57,13 @@ Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations)
 
 // The highest version recorded in schema_migrations (0 for a fresh file).
 int schemaVersion(SQLite::Database& db);
+// The version in the file's header (PRAGMA user_version): each migration
+// writes it with its schema_migrations row, in the same transaction, since
+// events 0008; 0 in a file no such migration has touched.
+int headerVersion(SQLite::Database& db);
+// Whether the file is at `version`: its header says so, or else
+// schema_migrations does (a file made before the header was written).
+bool atSchemaVersion(SQLite::Database& db, int version);
 
 // `table`'s column names in their order. Throws SQLite::Exception.
 std::vector<std::string> tableColumns(SQLite::Database& db, const std::string& table);

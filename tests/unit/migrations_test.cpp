@@ -112,6 +112,44 @@ TEST_CASE("a fresh events DB gets every migration") {
             .getInt() == 1);
 }
 
+TEST_CASE("an events DB keeps its version in the header, and one made before gets it there") {
+  TempDir dir;
+  const auto file = dir / "events-x.db";
+  const auto migrations = webhooker::eventsMigrations();
+  const int known = migrations.back().version;
+  {
+    auto fresh = openOrFail(dir / "events-fresh.db", migrations);
+    CHECK(storage::headerVersion(*fresh) == known);
+  }
+  // A file of the schema before the header held the version.
+  const auto header = std::find_if(migrations.begin(), migrations.end(), [](const Migration& m) {
+    return m.name == "version_in_header";
+  });
+  REQUIRE(header != migrations.end());
+  const auto before = migrations.first(static_cast<size_t>(header - migrations.begin()));
+  const int oldVersion = before.back().version;
+  {
+    auto old = openOrFail(file, before);
+    old->exec("PRAGMA user_version = 0");  // as the binaries before it left it
+    CHECK(storage::schemaVersion(*old) == oldVersion);
+  }
+  int found = -1;
+  {
+    auto db = storage::openDatabase(file, DbOptions{}, migrations, &found);
+    REQUIRE(db.ok());
+    CHECK(found == oldVersion);
+    CHECK(storage::headerVersion(*db.value()) == known);
+    CHECK(storage::schemaVersion(*db.value()) == known);
+  }
+  // Opened again: the version comes from the header, and nothing is applied.
+  auto db = storage::openDatabase(file, DbOptions{}, migrations, &found);
+  REQUIRE(db.ok());
+  CHECK(found == known);
+  CHECK(countRows(*db.value(), "schema_migrations") == static_cast<int>(migrations.size()));
+  CHECK(storage::atSchemaVersion(*db.value(), known));
+  CHECK_FALSE(storage::atSchemaVersion(*db.value(), oldVersion));
+}
+
 TEST_CASE("entrypoints made before they had names get unique ones") {
   TempDir dir;
   const auto file = dir / "webhooker.db";
@@ -245,6 +283,7 @@ TEST_CASE("a DB newer than the binary is refused with schema_too_new and left un
                            "VALUES (?, 'from_the_future', '2030-01-01T00:00:00.000Z')");
     bump.bind(1, future);
     bump.exec();
+    db->exec("PRAGMA user_version = " + std::to_string(future));  // as its migration writes it
   }  // closed: the WAL is checkpointed into the file
   std::vector<std::string> rowsBefore, objectsBefore;
   {

@@ -1,0 +1,6 @@
+-- The schema version is kept in the file's header too (PRAGMA user_version),
+-- written by every migration in its own transaction from here on. Opening a
+-- file reads it from the header it has read anyway, instead of two queries
+-- of schema_migrations: a node with more webhooks than open files reopens a
+-- file for nearly every event. This migration changes no table; applying it
+-- writes the header of a file made before.
