@@ -120,6 +120,10 @@ Result<void> BacklogSampler::countBacklogOf(const std::string& webhookId, Tally&
     tally.add(backlog.value());
     return {};
   }
+  if (peek.closedBacklog) {  // counted by the pool as it closed the DB
+    tally.add(*peek.closedBacklog);
+    return {};
+  }
   if (auto it = closedCounts_.find(webhookId);
       it != closedCounts_.end() && it->second.closings == peek.closings) {
     // Moved, not copied: this pass's map replaces the last one.

@@ -8,9 +8,10 @@
 // folded into "unknown": the backlog nobody is watching.
 //
 // A pass leaves the pool's LRU alone: a DB the pool holds open is counted
-// through it; one it holds closed is counted once from its file, read-only,
-// and that count is reused until the pool opens the DB again (nothing here
-// writes a closed DB). So a pass over 1,000 webhooks with 256 open reopens
+// through it; one it holds closed is counted from what the pool counted as
+// it closed it (EventsDbPool::Peek::closedBacklog), else once from its file,
+// on a connection holding it alone, and that count is reused until the pool
+// opens the DB again (nothing here writes a closed DB). So a pass over 1,000 webhooks with 256 open reopens
 // no file that has not been written since the last pass. After a restart,
 // the counts recovery took while it read each file (seed()) stand in for
 // the first pass's reads.

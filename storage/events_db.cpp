@@ -591,6 +591,19 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
   }
 }
 
+Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOnWriter() {
+  BacklogScan scan(clock_.now());
+  MutexLock lock(dbMutex_);
+  try {
+    auto countChunk = statements_->get(BacklogScan::kCountChunk);
+    auto oldestDueChunk = statements_->get(BacklogScan::kOldestDueChunk);
+    for (bool more = true; more;) more = scan.readChunk(*countChunk, *oldestDueChunk);
+    return scan.counts();
+  } catch (const std::exception& e) {
+    return storage::storageError("count backlog", e);
+  }
+}
+
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFile(
     const std::filesystem::path& file, TimePoint now) {
   std::error_code ec;

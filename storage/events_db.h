@@ -112,6 +112,10 @@ class EventsDb {
   };
   // How many deliveries wait, per target and status (for the sampler).
   Result<std::vector<BacklogCount>> backlogByTarget();
+  // The same, read on the writing connection: for a DB about to close that
+  // nobody else holds (EventsDbPool's closer), so the count needs no
+  // connection of its own, and stays true until the file is opened again.
+  Result<std::vector<BacklogCount>> backlogOnWriter();
   // The same, read from a file nobody holds open here: opened read-only,
   // without migrating or creating it, and closed again ("not_found" if the
   // file does not exist). `now` decides what is due.

@@ -16,10 +16,10 @@ EventsDbPool::EventsDbPool(std::filesystem::path dataDir, DbOptions options, con
       closer_([this](std::stop_token stop) { closeLoop(stop); }) {}
 
 EventsDbPool::~EventsDbPool() {
-  std::vector<std::shared_ptr<EventsDb>> open;
+  std::vector<Closing> open;
   {
     MutexLock lock(poolMutex_);
-    for (auto& entry : lru_) open.push_back(std::move(entry.second));
+    for (auto& entry : lru_) open.push_back({entry.first, 0, std::move(entry.second)});
     lru_.clear();
     index_.clear();
   }
@@ -29,7 +29,7 @@ EventsDbPool::~EventsDbPool() {
   closer_.join();  // it empties its queue first
 }
 
-void EventsDbPool::close(std::vector<std::shared_ptr<EventsDb>> dbs) {
+void EventsDbPool::close(std::vector<Closing> dbs) {
   for (auto& db : dbs) {
     {
       MutexLock lock(closeMutex_);
@@ -49,15 +49,27 @@ void EventsDbPool::closeLoop(std::stop_token stop) {
   while (true) {
     toClose_.wait(lock, stop, [&]() REQUIRES(closeMutex_) { return !waitingToClose_.empty(); });
     if (waitingToClose_.empty()) return;  // stop requested, nothing left
-    std::shared_ptr<EventsDb> db = std::move(waitingToClose_.front());
+    Closing closing = std::move(waitingToClose_.front());
     waitingToClose_.pop_front();
     lock.unlock();
-    checkpointAndClose(std::move(db));
+    checkpointAndClose(std::move(closing));
     lock.lock();
   }
 }
 
-void EventsDbPool::checkpointAndClose(std::shared_ptr<EventsDb> db) {
+void EventsDbPool::checkpointAndClose(Closing closing) {
+  const std::shared_ptr<EventsDb>& db = closing.db;
+  // Nobody else holds it and no write of it waits, so nothing writes it
+  // before it closes: its count holds until the pool opens the file again
+  // (and the next closing moves Peek::closings past the one counted here).
+  if (!going_ && db.use_count() == 1 && db->writesWaiting() == 0) {
+    if (auto counted = db->backlogOnWriter()) {
+      MutexLock lock(poolMutex_);
+      if (!index_.count(closing.webhookId) &&
+          closingsLocked(closing.webhookId) == closing.closings)
+        closedBacklogs_[closing.webhookId] = {closing.closings, std::move(counted.value())};
+    }
+  }
   // Without waiting: another connection to the file (a holder of this DB, or
   // the pool's next open of the webhook) may write all the while, and a
   // closer held up by it would hold up evictions. A WAL left behind, short
@@ -91,11 +103,11 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   // Closing a DB commits what is queued and flushes: the evicted ones go to
   // the closer once the lock is let go (and close when their last holder
   // lets go).
-  std::vector<std::shared_ptr<EventsDb>> evicted;
+  std::vector<Closing> evicted;
   while (lru_.size() > capacity_) {
-    ++closings_[lru_.back().first];
-    index_.erase(lru_.back().first);
-    evicted.push_back(std::move(lru_.back().second));
+    const std::string& evictedId = lru_.back().first;
+    evicted.push_back({evictedId, ++closings_[evictedId], std::move(lru_.back().second)});
+    index_.erase(evictedId);
     lru_.pop_back();
   }
   lock.unlock();
@@ -111,20 +123,25 @@ Result<void> EventsDbPool::create(const std::string& webhookId) {
     return makeError(error_code::kNotFound, "webhook " + webhookId + " was deleted with its events");
   opening_.insert(webhookId);
   lock.unlock();
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(pathFor(webhookId), ec) || ec;
   auto made = EventsDb::create(pathFor(webhookId), options_);
   lock.lock();
   opening_.erase(webhookId);
   opened_.notify_all();
+  // A new file waits for nothing.
+  if (made && !existed) closedBacklogs_[webhookId] = {closingsLocked(webhookId), {}};
   return made;
 }
 
 void EventsDbPool::letGo(const std::string& webhookId) {
-  std::vector<std::shared_ptr<EventsDb>> closing(1);
+  std::vector<Closing> closing(1);
   {
     MutexLock lock(poolMutex_);
-    closing[0] = takeOutLocked(webhookId);
-    if (!closing[0]) return;
-    ++closings_[webhookId];
+    closing[0].db = takeOutLocked(webhookId);
+    if (!closing[0].db) return;
+    closing[0].webhookId = webhookId;
+    closing[0].closings = ++closings_[webhookId];
   }
   close(std::move(closing));
 }
@@ -206,6 +223,7 @@ void EventsDbPool::closeForFile(const std::string& webhookId, FileChange change)
     waitForFileLocked(lock, webhookId);
     (change == FileChange::kRemove ? removed_ : opening_).insert(webhookId);
     ++closings_[webhookId];
+    closedBacklogs_.erase(webhookId);
     closing = takeOutLocked(webhookId);
   }
 }
@@ -230,6 +248,11 @@ EventsDbPool::Peek EventsDbPool::peek(const std::string& webhookId) const {
   Peek out;
   if (auto it = index_.find(webhookId); it != index_.end()) out.open = it->second->second;
   out.closings = closingsLocked(webhookId);
+  if (!out.open) {
+    const auto counted = closedBacklogs_.find(webhookId);
+    if (counted != closedBacklogs_.end() && counted->second.closings == out.closings)
+      out.closedBacklog = counted->second.backlog;
+  }
   return out;
 }
 

@@ -133,9 +133,16 @@ class EventsDbPool {
   // (its place in the LRU untouched), else how many times the pool has
   // closed it. A DB the pool holds closed is not written by this process, so
   // what was read from its file stays true while `closings` does not move.
+  // A DB the pool closed as its last holder has its backlog counted on its
+  // own connection first (EventsDb::backlogOnWriter), and a file create()
+  // made has none: peek() hands that count out while the DB stays closed,
+  // so a pass over every webhook opens none of their files.
   struct Peek {
     std::shared_ptr<EventsDb> open;  // null when closed
     uint64_t closings = 0;
+    // When closed: its backlog as the pool last counted it, if it did since
+    // the closing `closings` counts.
+    std::optional<std::vector<EventsDb::BacklogCount>> closedBacklog;
   };
   Peek peek(const std::string& webhookId) const;
 
@@ -166,11 +173,17 @@ class EventsDbPool {
   // Hands `dbs` to closer_; the caller closes what does not fit in its
   // queue (kMaxWaitingToClose) itself, so a closer that falls behind slows
   // evictions rather than holding more files open.
-  void close(std::vector<std::shared_ptr<EventsDb>> dbs) EXCLUDES(closeMutex_);
+  struct Closing {
+    std::string webhookId;
+    uint64_t closings = 0;  // Peek::closings once this closing was counted
+    std::shared_ptr<EventsDb> db;
+  };
+  void close(std::vector<Closing> dbs) EXCLUDES(closeMutex_);
   void closeLoop(std::stop_token stop) EXCLUDES(closeMutex_);
-  // Lets go of `db`, after emptying its WAL into the file if it grew past
-  // kCheckpointOnCloseBytes or the pool is going.
-  void checkpointAndClose(std::shared_ptr<EventsDb> db);
+  // Lets go of the DB, after emptying its WAL into the file if it grew past
+  // kCheckpointOnCloseBytes or the pool is going, and counting its backlog
+  // for peek() if nobody else holds it.
+  void checkpointAndClose(Closing closing) EXCLUDES(poolMutex_);
   static constexpr size_t kMaxWaitingToClose = 64;
   // A WAL left behind costs its disk space and a read at the next open
   // (about 0.3 ms of CPU per MiB), against two disk flushes to empty it.
@@ -197,9 +210,15 @@ class EventsDbPool {
   std::condition_variable_any opened_;
   // Evictions and removals per id.
   std::unordered_map<std::string, uint64_t> closings_ GUARDED_BY(poolMutex_);
+  // Peek::closedBacklog of closed DBs, with the closings it was counted at.
+  struct ClosedBacklogCount {
+    uint64_t closings = 0;
+    std::vector<EventsDb::BacklogCount> backlog;
+  };
+  std::unordered_map<std::string, ClosedBacklogCount> closedBacklogs_ GUARDED_BY(poolMutex_);
 
   Mutex closeMutex_;
-  std::deque<std::shared_ptr<EventsDb>> waitingToClose_ GUARDED_BY(closeMutex_);
+  std::deque<Closing> waitingToClose_ GUARDED_BY(closeMutex_);
   std::condition_variable_any toClose_;
   std::atomic<bool> going_{false};  // the destructor runs: every WAL is emptied
   std::jthread closer_;  // last: stopped and joined before the members above go

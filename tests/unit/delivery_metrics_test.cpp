@@ -488,7 +488,7 @@ TEST_CASE("the sampler counts DBs the pool holds closed from their files, withou
   CHECK(pool.openCount() == 1);
 }
 
-TEST_CASE("a pass reads a new webhook's file without giving it a WAL or an -shm") {
+TEST_CASE("a pass gives no file a WAL or an -shm: closed DBs are counted by the pool or alone") {
   SamplerFixture f;
   auto quiet = f.store.createWebhook("quiet", "", 30);
   auto written = f.store.createWebhook("written", "", 30);
@@ -505,18 +505,37 @@ TEST_CASE("a pass reads a new webhook's file without giving it a WAL or an -shm"
   f.pool.letGo(written->id);  // closed as an eviction closes it: its WAL kept
   REQUIRE(eventually([&] { return closing.expired(); }));
   const std::string writtenFile = f.pool.pathFor(written->id).string();
+  const std::string quietFile = f.pool.pathFor(quiet->id).string();
   const auto walBefore = std::filesystem::file_size(writtenFile + "-wal");
   REQUIRE(walBefore > 0);
+  const auto filesAsTheyWere = [&] {
+    CHECK(std::filesystem::exists(quietFile));
+    CHECK_FALSE(std::filesystem::exists(quietFile + "-wal"));
+    CHECK_FALSE(std::filesystem::exists(quietFile + "-shm"));
+    CHECK(std::filesystem::file_size(writtenFile + "-wal") == walBefore);  // not checkpointed
+  };
 
-  REQUIRE(f.sampler.sampleOnce());
-  CHECK(read(f.registry, "webhooker_deliveries_pending", typeIs("unknown")) == 1.0);
-  const std::string quietFile = f.pool.pathFor(quiet->id).string();
-  CHECK(std::filesystem::exists(quietFile));
-  CHECK_FALSE(std::filesystem::exists(quietFile + "-wal"));
-  CHECK_FALSE(std::filesystem::exists(quietFile + "-shm"));
-  // The written one's WAL is left as it was, not checkpointed.
-  CHECK(std::filesystem::file_size(writtenFile + "-wal") == walBefore);
-  CHECK(f.pool.openCount() == 0);
+  {
+    // The pool counted both as it made or closed them: no file is read,
+    // not even one that has gone away.
+    const std::string away = writtenFile + ".away";
+    std::filesystem::rename(writtenFile, away);
+    REQUIRE(f.sampler.sampleOnce());
+    std::filesystem::rename(away, writtenFile);
+    CHECK(read(f.registry, "webhooker_deliveries_pending", typeIs("unknown")) == 1.0);
+    filesAsTheyWere();
+  }
+
+  // After a restart the pool has counted nothing: the files are read, each
+  // on a connection holding it alone.
+  EventsDbPool restarted(f.dir.path(), DbOptions{}, f.clock);
+  prometheus::Registry registry;
+  DeliveryMetrics metrics{registry};
+  BacklogSampler sampler{f.store, restarted, metrics, f.clock};
+  REQUIRE(sampler.sampleOnce());
+  CHECK(read(registry, "webhooker_deliveries_pending", typeIs("unknown")) == 1.0);
+  filesAsTheyWere();
+  CHECK(restarted.openCount() == 0);
 }
 
 // --- Outcomes only after the status row ------------------------------------

@@ -18,6 +18,7 @@
 #include "storage/events_db_pool.h"
 #include "storage/webhook_transfer.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fault_vfs.h"
 #include "tests/support/ingested_event.h"
 #include "tests/support/temp_dir.h"
@@ -28,6 +29,7 @@ using webhooker::DbOptions;
 using webhooker::EventsDb;
 using webhooker::EventsDbPool;
 using webhooker::testing::FakeClock;
+using webhooker::testing::eventually;
 using webhooker::testing::ingestEvent;
 using webhooker::testing::TempDir;
 
@@ -215,6 +217,53 @@ TEST_CASE("letGo closes a webhook's DB as an eviction would; the next get opens 
   ingestOne(*reopened, "after letGo");
   CHECK(countEvents(pool.pathFor(a)) == 2);
   CHECK(pool.openCount() == 2);
+}
+
+TEST_CASE("a closed DB peeks with the backlog counted as it closed, a created file with none") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 1);
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  const std::string fresh = webhooker::newUuid();
+  REQUIRE(pool.create(fresh).ok());
+  const auto freshPeek = pool.peek(fresh);
+  REQUIRE(freshPeek.closedBacklog);
+  CHECK(freshPeek.closedBacklog->empty());
+
+  std::weak_ptr<EventsDb> weakA;
+  {
+    auto dbA = getOrFail(pool, a);
+    weakA = dbA;
+    CHECK_FALSE(pool.peek(a).closedBacklog);  // open: counted through the DB
+    ingestEvent(*dbA, "{}", 2);
+    ingestEvent(*dbA, "{}", 1);
+  }
+  std::shared_ptr<EventsDb> held = getOrFail(pool, b);  // evicts a
+  REQUIRE(closedWithinSeconds(weakA, 5));
+  const auto peekA = pool.peek(a);
+  REQUIRE(peekA.closedBacklog);
+  CHECK(peekA.closedBacklog->size() == 3);  // three targets, one pending delivery each
+  for (const auto& group : *peekA.closedBacklog) {
+    CHECK(group.status == webhooker::DeliveryStatus::kPending);
+    CHECK(group.count == 1);
+  }
+
+  // b is evicted while a caller holds it: it may still be written, so the
+  // pool does not count it, and the sampler reads its file instead.
+  getOrFail(pool, a);
+  ingestEvent(*held, "{}", 1);
+  std::weak_ptr<EventsDb> weakB = held;
+  getOrFail(pool, fresh);  // evicts a again
+  CHECK_FALSE(pool.peek(b).closedBacklog);
+  held.reset();
+  REQUIRE(closedWithinSeconds(weakB, 5));
+  CHECK_FALSE(pool.peek(b).closedBacklog);
+  // a, opened and closed again, was counted again.
+  REQUIRE(eventually([&] { return pool.peek(a).closedBacklog.has_value(); }));
+  CHECK(pool.peek(a).closedBacklog->size() == 3);
+  // Open again: no count is handed out for it.
+  CHECK_FALSE(pool.peek(fresh).closedBacklog);
 }
 
 TEST_CASE("an evicted DB a caller still holds stays usable") {
