@@ -20,15 +20,20 @@ BacklogSampler::BacklogSampler(MainStore& store, EventsDbPool& eventsDbs, Delive
 BacklogSampler::~BacklogSampler() { stop(); }
 
 void BacklogSampler::start() {
-  samplerThread_ = std::jthread([this](std::stop_token stop) {
+  const auto pass = [this] {
+    if (auto r = sampleOnce(); !r) spdlog::warn("sampler.failed error=\"{}\"", r.error().message);
+  };
+  pass();
+  samplerThread_ = std::jthread([this, pass](std::stop_token stop) {
     nameThisThread("wh-sampler");
     Mutex sleepMutex;  // guards nothing: the sleep waits for a stop only
     std::condition_variable_any sleeper;
     while (!stop.stop_requested()) {
-      if (auto r = sampleOnce(); !r)
-        spdlog::warn("sampler.failed error=\"{}\"", r.error().message);
-      MutexLock lock(sleepMutex);
-      sleeper.wait_for(lock, stop, interval_, [] { return false; });
+      {
+        MutexLock lock(sleepMutex);
+        sleeper.wait_for(lock, stop, interval_, [] { return false; });
+      }
+      if (!stop.stop_requested()) pass();
     }
   });
 }

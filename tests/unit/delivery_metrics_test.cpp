@@ -7,7 +7,8 @@
 //   succeeds -> 0), with a FakeClock instead of a 30 s wait;
 // - BacklogSampler on real SQLite files: pending/retrying per type, summed
 //   over every events DB, deliveries of a deleted (or never known) target
-//   folded into "unknown", a drained backlog back at 0;
+//   folded into "unknown", a drained backlog back at 0; the first pass done
+//   by the time start() returns;
 // - "outcome counters move only after the status row is written": the real
 //   targets (http against a loopback receiver, database, log) called
 //   directly with a DeliveryMetrics as their AttemptObserver, on an events
@@ -536,6 +537,27 @@ TEST_CASE("a pass gives no file a WAL or an -shm: closed DBs are counted by the 
   CHECK(read(registry, "webhooker_deliveries_pending", typeIs("unknown")) == 1.0);
   filesAsTheyWere();
   CHECK(restarted.openCount() == 0);
+}
+
+TEST_CASE("the sampler's first pass is done when start() returns: a first scrape reads the backlog") {
+  SamplerFixture f;
+  auto hook = f.store.createWebhook("a", "", 30);
+  REQUIRE(hook);
+  TargetRecord t;
+  t.webhookId = hook->id;
+  t.name = "log";
+  t.type = webhooker::TargetType::kLog;
+  auto target = f.store.createTarget(t);
+  REQUIRE(target);
+  auto db = f.pool.get(hook->id);
+  REQUIRE(db);
+  for (int i = 0; i < 2; ++i) REQUIRE(db.value()->ingest(someEvent(), {target->id}, 24h));
+
+  // A restart's daemon answers once start() has returned; the next pass is
+  // 30 s away.
+  f.sampler.start();
+  CHECK(read(f.registry, "webhooker_deliveries_pending", typeIs("log")) == 2.0);
+  f.sampler.stop();
 }
 
 // --- Outcomes only after the status row ------------------------------------
