@@ -194,6 +194,16 @@ std::optional<EventsDbPool::ClosedBacklog> EventsDbPool::backlogIfClosed(
 
 std::optional<std::vector<EventsDb::WaitingTarget>> EventsDbPool::waitingTargetsIfClosed(
     const std::string& webhookId, int mostRows) {
+  {
+    // Counted as it closed, with nothing waiting: nothing can have come
+    // due since, and its file is not read.
+    MutexLock lock(poolMutex_);
+    const auto counted = closedBacklogs_.find(webhookId);
+    if (!index_.count(webhookId) && !opening_.count(webhookId) &&
+        counted != closedBacklogs_.end() &&
+        counted->second.closings == closingsLocked(webhookId) && counted->second.backlog.empty())
+      return std::vector<EventsDb::WaitingTarget>();
+  }
   std::optional<std::vector<EventsDb::WaitingTarget>> waiting;
   readIfClosed(webhookId, [&](uint64_t) {
     waiting = EventsDb::waitingTargetsOfFileAlone(pathFor(webhookId), clock_.now(), mostRows);

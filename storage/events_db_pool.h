@@ -108,7 +108,8 @@ class EventsDbPool {
 
   // For the sweep: EventsDb::waitingTargetsOfFileAlone (with the pool's
   // clock), read as unfinishedIfClosed() reads. nullopt when the pool holds
-  // the DB or the file cannot be read so.
+  // the DB or the file cannot be read so. None, without a read, for a DB
+  // whose Peek::closedBacklog is empty.
   std::optional<std::vector<EventsDb::WaitingTarget>> waitingTargetsIfClosed(
       const std::string& webhookId, int mostRows) EXCLUDES(poolMutex_);
 

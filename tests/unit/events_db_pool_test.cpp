@@ -230,6 +230,15 @@ TEST_CASE("a closed DB peeks with the backlog counted as it closed, a created fi
   const auto freshPeek = pool.peek(fresh);
   REQUIRE(freshPeek.closedBacklog);
   CHECK(freshPeek.closedBacklog->empty());
+  {
+    // Nothing waits in it: the sweep's question is answered without its file.
+    const std::filesystem::path file = pool.pathFor(fresh), away = file.string() + ".away";
+    std::filesystem::rename(file, away);
+    const auto waiting = pool.waitingTargetsIfClosed(fresh, 10);
+    std::filesystem::rename(away, file);
+    REQUIRE(waiting);
+    CHECK(waiting->empty());
+  }
 
   std::weak_ptr<EventsDb> weakA;
   {
@@ -248,6 +257,9 @@ TEST_CASE("a closed DB peeks with the backlog counted as it closed, a created fi
     CHECK(group.status == webhooker::DeliveryStatus::kPending);
     CHECK(group.count == 1);
   }
+  const auto waitingInA = pool.waitingTargetsIfClosed(a, 10);  // read from its file
+  REQUIRE(waitingInA);
+  CHECK(waitingInA->size() == 3);
 
   // b is evicted while a caller holds it: it may still be written, so the
   // pool does not count it, and the sampler reads its file instead.
