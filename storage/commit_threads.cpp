@@ -5,7 +5,8 @@
 
 namespace webhooker::storage {
 
-CommitThreads::CommitThreads(size_t commitThreads, size_t flushThreads) {
+CommitThreads::CommitThreads(size_t commitThreads, size_t flushThreads, size_t busyCaches)
+    : busyCachesFree_(busyCaches) {
   for (size_t i = 0; i < commitThreads; ++i) threads_.emplace_back([this] { commitLoop(); });
   for (size_t i = 0; i < flushThreads; ++i) threads_.emplace_back([this] { flushLoop(); });
 }
@@ -49,6 +50,18 @@ void CommitThreads::hurry(GroupCommit* file) {
     ready_.push_back(file);
   }
   readyChanged_.notify_one();
+}
+
+bool CommitThreads::takeBusyCache() {
+  MutexLock lock(mutex_);
+  if (busyCachesFree_ == 0) return false;
+  --busyCachesFree_;
+  return true;
+}
+
+void CommitThreads::giveBackBusyCache() {
+  MutexLock lock(mutex_);
+  ++busyCachesFree_;
 }
 
 CommitThreads::Counts CommitThreads::counts() const {

@@ -49,11 +49,15 @@ class CommitThreads {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr size_t kMaxFilesPerRound = 256;
+  // Files that may hold a busy file's page cache at once (GroupCommit,
+  // "Page cache").
+  static constexpr size_t kBusyCaches = 8;
 
   // `commitThreads` lead rounds; the commits of a round that flush run on
   // the `flushThreads` (and on its commit thread) at once, so that their
   // flushes are issued together. shared() has the daemon's numbers.
-  CommitThreads(size_t commitThreads, size_t flushThreads);
+  CommitThreads(size_t commitThreads, size_t flushThreads,
+                size_t busyCaches = kBusyCaches);
   ~CommitThreads();
   CommitThreads(const CommitThreads&) = delete;
   CommitThreads& operator=(const CommitThreads&) = delete;
@@ -66,6 +70,11 @@ class CommitThreads {
   void schedule(GroupCommit* file, Clock::time_point due);
   // A scheduled `file` that waits for its `due` is led as soon as may be.
   void hurry(GroupCommit* file);
+
+  // A busy file's page cache: true if one of the process's `busyCaches` is
+  // free, now the caller's until it gives it back.
+  bool takeBusyCache();
+  void giveBackBusyCache();
 
   // Counts since start, for the metrics and the bench.
   struct Counts {
@@ -95,6 +104,7 @@ class CommitThreads {
   std::deque<FlushJob> flushes_ GUARDED_BY(mutex_);
   std::condition_variable_any flushesChanged_;  // a job queued, or one done
   Counts counts_ GUARDED_BY(mutex_);
+  size_t busyCachesFree_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::vector<std::thread> threads_;  // last: joined before the members above go
 };

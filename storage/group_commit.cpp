@@ -10,17 +10,6 @@
 
 namespace webhooker::storage {
 
-namespace {
-
-// A group smaller than this is a quiet file's: after its commit the
-// connection gives its page cache back (clean pages only), so a thousand
-// files written now and then do not each keep up to 64 KiB of pages. Its
-// next commit reads the few pages it appends to from the OS cache again.
-// A busy file's larger groups keep theirs.
-constexpr size_t kKeepCacheGroup = 8;
-
-}  // namespace
-
 GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements,
                          SyncMode sync, std::chrono::microseconds linger, CommitThreads& threads)
     : db_(db),
@@ -32,10 +21,14 @@ GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& s
       currentSync_(sync) {}
 
 GroupCommit::~GroupCommit() {
-  MutexLock lock(queueMutex_);
-  stopping_ = true;
-  endLingerIfDueLocked();
-  unscheduled_.wait(lock, [&]() REQUIRES(queueMutex_) { return !scheduled_; });
+  {
+    MutexLock lock(queueMutex_);
+    stopping_ = true;
+    endLingerIfDueLocked();
+    unscheduled_.wait(lock, [&]() REQUIRES(queueMutex_) { return !scheduled_; });
+  }
+  MutexLock lock(dbMutex_);
+  if (busyCache_) threads_.giveBackBusyCache();
 }
 
 Result<void> GroupCommit::run(const char* operation, const Work& work, size_t bytes) {
@@ -194,7 +187,39 @@ void GroupCommit::commit(const std::vector<Writer*>& group) {
     useSync(openedSync_);
   } catch (...) {
   }
-  if (group.size() < kKeepCacheGroup) sqlite3_db_release_memory(db_.getHandle());
+  sizeCache(group.size());
+}
+
+void GroupCommit::sizeCache(size_t groupSize) {
+  // A group smaller than kKeepCacheGroup is a quiet file's: after its
+  // commit the connection gives its page cache back (clean pages only), so
+  // a thousand files written now and then do not each keep their pages.
+  // Its next commit reads the few pages it appends to from the OS cache.
+  if (groupSize < kKeepCacheGroup) {
+    shrinkCache();
+    sqlite3_db_release_memory(db_.getHandle());
+    return;
+  }
+  if (busyCache_ || !threads_.takeBusyCache()) return;
+  try {
+    openedCacheSize_ = db_.execAndGet("PRAGMA cache_size").getInt();
+    db_.exec("PRAGMA cache_size = -" + std::to_string(kBusyCacheKiB));
+    busyCache_ = true;
+  } catch (const std::exception&) {
+    // The cache stays as it was: slower, not wrong.
+    threads_.giveBackBusyCache();
+  }
+}
+
+void GroupCommit::shrinkCache() {
+  if (!busyCache_) return;
+  try {
+    db_.exec("PRAGMA cache_size = " + std::to_string(openedCacheSize_));
+  } catch (const std::exception&) {
+    return;  // kept, and tried again after the next small group
+  }
+  busyCache_ = false;
+  threads_.giveBackBusyCache();
 }
 
 void GroupCommit::transact(const std::vector<Writer*>& group) {

@@ -58,6 +58,15 @@
 // or once kLingerGroup of them are queued. A flushed write, a run() caller
 // or the destructor ends the wait at once; a lone stream of writes is never
 // held.
+//
+// Page cache: the connection keeps the small cache it was opened with
+// while its groups are small (a quiet file; after such a group it gives
+// its clean pages back). A group of kKeepCacheGroup writes or more is a
+// busy file's: its connection's cache grows to kBusyCacheKiB, one of the
+// process's CommitThreads::kBusyCaches, so that its next groups find the
+// index pages their writes touch (random ones: deliveries are found by
+// id) in the cache rather than read them from the OS and spill them to the
+// WAL mid-transaction. The next small group gives it back.
 #pragma once
 
 #include <chrono>
@@ -91,6 +100,9 @@ class GroupCommit {
   // See "Lingering" above.
   static constexpr std::chrono::microseconds kLinger{1000};
   static constexpr size_t kLingerGroup = 32;
+  // See "Page cache" above.
+  static constexpr size_t kKeepCacheGroup = 8;
+  static constexpr int kBusyCacheKiB = 2048;
 
   // Runs inside the transaction with the connection's statements. An error
   // (returned or thrown) undoes this work alone. May run twice: when
@@ -193,6 +205,11 @@ class GroupCommit {
   void runWork(Writer& writer);
   // Sets the connection's synchronous mode, unless it is in it already.
   void useSync(SyncMode mode) REQUIRES(dbMutex_);
+  // After a group of `groupSize`: the busy file's cache, or the quiet
+  // one's with its clean pages given back (see "Page cache").
+  void sizeCache(size_t groupSize) REQUIRES(dbMutex_);
+  // The connection's cache back to its opened size, if it had grown.
+  void shrinkCache() REQUIRES(dbMutex_);
 
   SQLite::Database& db_;
   Mutex& dbMutex_;
@@ -201,6 +218,8 @@ class GroupCommit {
   const std::chrono::microseconds linger_;
   CommitThreads& threads_;
   SyncMode currentSync_ GUARDED_BY(dbMutex_);
+  bool busyCache_ GUARDED_BY(dbMutex_) = false;  // holds one of threads_' busy caches
+  int openedCacheSize_ GUARDED_BY(dbMutex_) = 0;  // PRAGMA cache_size before it grew
 
   // Guards the members below and every queued Writer's result and finished.
   mutable Mutex queueMutex_;

@@ -61,14 +61,16 @@ struct Fixture {
 
   explicit Fixture(const char* journalMode = "WAL", int busyTimeoutMs = 200,
                    SyncMode sync = SyncMode::kFull,
-                   std::chrono::microseconds linger = GroupCommit::kLinger) {
+                   std::chrono::microseconds linger = GroupCommit::kLinger,
+                   webhooker::storage::CommitThreads& threads =
+                       webhooker::storage::CommitThreads::shared()) {
     db = std::make_unique<SQLite::Database>(
         file, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX, busyTimeoutMs);
     db->exec(std::string("PRAGMA journal_mode = ") + journalMode);
     db->exec(sync == SyncMode::kFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
     db->exec("CREATE TABLE t (x INTEGER NOT NULL UNIQUE)");
     statements = std::make_unique<StatementCache>(*db);
-    group = std::make_unique<GroupCommit>(*db, dbMutex, *statements, sync, linger);
+    group = std::make_unique<GroupCommit>(*db, dbMutex, *statements, sync, linger, threads);
     sqlite3_commit_hook(db->getHandle(), countCommit, &commits);
   }
   ~Fixture() {
@@ -110,12 +112,14 @@ struct Blocker {
   std::promise<void> release;
   std::future<Result<void>> done;
 
-  explicit Blocker(GroupCommit& group) {
+  explicit Blocker(GroupCommit& group, int x = 0) {
     auto released = release.get_future().share();
-    done = std::async(std::launch::async, [&group, released] {
-      return group.run("blocker", [released](StatementCache& sql) -> Result<void> {
+    done = std::async(std::launch::async, [&group, released, x] {
+      return group.run("blocker", [released, x](StatementCache& sql) -> Result<void> {
         released.wait();
-        sql.get("INSERT INTO t (x) VALUES (0)")->exec();
+        auto q = sql.get("INSERT INTO t (x) VALUES (?)");
+        q->bind(1, x);
+        q->exec();
         return {};
       });
     });
@@ -190,6 +194,45 @@ TEST_CASE_FIXTURE(Fixture, "a small group gives its page cache back after its co
   CHECK(commits.load() == 3);  // the lone write, the blocker, then the ten together
   CHECK(cacheUsed(*db) > kAboutOnePage);  // kept for the next group of a busy file
   CHECK(rows().size() == 3011);
+}
+
+// The connection's PRAGMA cache_size (negative: KiB); only while no group runs.
+static int cacheSize(SQLite::Database& db) {
+  return db.execAndGet("PRAGMA cache_size").getInt();
+}
+
+// Ten writers queued behind a blocker: a group of ten after the blocker's
+// (which writes `from` - 1).
+static void commitGroupOfTen(Fixture& f, int from) {
+  Blocker blocker(*f.group, from - 1);
+  f.waitUntilQueued(1);
+  auto writers = startInserts(*f.group, from, from + 9);
+  f.waitUntilQueued(11);
+  blocker.release.set_value();
+  REQUIRE(blocker.done.get().ok());
+  for (auto& w : writers) REQUIRE(w.get().ok());
+}
+
+TEST_CASE("a busy file's page cache grows, within the process's few; a quiet group gives it back") {
+  webhooker::storage::CommitThreads threads(1, 1, /*busyCaches=*/1);
+  Fixture busy("WAL", 200, SyncMode::kFull, GroupCommit::kLinger, threads);
+  Fixture other("WAL", 200, SyncMode::kFull, GroupCommit::kLinger, threads);
+  busy.db->exec("PRAGMA cache_size = -64");
+  other.db->exec("PRAGMA cache_size = -64");
+
+  commitGroupOfTen(busy, 1);
+  CHECK(cacheSize(*busy.db) == -GroupCommit::kBusyCacheKiB);
+  // The process's one busy cache is taken: the other file keeps its own.
+  commitGroupOfTen(other, 1);
+  CHECK(cacheSize(*other.db) == -64);
+
+  // A group of one: the busy file is quiet again and gives its cache back.
+  REQUIRE(busy.group->run("one", Fixture::insert(100)).ok());
+  CHECK(cacheSize(*busy.db) == -64);
+  commitGroupOfTen(other, 12);
+  CHECK(cacheSize(*other.db) == -GroupCommit::kBusyCacheKiB);
+  CHECK(busy.rows().size() == 12);
+  CHECK(other.rows().size() == 22);
 }
 
 TEST_CASE_FIXTURE(Fixture, "a writer whose work fails is undone alone; its group commits") {
