@@ -53,6 +53,7 @@ Drain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataD
   Drain drain;
   drain.drained = receiver.waitForCount(n, config.drainCap);
   drain.end = std::chrono::steady_clock::now();
+  drain.daemonCpuSeconds = processTreeCpuSeconds(daemon.pid());
   daemon.stop();
   return drain;
 }
@@ -69,6 +70,7 @@ MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& 
     drain.drained = drain.drained && e.receiver->waitForCount(e.count, std::max(left, {}));
   }
   const SteadyTime end = std::chrono::steady_clock::now();
+  drain.daemonCpuSeconds = processTreeCpuSeconds(daemon.pid());
   daemon.stop();
   std::vector<SteadyTime> times;
   for (const ExpectedArrivals& e : expected)

@@ -43,6 +43,7 @@ void addCheckAfterWait(Report& report, const std::string& scenario, const BenchC
 struct Drain {
   bool drained = false;  // `receiver` got all `n` before the cap
   SteadyTime end;        // when the wait ended
+  double daemonCpuSeconds = 0;  // the daemon's, from its start to the end of the wait
   // The receiver's rate; an unfinished drain counts its wait up to `end`.
   double rate(const BenchReceiver& receiver) const;
 };
@@ -63,6 +64,7 @@ struct ExpectedArrivals {
 struct MultiDrain {
   bool drained = false;
   double rate = 0;
+  double daemonCpuSeconds = 0;  // as Drain's
 };
 MultiDrain drainBacklog(const BenchConfig& config, const std::filesystem::path& dataDir,
                         const std::vector<ExpectedArrivals>& expected);
