@@ -4,12 +4,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -207,7 +209,7 @@ Result<JqOutputs> JqSandbox::run(std::string_view program, std::string_view inpu
   return call(static_cast<uint8_t>(jq::Op::kRun), program, input, tenant);
 }
 
-Result<JqSandbox::Worker> JqSandbox::take(std::string_view tenant) {
+Result<JqSandbox::Worker> JqSandbox::take(std::string_view tenant, bool& struck) {
   using std::chrono::steady_clock;
   MutexLock lock(poolMutex_);
   shares_.waiting(tenant, steady_clock::now());
@@ -227,6 +229,7 @@ Result<JqSandbox::Worker> JqSandbox::take(std::string_view tenant) {
                      "this webhook's jq programs keep overrunning their budget: throttled for " +
                          std::to_string(left.count()) + " ms");
   }
+  struck = shares_.struck(tenant);
   shares_.took(tenant, steady_clock::now());
   Worker worker = idle_.back();
   idle_.pop_back();
@@ -238,11 +241,15 @@ Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::str
                                   std::string_view tenant) {
   if (program.size() > jq::kMaxFrameText || input.size() > jq::kMaxFrameText)
     return makeError(error_code::kJqError, "the program or its input is too large");
-  auto taken = take(tenant);
+  bool struck = false;
+  auto taken = take(tenant, struck);
   if (!taken) return taken.error();
   const auto takenAt = std::chrono::steady_clock::now();
   Worker worker = taken.value();
   bool retiring = false;  // a worker retires only after a run
+  // A webhook whose programs overran lately runs on spare CPU only: the
+  // event loop, the commits and the other webhooks' runs go first.
+  if (struck) ::setpriority(PRIO_PROCESS, static_cast<id_t>(worker.pid), kStruckNice);
   Result<JqOutputs> result = JqOutputs{};
   if (auto compiled = compileIn(worker, program, retiring); !compiled) {
     result = compiled.error();
@@ -256,10 +263,13 @@ Result<JqOutputs> JqSandbox::call(uint8_t op, std::string_view program, std::str
     const auto now = std::chrono::steady_clock::now();
     shares_.returned(tenant, overran, now - takenAt, now);
   }
+  // The replacement compiles what this worker held, but a program that
+  // overran or ran at low priority: its own webhook compiles it again.
+  if (overran || struck) worker.compiled->erase(std::string(program));
   if (overran) {
     spdlog::warn("jq.worker_replaced pid={} reason={}", worker.pid, result.error().code);
     replace(worker);
-  } else if (retiring) {
+  } else if (retiring || struck) {
     replace(worker);
   } else {
     MutexLock lock(poolMutex_);
@@ -316,6 +326,7 @@ void JqSandbox::replace(Worker worker) {
 void JqSandbox::respawnLoop(std::stop_token stop) {
   nameThisThread("wh-jq-respawn");
   size_t missing = 0;
+  std::vector<std::string> warm;  // what the replaced workers held
   while (!stop.stop_requested()) {
     std::vector<Worker> dead;
     {
@@ -325,7 +336,13 @@ void JqSandbox::respawnLoop(std::stop_token stop) {
       });
       dead.swap(dead_);
     }
-    for (const Worker& w : dead) ::waitpid(w.pid, nullptr, 0);
+    for (const Worker& w : dead) {
+      ::waitpid(w.pid, nullptr, 0);
+      for (const std::string& program : *w.compiled)
+        if (warm.size() < kWarmPrograms &&
+            std::find(warm.begin(), warm.end(), program) == warm.end())
+          warm.push_back(program);
+    }
     missing += dead.size();
     while (missing > 0 && !stop.stop_requested()) {
       auto worker = spawn();
@@ -334,10 +351,25 @@ void JqSandbox::respawnLoop(std::stop_token stop) {
         break;  // tried again on the next wake-up or after a pause
       }
       --missing;
+      // Compiled here, not on the next caller's time (tens of ms each).
+      bool retiring = false;  // a worker retires only after a run
+      bool warmed = true;
+      for (const std::string& program : warm) {
+        if (stop.stop_requested()) break;  // the destructor kills it with the idle ones
+        auto compiled = compileIn(worker.value(), program, retiring);
+        warmed = compiled || compiled.error().code == error_code::kJqError;
+        if (!warmed) break;
+      }
+      if (!warmed) {  // it died or hung compiling: its replacement starts cold
+        warm.clear();
+        replace(worker.value());
+        continue;
+      }
       MutexLock lock(poolMutex_);
       idle_.push_back(worker.value());
       workerIdle_.notify_all();
     }
+    if (missing == 0) warm.clear();
     if (missing > 0) {
       MutexLock lock(poolMutex_);
       respawnWanted_.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });

@@ -11,7 +11,10 @@
 // "jq_busy": the caller retries it, it says nothing of the program. One that
 // gets a worker sends the program and its input, and waits for the answer
 // for `timeout`; past it the worker is killed and a fresh one started in the
-// background. So a runaway program holds a worker for one budget, and a
+// background, which compiles the programs the killed one held (but the one
+// that overran) before it takes calls. A webhook with strikes (its programs
+// overran lately) runs at nice kStruckNice, on spare CPU only, and the worker
+// then retires. So a runaway program holds a worker for one budget, and a
 // caller never waits longer than its queue allowance plus one budget,
 // whatever the program does. Compiling is not running: a worker compiles a
 // program once (libjq 1.6 compiles its builtins with it, tens of
@@ -59,7 +62,13 @@ inline bool isRetryable(const Error& e) {
 }  // namespace jq_error
 
 inline constexpr std::chrono::seconds kCompileTimeout{5};
+// The nice value a worker runs a struck webhook's call at (and then retires:
+// an unprivileged process cannot raise its priority again).
+inline constexpr int kStruckNice = 19;
 inline constexpr int kQueueBudgets = 10;
+// How many of a replaced worker's programs its replacement compiles before
+// it takes calls.
+inline constexpr size_t kWarmPrograms = 8;
 
 struct JqSandboxOptions {
   int workers = 2;
@@ -106,7 +115,8 @@ class JqSandbox {
   Result<JqOutputs> call(uint8_t op, std::string_view program, std::string_view input,
                          std::string_view tenant);
   // An idle worker, once it is `tenant`'s turn; "jq_busy" if none comes.
-  Result<Worker> take(std::string_view tenant);
+  // `struck`: the webhook has strikes (jq_shares.h).
+  Result<Worker> take(std::string_view tenant, bool& struck);
   // Compiles `program` in `worker` unless it has; kCompileTimeout.
   Result<void> compileIn(Worker& worker, std::string_view program, bool& retiring);
   // Sends the request and reads the reply on `worker` by `deadline`; sets

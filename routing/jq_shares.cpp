@@ -51,6 +51,11 @@ bool JqShares::overShare(std::string_view tenant, TimePoint now) const {
   return it != tenants_.end() && accountAt(it->second, now, activeAt(now)) < 0;
 }
 
+bool JqShares::struck(std::string_view tenant) const {
+  const auto it = tenants_.find(std::string(tenant));
+  return it != tenants_.end() && it->second.strikes > 0;
+}
+
 void JqShares::waiting(std::string_view name, TimePoint now) {
   Tenant& t = tenant(name, now);
   ++t.waiting;

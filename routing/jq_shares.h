@@ -17,11 +17,14 @@
 //   strikes    a run that overran its budget (timeout, memory, crash) is a
 //              strike; a run within it takes one away
 //   throttle   after a strike the webhook gets no worker for
-//              budget x 4^(strikes - 1), at most kMaxThrottle; its calls
-//              meanwhile are refused at once (they are retried, never a
-//              verdict). With strikes left it holds one worker at a time.
+//              budget x 4^(strikes - 1), at most kMaxThrottle (a minute);
+//              its calls meanwhile are refused at once (they are retried,
+//              never a verdict). With strikes left it holds one worker at a
+//              time, and its runs take spare CPU only (jq_sandbox.h).
 //              An overrun costs a worker's kill and respawn, and the new
-//              worker's compiles, besides its budget: hence the steep curve
+//              worker's compiles, besides its budget: hence the steep curve,
+//              which lets a webhook that overruns on every event run about
+//              once a minute
 //
 // Only bookkeeping: no threads, no I/O, times passed in. The caller (the
 // sandbox) serialises every call under its own mutex.
@@ -40,7 +43,7 @@ class JqShares {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
   using Duration = std::chrono::steady_clock::duration;
-  static constexpr std::chrono::milliseconds kMaxThrottle{6400};
+  static constexpr std::chrono::milliseconds kMaxThrottle{60000};
   static constexpr int kBurstBudgets = 10;
   static constexpr std::chrono::seconds kActiveWindow{1};
 
@@ -50,6 +53,8 @@ class JqShares {
   std::optional<TimePoint> throttledUntil(std::string_view tenant, TimePoint now) const;
   // Whether `tenant` has used more than its share of worker time at `now`.
   bool overShare(std::string_view tenant, TimePoint now) const;
+  // Whether `tenant` has strikes: one of its recent runs overran its budget.
+  bool struck(std::string_view tenant) const;
 
   // A call of `tenant` starts or stops waiting for a worker.
   void waiting(std::string_view tenant, TimePoint now);

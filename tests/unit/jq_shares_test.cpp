@@ -64,9 +64,19 @@ TEST_CASE("overruns throttle a webhook for a quadrupling time and hold it to one
   shares.returned("x", true, 100ms, t3 + 500ms);
   CHECK(shares.throttledUntil("x", t3 + 500ms) == t3 + 500ms + 1600ms);  // three: 16 x
 
+  CHECK(shares.struck("x"));
+  CHECK_FALSE(shares.struck("y"));
+
+  // A webhook that keeps overrunning rests up to a minute between runs.
   auto t = t3 + 10s;
+  run(shares, "x", t, 100ms, true);
+  CHECK(shares.throttledUntil("x", t + 100ms) == t + 100ms + 6400ms);  // four strikes
+  t += 10s;
+  run(shares, "x", t, 100ms, true);
+  CHECK(shares.throttledUntil("x", t + 100ms) == t + 100ms + 25600ms);  // five
+  t += 30s;
   for (int i = 0; i < 10; ++i, t += 100ms) run(shares, "x", t, 100ms, true);
-  CHECK(shares.throttledUntil("x", t) == t + JqShares::kMaxThrottle);
+  CHECK(shares.throttledUntil("x", t) == t + 60s);
 
   // Runs within their budget take the strikes away one by one.
   JqShares calm(2, 100ms);
@@ -75,6 +85,7 @@ TEST_CASE("overruns throttle a webhook for a quadrupling time and hold it to one
   calm.waiting("x", t0 + 1s);
   calm.took("x", t0 + 1s);
   calm.returned("x", false, 1ms, t0 + 1s);
+  CHECK_FALSE(calm.struck("x"));
   calm.took("x", t0 + 1s);
   CHECK_FALSE(calm.isTurnOf("x", t0 + 1s));  // no call left waiting
   calm.waiting("x", t0 + 1s);

@@ -4,13 +4,23 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "base/json_member.h"
 #include "engine/token_bucket.h"
 #include "routing/jq_sandbox.h"
 #include "routing/routing_rules.h"
+#include "tests/support/eventually.h"
 
 namespace webhooker {
 
@@ -26,6 +36,29 @@ extern "C" __attribute__((weak)) void __asan_init();
 const bool kSanitized = __asan_init != nullptr;
 
 EventTypeRule rule(const json& value) { return parseEventTypeRule(value).value(); }
+
+// The live jq workers of this process (their cmdline names them) and the
+// nice value of each, from /proc/<pid>/stat.
+std::map<pid_t, int> jqWorkerNices() {
+  std::map<pid_t, int> nices;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string arg0;
+    std::getline(cmdline, arg0, '\0');
+    if (arg0 != "webhooker-jq") continue;
+    std::ifstream statFile(entry.path() / "stat");
+    const std::string stat((std::istreambuf_iterator<char>(statFile)), {});
+    if (stat.rfind(')') == std::string::npos) continue;  // it just ended
+    // After the command in parentheses: field 3 (state) onwards.
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+    if (f.size() < 17 || std::stoi(f[1]) != ::getpid()) continue;
+    nices[std::stoi(name)] = std::stoi(f[16]);  // field 19: nice
+  }
+  return nices;
+}
 
 }  // namespace
 
@@ -240,6 +273,50 @@ TEST_CASE("the jq sandbox: outputs, jq's errors, and runaway programs stopped at
     REQUIRE(next);
     CHECK(next->texts == std::vector<std::string>{"1"});
   }
+}
+
+TEST_CASE("a webhook whose programs overran runs at nice 19, on a worker that then retires") {
+  JqSandboxOptions options;
+  options.workers = 1;
+  options.timeout = 200ms;
+  auto sandbox = JqSandbox::start(options);
+  REQUIRE(sandbox);
+  JqSandbox& jq = *sandbox.value();
+  const char* runaway = "def f: f; f";
+  // A call once it gets a worker: x's throttle is over, a retired worker's
+  // replacement is up (refused "jq_busy" until then).
+  const auto runWhenServed = [&](const char* program, const char* tenant) {
+    Result<JqOutputs> r = makeError(error_code::kJqBusy, "not run");
+    CHECK(testing::eventually([&] {
+      r = jq.run(program, "null", tenant);
+      return r || r.error().code != error_code::kJqBusy;
+    }));
+    return r;
+  };
+
+  REQUIRE(jq.run(runaway, "null", "x").error().code == error_code::kJqTimeout);  // a strike
+  REQUIRE(runWhenServed(".", "y"));
+  const auto before = jqWorkerNices();
+  REQUIRE(before.size() == 1);
+  CHECK(before.begin()->second == 0);  // another webhook's runs: full priority
+
+  // x's clean run, still struck, ran at low priority: its worker retired.
+  CHECK(runWhenServed(".", "x"));
+  REQUIRE(runWhenServed(".", "y"));
+  const auto after = jqWorkerNices();
+  REQUIRE(after.size() == 1);
+  CHECK(after.begin()->first != before.begin()->first);
+  CHECK(after.begin()->second == 0);
+
+  // The clean run took the strike away: x's next overrun is at full
+  // priority, the one after it at nice 19, seen while it runs.
+  REQUIRE(runWhenServed(runaway, "x").error().code == error_code::kJqTimeout);
+  std::thread struckRun([&] { CHECK_FALSE(runWhenServed(runaway, "x")); });
+  CHECK(testing::eventually([] {
+    const auto nices = jqWorkerNices();
+    return nices.size() == 1 && nices.begin()->second == kStruckNice;
+  }));
+  struckRun.join();
 }
 
 TEST_CASE("a memory budget stops an allocating program before its time budget") {
