@@ -47,10 +47,12 @@ with temp_dir() as name:
         assert sorted(e["id"] for e in events) == [
             "e0000001-0000-4000-8000-000000000000", "e0000002-0000-4000-8000-000000000000"], events
 
-    # One migration ahead of this binary: refused, and not a byte written.
+    # One migration ahead of this binary, recorded as a newer binary records it (its row and the
+    # header's version in one transaction): refused, and not a byte written.
     with sqlite3.connect(data / f"events-{WEBHOOK}.db") as db:
         db.execute("insert into schema_migrations values (?, 'from the future', '2030-01-01')",
                    (events_version + 1,))
+        db.execute(f"pragma user_version = {events_version + 1}")
     db.close()
     before = hashlib.sha256((data / f"events-{WEBHOOK}.db").read_bytes()).hexdigest()
     refused = webhooker("migrate", "--data-dir", str(data))
