@@ -62,11 +62,8 @@ class BacklogSampler {
             std::vector<EventsDb::BacklogCount> backlog);
 
  private:
-  struct ClosedCount {
-    uint64_t closings = 0;  // EventsDbPool::Peek::closings when counted
-    std::vector<EventsDb::BacklogCount> backlog;
-  };
-  using ClosedCounts = std::unordered_map<std::string, ClosedCount>;  // by webhook id
+  using ClosedCounts =
+      std::unordered_map<std::string, EventsDbPool::ClosedBacklog>;  // by webhook id
   class Tally;  // one pass's sums per target type
   // Adds the webhook's backlog to `tally`; a count read from its closed
   // file, or reused, goes into `next`.

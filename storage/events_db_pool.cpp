@@ -187,7 +187,7 @@ std::optional<EventsDbPool::ClosedBacklog> EventsDbPool::backlogIfClosed(
   std::optional<ClosedBacklog> read;
   readIfClosed(webhookId, [&](uint64_t closings) {
     auto backlog = EventsDb::backlogOfFileAlone(pathFor(webhookId), clock_.now());
-    if (backlog) read = ClosedBacklog{std::move(*backlog), closings};
+    if (backlog) read = ClosedBacklog{closings, std::move(*backlog)};
   });
   return read;
 }
@@ -198,10 +198,8 @@ std::optional<std::vector<EventsDb::WaitingTarget>> EventsDbPool::waitingTargets
     // Counted as it closed, with nothing waiting: nothing can have come
     // due since, and its file is not read.
     MutexLock lock(poolMutex_);
-    const auto counted = closedBacklogs_.find(webhookId);
-    if (!index_.count(webhookId) && !opening_.count(webhookId) &&
-        counted != closedBacklogs_.end() &&
-        counted->second.closings == closingsLocked(webhookId) && counted->second.backlog.empty())
+    const auto* counted = closedBacklogLocked(webhookId);
+    if (counted && counted->empty() && !opening_.count(webhookId))
       return std::vector<EventsDb::WaitingTarget>();
   }
   std::optional<std::vector<EventsDb::WaitingTarget>> waiting;
@@ -258,17 +256,22 @@ EventsDbPool::Peek EventsDbPool::peek(const std::string& webhookId) const {
   Peek out;
   if (auto it = index_.find(webhookId); it != index_.end()) out.open = it->second->second;
   out.closings = closingsLocked(webhookId);
-  if (!out.open) {
-    const auto counted = closedBacklogs_.find(webhookId);
-    if (counted != closedBacklogs_.end() && counted->second.closings == out.closings)
-      out.closedBacklog = counted->second.backlog;
-  }
+  if (const auto* counted = closedBacklogLocked(webhookId)) out.closedBacklog = *counted;
   return out;
 }
 
 uint64_t EventsDbPool::closingsLocked(const std::string& webhookId) const {
   const auto it = closings_.find(webhookId);
   return it == closings_.end() ? 0 : it->second;
+}
+
+const std::vector<EventsDb::BacklogCount>* EventsDbPool::closedBacklogLocked(
+    const std::string& webhookId) const {
+  if (index_.count(webhookId)) return nullptr;
+  const auto counted = closedBacklogs_.find(webhookId);
+  if (counted == closedBacklogs_.end() || counted->second.closings != closingsLocked(webhookId))
+    return nullptr;
+  return &counted->second.backlog;
 }
 
 storage::CommitThreads::Counts EventsDbPool::commitCounts() {

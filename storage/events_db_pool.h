@@ -96,14 +96,15 @@ class EventsDbPool {
   std::optional<bool> mayNeedPruningIfClosed(const std::string& webhookId, int retentionDays,
                                              int64_t maxEvents) EXCLUDES(poolMutex_);
 
-  // For the backlog sampler: EventsDb::backlogOfFileAlone (with the pool's
-  // clock), read as unfinishedIfClosed() reads, with Peek::closings while
-  // it was read. nullopt when the pool holds the DB or the file cannot be
-  // read so.
+  // A closed DB's backlog, counted while Peek::closings was `closings`: it
+  // holds while the pool has not opened the DB again since.
   struct ClosedBacklog {
-    std::vector<EventsDb::BacklogCount> backlog;
     uint64_t closings = 0;
+    std::vector<EventsDb::BacklogCount> backlog;
   };
+  // For the backlog sampler: EventsDb::backlogOfFileAlone (with the pool's
+  // clock), read as unfinishedIfClosed() reads. nullopt when the pool holds
+  // the DB or the file cannot be read so.
   std::optional<ClosedBacklog> backlogIfClosed(const std::string& webhookId) EXCLUDES(poolMutex_);
 
   // For the sweep: EventsDb::waitingTargetsOfFileAlone (with the pool's
@@ -165,6 +166,10 @@ class EventsDbPool {
   void waitForFileLocked(MutexLock& lock, const std::string& webhookId) REQUIRES(poolMutex_);
   // Peek::closings of `webhookId`.
   uint64_t closingsLocked(const std::string& webhookId) const REQUIRES(poolMutex_);
+  // The backlog the pool counted for the closed DB since its last closing,
+  // or null (open, or not counted since).
+  const std::vector<EventsDb::BacklogCount>* closedBacklogLocked(const std::string& webhookId) const
+      REQUIRES(poolMutex_);
   enum class FileChange {
     kRemove,   // the id is refused from now on
     kReplace,  // get() of the id waits until the caller erases it from opening_
@@ -212,11 +217,7 @@ class EventsDbPool {
   // Evictions and removals per id.
   std::unordered_map<std::string, uint64_t> closings_ GUARDED_BY(poolMutex_);
   // Peek::closedBacklog of closed DBs, with the closings it was counted at.
-  struct ClosedBacklogCount {
-    uint64_t closings = 0;
-    std::vector<EventsDb::BacklogCount> backlog;
-  };
-  std::unordered_map<std::string, ClosedBacklogCount> closedBacklogs_ GUARDED_BY(poolMutex_);
+  std::unordered_map<std::string, ClosedBacklog> closedBacklogs_ GUARDED_BY(poolMutex_);
 
   Mutex closeMutex_;
   std::deque<Closing> waitingToClose_ GUARDED_BY(closeMutex_);
