@@ -169,10 +169,11 @@ int runServe(const Config& config) {
   health.attach(breakers);
   engine.setHealthReporter(health);
 
-  server::HttpServer http(options.server, {*store.value(), eventsDbs, engine, guard, breakers, registry,
-                                    &routing, &routingMetrics, &operationalEvents, &metrics});
   BacklogSampler sampler(*store.value(), eventsDbs, metrics, clock,
                          options.samplerInterval);
+  server::HttpServer http(options.server, {*store.value(), eventsDbs, engine, guard, breakers, registry,
+                                    &routing, &routingMetrics, &operationalEvents, &metrics,
+                                    &sampler});
   RetentionPruner pruner(*store.value(), eventsDbs,
                          options.pruneInterval);
   auto port = http.bind();

@@ -40,6 +40,11 @@ void BacklogSampler::start() {
 
 void BacklogSampler::stop() { samplerThread_ = std::jthread(); }
 
+std::optional<BacklogSampler::Totals> BacklogSampler::latest() const {
+  MutexLock lock(latestMutex_);
+  return latest_;
+}
+
 void BacklogSampler::seed(const std::string& webhookId, uint64_t closings,
                           std::vector<EventsDb::BacklogCount> backlog) {
   closedCounts_[webhookId] = {closings, std::move(backlog)};
@@ -51,6 +56,7 @@ class BacklogSampler::Tally {
   Tally(const std::unordered_map<std::string, TargetType>& types,
         const std::unordered_set<std::string>& held, TimePoint now)
       : types_(types), held_(held), now_(now) {
+    totals_.sampledAt = now;
     // Every label gets a value, 0 included, so a drained backlog reads 0.
     for (std::string_view t : DeliveryMetrics::kTypeLabels) {
       counts_[t] = {0, 0};
@@ -58,20 +64,26 @@ class BacklogSampler::Tally {
     }
   }
 
-  void add(const std::vector<EventsDb::BacklogCount>& backlog) {
+  void add(const std::string& webhookId, const std::vector<EventsDb::BacklogCount>& backlog) {
     for (const auto& row : backlog) {
       auto type = types_.find(row.targetId);
       const std::string_view label = DeliveryMetrics::typeLabel(
           type == types_.end() ? std::nullopt : std::optional<TargetType>(type->second));
       auto& [pending, retrying] = counts_[label];
-      (row.status == DeliveryStatus::kPending ? pending : retrying) +=
-          static_cast<double>(row.count);
+      const bool isPending = row.status == DeliveryStatus::kPending;
+      (isPending ? pending : retrying) += static_cast<double>(row.count);
+      (isPending ? totals_.pending : totals_.retrying) += row.count;
       if (row.oldestDueCreatedAt && !held_.count(row.targetId)) {
         const double age = std::chrono::duration<double>(now_ - *row.oldestDueCreatedAt).count();
         oldestDueAge_[label] = std::max(oldestDueAge_[label], age);
+        auto& oldest = totals_.oldestDue;
+        if (type != types_.end() && (!oldest || *row.oldestDueCreatedAt < oldest->createdAt))
+          oldest = Totals::Oldest{webhookId, row.targetId, *row.oldestDueCreatedAt};
       }
     }
   }
+
+  const Totals& totals() const { return totals_; }
 
   void publish(DeliveryMetrics& metrics) const {
     for (const auto& [type, c] : counts_) metrics.setBacklog(type, c.first, c.second);
@@ -84,6 +96,7 @@ class BacklogSampler::Tally {
   const TimePoint now_;
   std::map<std::string_view, std::pair<double, double>> counts_;  // pending, retrying
   std::map<std::string_view, double> oldestDueAge_;               // seconds
+  Totals totals_;
 };
 
 Result<void> BacklogSampler::sampleOnce() {
@@ -104,6 +117,10 @@ Result<void> BacklogSampler::sampleOnce() {
     if (!counted) return counted.error();
   }
   tally.publish(metrics_);
+  {
+    MutexLock lock(latestMutex_);
+    latest_ = tally.totals();
+  }
   closedCounts_ = std::move(nextClosedCounts);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - started)
@@ -122,30 +139,30 @@ Result<void> BacklogSampler::countBacklogOf(const std::string& webhookId, Tally&
   if (peek.open) {
     auto backlog = peek.open->backlogByTarget();
     if (!backlog) return backlog.error();
-    tally.add(backlog.value());
+    tally.add(webhookId, backlog.value());
     return {};
   }
   if (peek.closedBacklog) {  // counted by the pool as it closed the DB
-    tally.add(*peek.closedBacklog);
+    tally.add(webhookId, *peek.closedBacklog);
     return {};
   }
   if (auto it = closedCounts_.find(webhookId);
       it != closedCounts_.end() && it->second.closings == peek.closings) {
     // Moved, not copied: this pass's map replaces the last one.
-    tally.add(next.insert(closedCounts_.extract(it)).position->second.backlog);
+    tally.add(webhookId, next.insert(closedCounts_.extract(it)).position->second.backlog);
     return {};
   }
   // Read on a connection that holds the file alone: no shared WAL index,
   // and a file without a WAL (one just created) is given none.
   if (auto closed = eventsDbs_.backlogIfClosed(webhookId)) {
-    tally.add(closed->backlog);
+    tally.add(webhookId, closed->backlog);
     next[webhookId] = {closed->closings, std::move(closed->backlog)};
     return {};
   }
   // Opened meanwhile, or not readable so (of an older schema, not migrated yet).
   auto backlog = EventsDb::backlogOfFile(eventsDbs_.pathFor(webhookId), clock_.now());
   if (!backlog) return backlog.error();
-  tally.add(backlog.value());
+  tally.add(webhookId, backlog.value());
   // Opened since we peeked: the count may already be old; count again next pass.
   if (!eventsDbs_.peek(webhookId).open)
     next[webhookId] = {peek.closings, std::move(backlog.value())};

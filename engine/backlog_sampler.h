@@ -16,19 +16,24 @@
 // the counts recovery took while it read each file (seed()) stand in for
 // the first pass's reads.
 //
+// Each pass also keeps its node-wide totals (latest()): what the admin API's
+// node summary answers from, so a summary opens no events file.
+//
 // Threading: one thread of its own (samplerThread_); sampleOnce() may also
 // be called directly (tests, benchmarks) but not concurrently with itself.
-// closedCounts_ belongs to the pass.
+// closedCounts_ belongs to the pass; latest() may be called from any thread.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "engine/delivery_metrics.h"
 #include "storage/events_db_pool.h"
@@ -39,6 +44,22 @@ namespace webhooker {
 class BacklogSampler {
  public:
   static constexpr std::chrono::seconds kDefaultInterval{30};
+
+  // One pass's totals over every events DB.
+  struct Totals {
+    TimePoint sampledAt;  // the clock when the pass began
+    int64_t pending = 0;  // every pending delivery, deleted targets' included
+    int64_t retrying = 0;
+    // The delivery due the longest (no next attempt time, or one passed),
+    // among targets whose deliveries do not wait on purpose (not paused,
+    // not disabled, not deleted).
+    struct Oldest {
+      std::string webhookId;
+      std::string targetId;
+      TimePoint createdAt;
+    };
+    std::optional<Oldest> oldestDue;
+  };
 
   BacklogSampler(MainStore& store, EventsDbPool& eventsDbs, DeliveryMetrics& metrics,
                  const Clock& clock, std::chrono::milliseconds interval = kDefaultInterval);
@@ -54,6 +75,8 @@ class BacklogSampler {
   void stop();
   // One pass over every events DB; publishes the counts.
   Result<void> sampleOnce();
+  // The totals of the latest pass that completed; nullopt before the first.
+  std::optional<Totals> latest() const;
   // The backlog of a closed events DB read by someone else (a restart's
   // recovery), as if a pass had read it while the pool's Peek::closings was
   // `closings`: the next pass reads that file only if the pool has closed
@@ -76,6 +99,8 @@ class BacklogSampler {
   const std::chrono::milliseconds interval_;
   ClosedCounts closedCounts_;  // each closed DB's last count from its file
   bool firstPassDone_ = false;
+  mutable Mutex latestMutex_;
+  std::optional<Totals> latest_ GUARDED_BY(latestMutex_);
   std::jthread samplerThread_;
 };
 

@@ -4,6 +4,7 @@
 #include "server/admin_api.h"
 #include "server/history_params.h"
 #include "server/json_io.h"
+#include "server/target_health_fields.h"
 
 namespace webhooker::server {
 
@@ -29,10 +30,8 @@ json lastFailureJson(const std::optional<LastFailure>& f) {
           {"event_id", f->eventId}};
 }
 
-// Only the targets that send and retry (http, slack and the queue types)
-// have a breaker; a pull target's consumer comes to us.
 json breakerJson(const CircuitBreakers& breakers, const TargetRecord& t) {
-  if (t.type == TargetType::kDatabase || t.type == TargetType::kLog || t.pulled()) return json();
+  if (!hasBreaker(t)) return json();
   const CircuitBreakers::Status s = breakers.status(t.id);
   return {{"state", breakerStateWord(s.state)},
           {"consecutive_failures", s.consecutiveFailures},

@@ -43,6 +43,7 @@
 #include "server/json_io.h"
 #include "server/admin_move.h"
 #include "server/admin_placement.h"
+#include "server/admin_summary.h"
 #include "server/move_fence.h"
 #include "server/request_parser.h"
 #include "server/router.h"
@@ -164,6 +165,7 @@ class HttpServer::Impl {
   MoveFence moveFence_;  // shared by the admin writes and the moves
   AdminApi admin_;
   PlacementApi placement_;
+  NodeSummaryApi summary_;
   MoveApi move_;
   AccessApi accessApi_;
   PortalApi portal_;
@@ -544,6 +546,7 @@ HttpServer::Impl::Impl(ServerOptions options, ServerParts parts)
       admin_(parts.store, parts.eventsDbs, parts.dispatcher, parts.guard, parts.breakers,
              moveFence_, parts.routing, parts.operationalEvents, parts.attempts),
       placement_(parts.store, options_.nodeId),
+      summary_(parts.store, parts.breakers, parts.sampler),
       move_(parts.store, parts.eventsDbs, parts.dispatcher, moveFence_, options_.db,
             options_.nodeId),
       accessApi_(parts.store),
@@ -581,6 +584,7 @@ void HttpServer::Impl::registerRoutes() {
               [this](const HttpRequest& req, HttpResponse& res) { metrics(req, res); });
   admin_.registerRoutes(router_);
   placement_.registerRoutes(router_);
+  summary_.registerRoutes(router_);
   move_.registerRoutes(router_);
   accessApi_.registerRoutes(router_);
   portal_.registerRoutes(router_);

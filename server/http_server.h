@@ -39,6 +39,10 @@
 #include "targets/target.h"
 #include "net/ssrf_guard.h"
 
+namespace webhooker {
+class BacklogSampler;  // engine/backlog_sampler.h
+}  // namespace webhooker
+
 namespace webhooker::server {
 
 struct ServerOptions {
@@ -101,6 +105,8 @@ struct ServerParts {
   OperationalEvents* operationalEvents = nullptr;
   // Told about a pull target's acks and nacks (the delivery metrics).
   AttemptObserver* attempts = nullptr;
+  // Whose latest counts GET /api/v1/summary answers (nullptr: it answers 503).
+  const BacklogSampler* sampler = nullptr;
 };
 
 class HttpServer {

@@ -20,6 +20,12 @@
 
 namespace webhooker::server {
 
+// Only the targets that send and retry (http, slack and the queue types)
+// have a circuit breaker; a pull target's consumer comes to us.
+inline bool hasBreaker(const TargetRecord& t) {
+  return t.type != TargetType::kDatabase && t.type != TargetType::kLog && !t.pulled();
+}
+
 inline constexpr std::array<std::string_view, 5> kTargetHealthFields = {
     "ordering", "disable_after", "auto_resume", "probe_interval", "state"};
 

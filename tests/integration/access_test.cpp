@@ -109,6 +109,7 @@ const std::map<std::string, Expect>& expectations() {
        {Need::kAdmin, {{"url", "https://ops.example.com/in"}}}},
       {"DELETE /api/v1/settings/operational-webhook", {Need::kAdmin}},
       {"GET /api/v1/placement", {Need::kAdmin}},
+      {"GET /api/v1/summary", {Need::kAdmin}},
       {"GET /api/v1/openapi.json", {Need::kAdmin}},
       {"GET /api/v1/webhooks/{id}/move/events", {Need::kAdmin}},
       {"PUT /api/v1/webhooks/{id}/move/events", {Need::kAdmin, {{"events", json::array()}}}},

@@ -33,8 +33,10 @@ TestServer::TestServer(TestServerOptions options)
   serverOptions.threads = options_.threads;
   serverOptions.ingest.bodyLimit = options_.bodyLimit;
   if (options_.tune) options_.tune(serverOptions);
-  http_ = std::make_unique<server::HttpServer>(
-      serverOptions, server::ServerParts{*store_, *eventsDbs_, dispatcher_, guard_, breakers_, registry_});
+  sampler_ = std::make_unique<BacklogSampler>(*store_, *eventsDbs_, deliveryMetrics_, clock_);
+  server::ServerParts parts{*store_, *eventsDbs_, dispatcher_, guard_, breakers_, registry_};
+  parts.sampler = sampler_.get();
+  http_ = std::make_unique<server::HttpServer>(serverOptions, parts);
   auto port = http_->bind();
   if (!port) throw std::runtime_error("TestServer: bind: " + port.error().message);
   port_ = port.value();

@@ -31,6 +31,8 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "engine/backlog_sampler.h"
+#include "engine/delivery_metrics.h"
 #include "engine/dispatcher.h"
 #include "server/admin_token.h"
 #include "server/http_server.h"
@@ -133,6 +135,10 @@ class TestServer {
   RecordingDispatcher& dispatcher() { return dispatcher_; }
   const RecordingDispatcher& dispatcher() const { return dispatcher_; }
   server::HttpServer& http() { return *http_; }
+  // Never runs on its own: a test calls sampleOnce() for GET /api/v1/summary
+  // to have counts (it answers 503 until then).
+  BacklogSampler& sampler() { return *sampler_; }
+  CircuitBreakers& breakers() { return breakers_; }
 
   // --- Admin API shortcuts: throw on anything but the expected status. ---
 
@@ -156,6 +162,8 @@ class TestServer {
   SsrfGuard guard_{resolver_, {}};
   CircuitBreakers breakers_{clock_};        // nothing delivers here: every breaker is closed
   prometheus::Registry registry_;
+  DeliveryMetrics deliveryMetrics_{registry_};  // the sampler's gauges
+  std::unique_ptr<BacklogSampler> sampler_;
   std::unique_ptr<server::HttpServer> http_;
   int port_ = 0;
   std::jthread serveThread_;
