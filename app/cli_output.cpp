@@ -323,6 +323,9 @@ void showNodeSummary(const json& n) {
               << cellText(field(oldest, "target_name")) << ")\n";
   else
     std::cout << "-\n";
+  // The backlog and the oldest pending delivery are the sampler's count.
+  std::cout << "counted         " << durationText(integerField(n, "sample_age_seconds"))
+            << " ago (" << cellText(field(n, "sampled_at")) << ")\n";
 }
 
 }  // namespace webhooker::app::cli

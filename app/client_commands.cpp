@@ -63,8 +63,6 @@ struct ApiCall {
   std::optional<json> body;
 };
 
-using cli::backlogOf;
-using cli::breakerText;
 using cli::cellText;
 using cli::field;
 using cli::fieldColumn;
@@ -97,7 +95,9 @@ std::optional<std::string> tokenFromEnvironment() {
 
 // The successful response's body, or nullopt after printing why there is
 // none (no token, bad URL, unreachable daemon, an error answer).
-std::optional<std::string> performCall(const Session& session, const ApiCall& call) {
+// The daemon's answer, whatever its status; nullopt (said on stderr) when
+// there is none.
+std::optional<AdminAnswer> sendCall(const Session& session, const ApiCall& call) {
   const auto token = tokenFromEnvironment();
   if (!token) return std::nullopt;
   const auto client = AdminClient::forUrl(daemonUrl(session), *token, kTimeout);
@@ -105,12 +105,18 @@ std::optional<std::string> performCall(const Session& session, const ApiCall& ca
     std::cerr << "webhooker: --url: " << client.error().message << "\n";
     return std::nullopt;
   }
-  const auto answer = client.value().sendJson(call.method, kApiPrefix + call.path, call.body);
+  auto answer = client.value().sendJson(call.method, kApiPrefix + call.path, call.body);
   if (!answer) {
     std::cerr << "webhooker: " << answer.error().message
               << "\n  The daemon's address is set with --url or WEBHOOKER_URL.\n";
     return std::nullopt;
   }
+  return std::move(answer.value());
+}
+
+std::optional<std::string> performCall(const Session& session, const ApiCall& call) {
+  const auto answer = sendCall(session, call);
+  if (!answer) return std::nullopt;
   if (!answer.value().ok()) {
     const bool fromApi = answer.value().json().contains("error");
     std::cerr << "webhooker: " << answer.value().errorText()
@@ -913,55 +919,35 @@ void addRedriveCommands(CLI::App& app, const SessionPtr& s) {
                            "only count what would be replayed");
 }
 
-// `status`: the node at a glance, summed from every webhook's stats: what a
-// shell needs during a receiver's outage (docs/receiver-outages.md).
-json nodeSummary(const Session& s, const json& webhooks) {
-  json summary = {{"webhooks", 0},          {"targets", 0},         {"targets_disabled", 0},
-                  {"backlog", 0},           {"pending", 0},         {"retrying", 0},
-                  {"breakers_open", 0},     {"oldest_pending_age_seconds", 0},
-                  {"oldest_pending", json()}};
-  for (const json& w : webhooks) {
-    const auto stats = webhookStats(s, cellText(field(w, "id")));
-    if (!stats) return json();
-    summary["webhooks"] = summary["webhooks"].get<int64_t>() + 1;
-    const json targets = field(*stats, "targets");
-    if (!targets.is_array()) continue;
-    for (const json& t : targets) {
-      auto add = [&](const char* key, int64_t n) { summary[key] = summary[key].get<int64_t>() + n; };
-      const json counts = field(t, "deliveries");
-      add("targets", 1);
-      add("targets_disabled", field(t, "state") == "disabled" ? 1 : 0);
-      add("backlog", backlogOf(t));
-      add("pending", integerField(counts, "pending"));
-      add("retrying", integerField(counts, "retrying"));
-      add("breakers_open", breakerText(t) == "open" ? 1 : 0);
-      // The longest wait among targets with a delivery waiting.
-      const int64_t age = integerField(t, "oldest_pending_age_seconds");
-      if (!field(t, "oldest_waiting").is_null() &&
-          (summary["oldest_pending"].is_null() ||
-           age > summary["oldest_pending_age_seconds"].get<int64_t>())) {
-        summary["oldest_pending_age_seconds"] = age;
-        summary["oldest_pending"] = {{"webhook_id", field(w, "id")},
-                                     {"webhook_name", field(w, "name")},
-                                     {"target_id", field(t, "target_id")},
-                                     {"target_name", field(t, "target_name")}};
-      }
-    }
-  }
-  return summary;
-}
-
+// `status`: the node at a glance, the daemon's node summary (one request,
+// whatever the number of webhooks): what a shell needs during a receiver's
+// outage (docs/receiver-outages.md).
 void addStatusCommand(CLI::App& app, const SessionPtr& s) {
   CLI::App* cmd = app.add_subcommand(
       "status", "the node's summary: webhooks, backlog, breakers open, oldest pending delivery");
   addSharedOptions(*cmd, s);
   cmd->callback([s] {
     s->exitCode = 1;
-    const auto body = performCall(*s, {"GET", "/webhooks", {}});
-    if (!body) return;
-    const json webhooks = field(json::parse(*body, nullptr, false), "webhooks");
-    const json summary = nodeSummary(*s, webhooks.is_array() ? webhooks : json::array());
-    if (summary.is_null()) return;
+    const ApiCall call{"GET", "/summary", {}};
+    const auto answer = sendCall(*s, call);
+    if (!answer) return;
+    // A daemon older than the route: say so, rather than sum something else.
+    if (answer->status == 404 || answer->status == 405) {
+      std::cerr << "webhooker: " << daemonUrl(*s) << " does not answer " << call.method << " "
+                << kApiPrefix << call.path << " (" << answer->errorText()
+                << "); is it a webhooker daemon older than this CLI? Upgrade it, or use the "
+                   "CLI of its version.\n";
+      return;
+    }
+    if (!answer->ok()) {
+      std::cerr << "webhooker: " << answer->errorText() << "\n";
+      return;
+    }
+    const json summary = answer->json();
+    if (!summary.is_object()) {
+      std::cerr << "webhooker: the daemon's answer is not a JSON object\n";
+      return;
+    }
     if (s->rawJson)
       std::cout << summary.dump() << "\n";
     else

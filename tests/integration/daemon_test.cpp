@@ -546,8 +546,9 @@ TEST_CASE("targets list/show and status print state, breaker, backlog and the FI
   receiver.setDefault(respond(500));
   TempDir dir;
   DaemonOptions options;
+  // The sampler counts often: `status` shows its latest pass.
   options.args = {"--allow-networks", "127.0.0.1/32", "--breaker-threshold", "1",
-                  "--breaker-cooldown-ms", "600000"};
+                  "--breaker-cooldown-ms", "600000", "--sampler-interval-ms", "100"};
   DaemonProcess daemon(dir.path(), options);
   REQUIRE(daemon.adminToken());
   const std::vector<std::string> env = {"WEBHOOKER_TOKEN=" + *daemon.adminToken(),
@@ -594,8 +595,16 @@ TEST_CASE("targets list/show and status print state, breaker, backlog and the FI
   CHECK(contains(show.out, "oldest waiting  delivery " + blocker + " (retrying, 1 attempt), due for "));
   CHECK(contains(show.out, "fifo blocked by delivery " + blocker + "\n"));
 
+  // The backlog as the sampler counts it, at its next pass.
+  REQUIRE(eventually(
+      [&] {
+        const json counted = json::parse(runWebhooker({"status", "--json"}, env).out, nullptr, false);
+        return counted.is_object() && counted["backlog"] == 2 && counted["oldest_pending"].is_object();
+      },
+      10s));
   const auto status = runWebhooker({"status"}, env);
   REQUIRE_MESSAGE(status.exitCode == 0, describe(status));
+  CHECK(firstMatch(status.out, "counted         [0-9]+s ago \\([0-9TZ:.-]+\\)\n"));
   CHECK(contains(status.out, "webhooks        1\n"));
   CHECK(contains(status.out, "targets         1 (0 disabled)\n"));
   CHECK(contains(status.out, "backlog         2 (1 pending, 1 retrying)\n"));
@@ -608,6 +617,66 @@ TEST_CASE("targets list/show and status print state, breaker, backlog and the FI
   const auto unreachable = runWebhooker({"status", "--url", "http://127.0.0.1:1"}, env);
   CHECK(unreachable.exitCode == 1);
   CHECK(contains(unreachable.err, "cannot reach http://127.0.0.1:1"));
+}
+
+// `status` is one request: a quiet webhook's events file is not opened
+// (no -wal, no -shm beside it), by the sampler's passes either.
+TEST_CASE("status opens no quiet webhook's events file") {
+  TempDir dir;
+  DaemonOptions options;
+  options.args = {"--sampler-interval-ms", "100"};
+  DaemonProcess daemon(dir.path(), options);
+  REQUIRE(daemon.adminToken());
+  const std::vector<std::string> env = {"WEBHOOKER_TOKEN=" + *daemon.adminToken(),
+                                        "WEBHOOKER_URL=" + daemon.url()};
+  auto api = apiClient(daemon, *daemon.adminToken());
+  for (const char* name : {"quiet-a", "quiet-b", "quiet-c"}) createWebhook(api, name);
+  const auto walOrShm = [&] {
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("events-") && (name.ends_with("-wal") || name.ends_with("-shm")))
+        found.push_back(name);
+    }
+    return found;
+  };
+  REQUIRE(walOrShm().empty());
+
+  const json first = json::parse(runWebhooker({"status", "--json"}, env).out);
+  CHECK(first["webhooks"] == 3);
+  CHECK(first["backlog"] == 0);
+  // Once a pass has counted the three webhooks' files too.
+  REQUIRE(eventually(
+      [&] {
+        const json next = json::parse(runWebhooker({"status", "--json"}, env).out, nullptr, false);
+        return next.is_object() && next["sampled_at"] != first["sampled_at"];
+      },
+      10s));
+  const auto status = runWebhooker({"status"}, env);
+  REQUIRE_MESSAGE(status.exitCode == 0, describe(status));
+  CHECK(contains(status.out, "webhooks        3\n"));
+  CHECK(contains(status.out, "backlog         0 (0 pending, 0 retrying)\n"));
+  CHECK_MESSAGE(walOrShm().empty(), status.out);
+}
+
+// A daemon older than GET /api/v1/summary answers it 404: `status` says
+// so, and prints no figure.
+TEST_CASE("status against a daemon without the summary route says so") {
+  Receiver oldDaemon;
+  ScriptedResponse noRoute = respond(404);
+  noRoute.body = R"({"error":{"code":"not_found","message":"no such route"}})";
+  noRoute.contentType = "application/json";
+  oldDaemon.setDefault(noRoute);
+  const auto status = runWebhooker({"status", "--url", oldDaemon.url("")},
+                                   {"WEBHOOKER_TOKEN=whk_any-token-0123456789abcdef"});
+  CHECK(status.exitCode == 1);
+  CHECK(status.out.empty());
+  CHECK_MESSAGE(contains(status.err, "does not answer GET /api/v1/summary (no such route"),
+                status.err);
+  CHECK(contains(status.err, "older than this CLI"));
+  const auto requests = oldDaemon.requests();
+  REQUIRE(requests.size() == 1);  // one request, no fallback to summing
+  CHECK(requests[0].path == "/api/v1/summary");
 }
 
 TEST_CASE("the CLI's help and errors name the program and what each argument is") {
