@@ -411,28 +411,51 @@ Result<void> EventsDb::openIfClosed(ReadConnection& connection) const {
   return {};
 }
 
+namespace {
+
+// The row loadPayload() forwards, read with `sql`'s connection; the headers
+// as stored (JSON), parsed outside the connection's lock.
+Result<void> readPayloadRow(storage::StatementCache& sql, const std::string& eventId,
+                            EventPayload& p, std::string& headersText) {
+  auto q = sql.get(
+      "SELECT method, headers, content_type, body, received_at, event_type FROM events "
+      "WHERE id = ?");
+  q->bind(1, eventId);
+  if (!q->executeStep()) return makeError(error_code::kNotFound, "event " + eventId + " is gone");
+  p.method = q->getColumn(0).getString();
+  headersText = q->getColumn(1).getString();
+  p.contentType = q->getColumn(2).getString();
+  const SQLite::Column body = q->getColumn(3);
+  p.body.assign(static_cast<const char*>(body.getBlob()), static_cast<size_t>(body.getBytes()));
+  p.receivedAt = q->getColumn(4).getString();
+  if (!q->getColumn(5).isNull()) p.eventType = q->getColumn(5).getString();
+  return {};
+}
+
+}  // namespace
+
 Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
   EventPayload p;
   std::string headersText;
   {
     // Every worker of this webhook reads here: only the row's copy is done
-    // under the lock.
+    // under the lock. A file without a reader open yet is read on the
+    // writing connection while no commit runs on it (a commit queued meanwhile
+    // waits for one row's copy): a quiet webhook's deliveries need no second
+    // connection, whose open and schema read cost more than its reads. Once a
+    // read would have waited for a commit (its flush), the reader is opened
+    // and every later read goes there.
     MutexLock lock(readMutex_);
     try {
-      if (auto opened = openIfClosed(reader_); !opened) return opened.error();
-      auto q = reader_.statements->get(
-          "SELECT method, headers, content_type, body, received_at, event_type FROM events "
-          "WHERE id = ?");
-      q->bind(1, eventId);
-      if (!q->executeStep())
-        return makeError(error_code::kNotFound, "event " + eventId + " is gone");
-      p.method = q->getColumn(0).getString();
-      headersText = q->getColumn(1).getString();
-      p.contentType = q->getColumn(2).getString();
-      const SQLite::Column body = q->getColumn(3);
-      p.body.assign(static_cast<const char*>(body.getBlob()), static_cast<size_t>(body.getBytes()));
-      p.receivedAt = q->getColumn(4).getString();
-      if (!q->getColumn(5).isNull()) p.eventType = q->getColumn(5).getString();
+      Result<void> read;
+      if (!reader_.db && !writes_->committing()) {
+        MutexLock writer(dbMutex_);
+        read = readPayloadRow(*statements_, eventId, p, headersText);
+      } else {
+        if (auto opened = openIfClosed(reader_); !opened) return opened.error();
+        read = readPayloadRow(*reader_.statements, eventId, p, headersText);
+      }
+      if (!read) return read.error();
     } catch (const std::exception& e) {
       return storage::storageError("load payload", e);
     }

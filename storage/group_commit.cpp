@@ -92,6 +92,11 @@ size_t GroupCommit::waiting() const {
   return queue_.size();
 }
 
+bool GroupCommit::committing() const {
+  MutexLock lock(queueMutex_);
+  return leading_;
+}
+
 std::vector<GroupCommit::Writer*> GroupCommit::takeGroupLocked() {
   leading_ = true;
   std::vector<Writer*> group;

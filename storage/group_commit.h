@@ -136,6 +136,9 @@ class GroupCommit {
 
   // Writers queued or running, the leader's group included.
   size_t waiting() const;
+  // Whether a group is being committed now (so holds, or is about to take,
+  // the connection's mutex). Writes merely queued do not count.
+  bool committing() const;
 
  private:
   friend class CommitThreads;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/error_codes.h"
 #include "base/time_format.h"
 #include "base/uuid.h"
 #include "storage/events_db.h"
@@ -642,6 +643,36 @@ TEST_CASE_FIXTURE(Fixture, "an events DB holds no target table and no config col
     }
     CHECK(columns > 0);
   }
+}
+
+// How many descriptors this process holds on `file` itself (not its -wal or
+// -shm): one per SQLite connection open on it.
+static size_t connectionsOn(const std::filesystem::path& file) {
+  const std::filesystem::path wanted = std::filesystem::canonical(file);
+  size_t n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(fd.path(), ec) == wanted && !ec) ++n;
+  }
+  return n;
+}
+
+TEST_CASE_FIXTURE(Fixture, "a quiet file's payload is read on its writing connection: none more opens") {
+  const IngestOutcome stored = ingestOk(sampleEvent(), {"t1"});
+  REQUIRE(connectionsOn(file) == 1);
+
+  for (int i = 0; i < 3; ++i) {
+    auto payload = db->loadPayload(stored.eventId);
+    REQUIRE(payload.ok());
+    CHECK(payload->body == kBinaryBody);
+    CHECK(payload->method == "POST");
+    CHECK(payload->contentType == "application/octet-stream");
+    CHECK(payload->headers.size() == 4);
+  }
+  CHECK(connectionsOn(file) == 1);  // the writer's; no reader was opened for the reads
+  auto gone = db->loadPayload("00000000-0000-0000-0000-000000000000");
+  REQUIRE_FALSE(gone.ok());
+  CHECK(gone.error().code == webhooker::error_code::kNotFound);
 }
 
 TEST_CASE_FIXTURE(Fixture, "stored events survive closing and reopening the file") {
