@@ -236,8 +236,9 @@ int runServe(const Config& config) {
     std::_Exit(0);
   }
   const auto commits = EventsDbPool::commitCounts();
-  spdlog::info("daemon.stopped commit_rounds={} wal_flushes={}", commits.rounds,
-               commits.walFlushes);
+  const auto poolUse = eventsDbs.use();
+  spdlog::info("daemon.stopped commit_rounds={} wal_flushes={} pool_gets={} pool_opens={}",
+               commits.rounds, commits.walFlushes, poolUse.gets, poolUse.opens);
   return 0;
 }
 

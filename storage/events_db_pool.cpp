@@ -85,6 +85,7 @@ std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const 
 Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId) {
   MutexLock lock(poolMutex_);
   waitForFileLocked(lock, webhookId);
+  ++use_.gets;
   if (auto it = index_.find(webhookId); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
@@ -98,6 +99,7 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   opening_.erase(webhookId);
   opened_.notify_all();
   if (!db) return db.error();
+  ++use_.opens;
   lru_.emplace_front(webhookId, db.value());
   index_[webhookId] = lru_.begin();
   // Closing a DB commits what is queued and flushes: the evicted ones go to
@@ -113,6 +115,11 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
   lock.unlock();
   close(std::move(evicted));
   return db;
+}
+
+EventsDbPool::Use EventsDbPool::use() const {
+  MutexLock lock(poolMutex_);
+  return use_;
 }
 
 Result<void> EventsDbPool::create(const std::string& webhookId) {

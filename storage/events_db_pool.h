@@ -153,6 +153,14 @@ class EventsDbPool {
   // The process's commit rounds and WAL flushes so far (every pool's: the
   // commit threads are shared, storage/commit_threads.h).
   static storage::CommitThreads::Counts commitCounts();
+  // get()'s lookups so far, and those that opened the file (a miss): with
+  // more busy webhooks than open files, most of an event's CPU is its
+  // file's reopening.
+  struct Use {
+    uint64_t gets = 0;
+    uint64_t opens = 0;
+  };
+  Use use() const EXCLUDES(poolMutex_);
 
  private:
   using Lru = std::list<std::pair<std::string, std::shared_ptr<EventsDb>>>;
@@ -218,6 +226,7 @@ class EventsDbPool {
   std::unordered_map<std::string, uint64_t> closings_ GUARDED_BY(poolMutex_);
   // Peek::closedBacklog of closed DBs, with the closings it was counted at.
   std::unordered_map<std::string, ClosedBacklog> closedBacklogs_ GUARDED_BY(poolMutex_);
+  Use use_ GUARDED_BY(poolMutex_);
 
   Mutex closeMutex_;
   std::deque<Closing> waitingToClose_ GUARDED_BY(closeMutex_);

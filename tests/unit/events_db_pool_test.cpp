@@ -146,6 +146,20 @@ TEST_CASE("the pool keeps at most `capacity` DBs open and evicts the least recen
   CHECK(countEvents(pool.pathFor(a)) == 2);
 }
 
+TEST_CASE("get() counts its lookups and the ones that opened a file") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 1);
+  const std::string a = webhooker::newUuid();
+  const std::string b = webhooker::newUuid();
+  { getOrFail(pool, a); }
+  { getOrFail(pool, a); }  // held open: a hit
+  { getOrFail(pool, b); }  // evicts a
+  { getOrFail(pool, a); }  // reopens it
+  CHECK(pool.use().gets == 4);
+  CHECK(pool.use().opens == 3);
+}
+
 TEST_CASE("an evicted DB keeps a short WAL, empties a long one; the pool's end empties all") {
   TempDir dir;
   FakeClock clock;
