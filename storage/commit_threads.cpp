@@ -17,7 +17,8 @@ CommitThreads::~CommitThreads() {
     stopping_ = true;
   }
   readyChanged_.notify_all();
-  flushesChanged_.notify_all();
+  flushQueued_.notify_all();
+  roundDone_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
@@ -132,15 +133,17 @@ void CommitThreads::runTogether(std::vector<std::function<void()>>& jobs) {
   size_t undone = jobs.size();
   MutexLock lock(mutex_);
   // The first stays with this thread; the others go to whichever is free.
-  for (size_t i = 1; i < jobs.size(); ++i) flushes_.push_back({&jobs[i], &undone});
-  if (jobs.size() > 1) flushesChanged_.notify_all();
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    flushes_.push_back({&jobs[i], &undone});
+    flushQueued_.notify_one();
+  }
   std::function<void()>* mine = &jobs[0];
   while (true) {
     if (mine) {
       lock.unlock();
       (*mine)();
       lock.lock();
-      if (--undone == 0) flushesChanged_.notify_all();
+      --undone;
     }
     if (undone == 0) return;
     mine = nullptr;
@@ -152,7 +155,7 @@ void CommitThreads::runTogether(std::vector<std::function<void()>>& jobs) {
         break;
       }
     }
-    if (!mine) flushesChanged_.wait(lock);
+    if (!mine) roundDone_.wait(lock);
   }
 }
 
@@ -160,14 +163,16 @@ void CommitThreads::flushLoop() {
   nameThisThread("wh-flush");
   MutexLock lock(mutex_);
   while (true) {
-    flushesChanged_.wait(lock, [&]() REQUIRES(mutex_) { return stopping_ || !flushes_.empty(); });
+    flushQueued_.wait(lock, [&]() REQUIRES(mutex_) { return stopping_ || !flushes_.empty(); });
     if (flushes_.empty()) return;  // stopping
     const FlushJob job = flushes_.front();
     flushes_.pop_front();
     lock.unlock();
     (*job.job)();
     lock.lock();
-    if (--*job.undone == 0) flushesChanged_.notify_all();
+    // Only the round's own commit thread waits for it; the other one's
+    // spurious wake finds its own round undone and waits again.
+    if (--*job.undone == 0) roundDone_.notify_all();
   }
 }
 

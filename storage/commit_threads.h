@@ -102,7 +102,11 @@ class CommitThreads {
     size_t* undone;
   };
   std::deque<FlushJob> flushes_ GUARDED_BY(mutex_);
-  std::condition_variable_any flushesChanged_;  // a job queued, or one done
+  // Two conditions, each woken only for its own waiters: a flush thread
+  // waits for a job (one woken per job queued), a commit thread for its
+  // round's last job to be done (woken once per round, not per job).
+  std::condition_variable_any flushQueued_;
+  std::condition_variable_any roundDone_;
   Counts counts_ GUARDED_BY(mutex_);
   size_t busyCachesFree_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
