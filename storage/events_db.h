@@ -227,6 +227,12 @@ class EventsDb {
   // all and per target), each target's latest failed attempt, and the last
   // `hours` hours (by the clock) hour by hour.
   Result<WebhookStats> stats(int hours);
+  // The same, read as unfinishedOfFileAlone() reads: on a connection that
+  // holds the file alone, so a view of a quiet file gives it no WAL or
+  // shared index (-shm). `now` is the clock. nullopt where that cannot be
+  // done (missing, open elsewhere, another schema version, unreadable).
+  static std::optional<WebhookStats> statsOfFileAlone(const std::filesystem::path& file,
+                                                      TimePoint now, int hours);
 
   // --- Retention and masking (events_db_retention.cpp) ----------------------
   // For the periodic retention pass (one caller at a time). Work is done in
