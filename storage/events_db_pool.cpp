@@ -199,6 +199,14 @@ std::optional<EventsDbPool::ClosedBacklog> EventsDbPool::backlogIfClosed(
   return read;
 }
 
+std::optional<WebhookStats> EventsDbPool::statsIfClosed(const std::string& webhookId, int hours) {
+  std::optional<WebhookStats> read;
+  readIfClosed(webhookId, [&](uint64_t) {
+    read = EventsDb::statsOfFileAlone(pathFor(webhookId), clock_.now(), hours);
+  });
+  return read;
+}
+
 std::optional<std::vector<EventsDb::WaitingTarget>> EventsDbPool::waitingTargetsIfClosed(
     const std::string& webhookId, int mostRows) {
   {

@@ -106,6 +106,12 @@ class EventsDbPool {
   // clock), read as unfinishedIfClosed() reads. nullopt when the pool holds
   // the DB or the file cannot be read so.
   std::optional<ClosedBacklog> backlogIfClosed(const std::string& webhookId) EXCLUDES(poolMutex_);
+  // For the admin API's statistics: EventsDb::statsOfFileAlone (with the
+  // pool's clock), read as unfinishedIfClosed() reads, so a view neither
+  // sets the file up for writing nor takes a place in the pool. nullopt
+  // when the pool holds the DB or the file cannot be read so.
+  std::optional<WebhookStats> statsIfClosed(const std::string& webhookId, int hours)
+      EXCLUDES(poolMutex_);
 
   // For the sweep: EventsDb::waitingTargetsOfFileAlone (with the pool's
   // clock), read as unfinishedIfClosed() reads. nullopt when the pool holds
