@@ -1,16 +1,20 @@
 // GET /api/v1/webhooks/{id}/stats over HTTP, against real SQLite files:
 // counts by status in all and per target, each target's latest failure,
 // the last 24 hours hour by hour (with a fake clock), the breaker of a real
-// engine delivering to a loopback receiver that fails, and bad requests.
+// engine delivering to a loopback receiver that fails, and bad requests. A
+// file the pool does not hold is read alone: no WAL or -shm, same answer.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 
 #include "base/time_format.h"
+#include "tests/support/eventually.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/history_fixture.h"
 #include "tests/support/receiver.h"
@@ -41,7 +45,89 @@ const json& hourEntry(const json& stats, const std::string& hour) {
   return stats;  // not reached
 }
 
+// The -wal and -shm beside an events file, with their sizes.
+std::map<std::string, uintmax_t> walAndShm(const std::filesystem::path& file) {
+  std::map<std::string, uintmax_t> out;
+  for (const char* suffix : {"-wal", "-shm"}) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file.string() + suffix, ec);
+    if (!ec) out[suffix] = size;
+  }
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("stats of a file the pool does not hold: read alone, no WAL or -shm made, the same answer") {
+  FakeClock clock;
+  TestServer server{TestServerOptions{.clock = &clock}};
+  EventsDbPool& pool = server.eventsDbs();
+  const std::string quietId = server.createWebhook("quiet")["id"].get<std::string>();
+  const json busy = server.createWebhook("busy");
+  const std::string busyId = busy["id"].get<std::string>();
+  server.createTarget(busyId, HistoryFixture::targetBody("orders"));
+  for (int i = 0; i < 3; ++i) {
+    auto res = server.anonymousClient().Post(
+        "/hooks/" + busy["entrypoints"][0]["id"].get<std::string>(), "{}", "application/json");
+    REQUIRE(statusOf(res) == 200);
+    clock.advance(1s);
+  }
+  {
+    // One delivery failed, one retrying: every part of the answer has something.
+    auto db = pool.get(busyId);
+    REQUIRE(db);
+    auto unfinished = db.value()->unfinishedDeliveries();
+    REQUIRE(unfinished);
+    REQUIRE(unfinished->size() == 3);
+    AttemptRecord failed;
+    failed.deliveryId = unfinished.value()[0].id;
+    failed.statusCode = 410;
+    failed.error = "HTTP 410";
+    failed.newStatus = DeliveryStatus::kFailed;
+    REQUIRE(db.value()->recordAttempt(failed));
+    AttemptRecord retry;
+    retry.deliveryId = unfinished.value()[1].id;
+    retry.error = "connection refused";
+    retry.newStatus = DeliveryStatus::kRetrying;
+    retry.nextAttemptAt = clock.now() + 1h;
+    REQUIRE(db.value()->recordAttempt(retry));
+  }
+  const auto stats = [&](const std::string& id) {
+    auto c = server.client();
+    auto res = c.Get("/api/v1/webhooks/" + id + "/stats");
+    REQUIRE(statusOf(res) == 200);
+    return json::parse(res->body);
+  };
+
+  // Busy: read through the pool while it holds the file, then alone once
+  // the pool has closed it as an eviction does (its WAL kept as it was).
+  REQUIRE(pool.peek(busyId).open);
+  const json busyOpen = stats(busyId);
+  CHECK(busyOpen["events"] == 3);
+  CHECK(busyOpen["deliveries"] == counts(1, 1, 0, 1));
+  std::weak_ptr<EventsDb> closing = pool.peek(busyId).open;
+  pool.letGo(busyId);
+  REQUIRE(eventually([&] { return closing.expired(); }));
+  const auto busyFiles = walAndShm(server.eventsDbPath(busyId));
+  const size_t openBefore = pool.openCount();
+  CHECK(stats(busyId) == busyOpen);
+  CHECK(walAndShm(server.eventsDbPath(busyId)) == busyFiles);
+  CHECK_FALSE(pool.peek(busyId).open);
+
+  // Quiet: never written, and a view leaves it so.
+  REQUIRE(std::filesystem::exists(server.eventsDbPath(quietId)));
+  REQUIRE(walAndShm(server.eventsDbPath(quietId)).empty());
+  const json quietAlone = stats(quietId);
+  CHECK(walAndShm(server.eventsDbPath(quietId)).empty());
+  CHECK_FALSE(pool.peek(quietId).open);
+  CHECK(pool.openCount() == openBefore);  // nothing opened, so nothing evicted
+  CHECK(quietAlone["events"] == 0);
+  CHECK(quietAlone["deliveries"] == counts(0, 0, 0, 0));
+  CHECK(quietAlone["hourly"].size() == 24);
+  // The same file read through the pool answers the same.
+  REQUIRE(pool.get(quietId));
+  CHECK(stats(quietId) == quietAlone);
+}
 
 TEST_CASE("stats count events and deliveries by status, in all and per target") {
   HistoryFixture f;
