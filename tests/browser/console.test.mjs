@@ -11,7 +11,9 @@
 // the test's requests), is edited to a custom scheme and response, refuses a
 // bad tolerance by its field with nothing changed, and rotates its secret; a
 // Meta entrypoint answers its handshake with the verify token set in the form,
-// also after a rename; no secret is ever in the page or an API answer. Along the
+// also after a rename; no secret is ever in the page or an API answer. With
+// more webhooks than a page, the list pages and asks for the stats of the
+// rows shown only (the test counts the requests). Along the
 // way: no CSP violation, no script error, the token never in the page, URL
 // or storage other than sessionStorage. Screenshots of every page at 1280 px
 // and 390 px go to SCREENSHOT_DIR.
@@ -407,6 +409,46 @@ async function run() {
   step('Meta entrypoint with its handshake from the form; a rename keeps its secrets');
   const listed = JSON.stringify((await adminApi('GET', `/webhooks/${webhookId}/entrypoints`)).body);
   check(secrets.every((s) => !listed.includes(s)), 'no secret in the API answer');
+
+  // More webhooks than a page: the list shows 50 and asks for the stats of
+  // those 50 only; the next page, for its own rows only.
+  for (let i = 0; i < 60; i += 1) {
+    const made = await adminApi('POST', '/webhooks', { name: `tenant-${String(i).padStart(2, '0')}` });
+    check(made.status === 201, 'webhook created: ' + made.status);
+  }
+  let statsAsked = [];
+  page.on('request', (r) => {
+    const m = /^\/api\/v1\/webhooks\/([0-9a-f-]{36})\/stats$/.exec(new URL(r.url()).pathname);
+    if (m) statsAsked.push(m[1]);
+  });
+  const pagerCount = page.locator('.pager-count');
+  const rowIds = () => page.$$eval('tbody tr a[href^="#/webhooks/"]',
+    (links) => links.map((a) => decodeURIComponent(a.getAttribute('href').slice('#/webhooks/'.length))));
+  const pageAsked = async (label, rows) => {
+    const ids = await rowIds();
+    check(ids.length === rows, `${label}: ${rows} rows shown, not ${ids.length}`);
+    const asked = new Set(statsAsked);
+    check(asked.size === rows && [...asked].every((id) => ids.includes(id)),
+      `${label}: stats asked for the ${rows} rows shown only, not ${asked.size} webhooks (${statsAsked.length} requests)`);
+    await page.locator('tbody tr td.num[data-label=events]', { hasText: '—' }).count()
+      .then((n) => check(n === 0, `${label}: every row shows its stats`));
+  };
+  statsAsked = [];
+  await page.evaluate(() => { location.hash = '#/'; });
+  await pagerCount.filter({ hasText: '1\u201350 of 61' }).waitFor();
+  await pageAsked('first page', 50);
+  check(await page.locator('.pager button', { hasText: 'Previous' }).isDisabled(), 'no page before the first');
+  await screenshot('webhook-list-paged');
+  statsAsked = [];
+  await page.click('.pager button:has-text("Next")');
+  await pagerCount.filter({ hasText: '51\u201361 of 61' }).waitFor();
+  await pageAsked('second page', 11);
+  check(await page.locator('.pager button', { hasText: 'Next' }).isDisabled(), 'no page after the last');
+  statsAsked = [];
+  await page.click('.page-head button:has-text("Refresh")');
+  await waitFor('a refresh of the second page', () => new Set(statsAsked).size === 11);
+  await pageAsked('second page refreshed', 11);
+  step('the webhook list pages: stats asked for the rows shown only');
 
   // The token was kept in this tab's sessionStorage only.
   const html = await page.content();

@@ -16,6 +16,7 @@
   const TOKEN_KEY = 'webhooker.adminToken';
   const PORTAL_KEY = 'webhooker.portal';  // {webhook_id, scopes} of a portal session
   const REFRESH_MS = 3000;
+  const WEBHOOK_PAGE = 50;  // webhooks per page of the list
   const EVENTS_PAGE = 25;
   const STATUSES = ['pending', 'retrying', 'delivered', 'failed'];
 
@@ -380,17 +381,29 @@
       form,
       card('All webhooks', null, listBody));
 
+    // The list is paged here (GET /webhooks answers every webhook, from the
+    // main database); each stats call reads one webhook's events file, so
+    // only the rows shown are asked for, on every refresh.
+    // A refresh overtaken by a newer one (another page asked for) asks for
+    // no more and shows nothing.
+    let first = 0;  // index of the page's first webhook
+    let latest = 0;
     async function refresh() {
+      const mineToo = ++latest;
+      const current = () => mine === view && mineToo === latest;
       const { webhooks } = await api('GET', '/webhooks');
-      const stats = await mapLimited(webhooks, 6, (w) =>
-        api('GET', webhookPath(w.id) + '/stats').catch(() => null));
-      if (mine !== view) return;
+      if (first >= webhooks.length) first = Math.max(0, webhooks.length - 1);
+      first -= first % WEBHOOK_PAGE;
+      const shown = webhooks.slice(first, first + WEBHOOK_PAGE);
+      const stats = await mapLimited(shown, 6, (w) => (current()
+        ? api('GET', webhookPath(w.id) + '/stats').catch(() => null) : null));
+      if (!current()) return;
       if (webhooks.length === 0) {
         fill(listBody, h('p', { class: 'empty' },
           'No webhooks yet. Create one to get an entrypoint URL to send events to.'));
         return;
       }
-      const rows = webhooks.map((w, i) => {
+      const rows = shown.map((w, i) => {
         const s = stats[i];
         const d = s ? s.deliveries : null;
         const num = (label, v, bad) => h('td', {
@@ -407,10 +420,25 @@
         { title: 'Name' }, { title: 'Events', cls: 'num' }, { title: 'Pending', cls: 'num' },
         { title: 'Retrying', cls: 'num' }, { title: 'Failed', cls: 'num' },
         { title: 'Created', cls: 'hide-narrow' },
-      ], rows, true));
+      ], rows, true), listPager(first, shown.length, webhooks.length, (to) => {
+        first = to;
+        refresh().catch(reportError);
+      }));
     }
     await refresh();
     startRefresh(refresh);
+  }
+
+  // "1–50 of 1,000" with Previous and Next, or nothing when one page holds all.
+  function listPager(first, shown, total, go) {
+    if (total <= WEBHOOK_PAGE) return null;
+    const previous = h('button', { type: 'button', class: 'btn btn-small', disabled: first === 0 }, 'Previous');
+    previous.addEventListener('click', () => go(Math.max(0, first - WEBHOOK_PAGE)));
+    const next = h('button', { type: 'button', class: 'btn btn-small', disabled: first + shown >= total }, 'Next');
+    next.addEventListener('click', () => go(first + WEBHOOK_PAGE));
+    return h('div', { class: 'pager' },
+      h('span', { class: 'pager-count' }, `${count(first + 1)}\u2013${count(first + shown)} of ${count(total)}`),
+      previous, next);
   }
 
   // Runs fn over items with at most `limit` calls at once; results in order.
