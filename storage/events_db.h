@@ -1,10 +1,10 @@
 // EventsDb: one webhook's events-<webhook-uuid>.db — its events, their
 // deliveries and every attempt. Holds no target config or credential.
 //
-// Threading: any thread may call; one connection behind dbMutex_ (and two
-// read-only ones: for payloads behind readMutex_, for the engine's reads of
-// waiting deliveries behind scanMutex_, see below; the admin views open
-// their own, see openSnapshot). The
+// Threading: any thread may call; one connection behind dbMutex_ (and up to
+// two read-only ones, opened when first needed: for payloads behind
+// readMutex_, for the engine's reads of waiting deliveries behind
+// scanMutex_, see below; the admin views open their own, see openSnapshot). The
 // frequent small writes (ingest, attempt results, deferrals) of concurrent
 // callers are group-committed: one transaction and one fsync for all of
 // them, each caller answered once the commit holding its write is done
@@ -308,7 +308,8 @@ class EventsDb {
   const std::unique_ptr<storage::StatementCache> statements_ PT_GUARDED_BY(dbMutex_);
   std::unique_ptr<storage::GroupCommit> writes_;         // groups the frequent small writes
   // Payload reads go through a second connection, so a delivery worker
-  // loading a body does not wait for a commit's flush.
+  // loading a body does not wait for a commit's flush; a file's reads use
+  // the writer instead until one finds a commit running (see loadPayload).
   Mutex readMutex_;
   ReadConnection reader_ GUARDED_BY(readMutex_);
   // The engine's reads of waiting deliveries (refills, the sweep, the
