@@ -799,18 +799,6 @@ std::optional<EventsDb::UnfinishedOfFile> EventsDb::unfinishedOfFileAlone(
     auto rows = readUnfinished(*db, nullptr, mostRows ? std::optional(*mostRows + 1) : std::nullopt,
                                nullptr, &backlog);
     if (mostRows && rows.size() > static_cast<size_t>(*mostRows)) return std::nullopt;
-    // With a delivery due now, a worker opens the file next, and would make
-    // again the WAL this close deletes: one file made and unlinked per
-    // webhook, each making dearer as a folder's recent deletions pile up
-    // (ext4 without a journal skips their inodes one by one). So the WAL,
-    // empty or not, stays for that open.
-    const bool due = std::any_of(rows.begin(), rows.end(), [&](const UnfinishedDelivery& d) {
-      return !d.nextAttemptAt || *d.nextAttemptAt <= now;
-    });
-    if (due) {
-      int keep = 1;
-      sqlite3_file_control(db->getHandle(), "main", SQLITE_FCNTL_PERSIST_WAL, &keep);
-    }
     return UnfinishedOfFile{std::move(rows), backlog.counts()};
   } catch (const std::exception&) {
     return std::nullopt;  // open() reads it again, and reports what is wrong

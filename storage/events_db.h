@@ -140,9 +140,7 @@ class EventsDb {
   // All of them, read from a file nobody holds open, on a connection that
   // holds it alone for the read (storage::openAlone): without setting up the
   // shared WAL index, most of what open() costs. Writes, creates and
-  // migrates nothing; a WAL it found or made is left for the open that
-  // follows when a delivery is due now (empty if there was none), deleted
-  // otherwise. nullopt where that cannot be done (the file is
+  // migrates nothing. nullopt where that cannot be done (the file is
   // missing, open elsewhere, of another schema version, or cannot be read):
   // open() it and read it so, which also reports what is wrong. Also
   // nullopt if more than `mostRows` wait.

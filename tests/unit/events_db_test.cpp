@@ -321,44 +321,6 @@ TEST_CASE_FIXTURE(Fixture, "a file nobody holds open is read alone, its WAL incl
   CHECK_FALSE(std::filesystem::exists(missing));
 }
 
-TEST_CASE_FIXTURE(Fixture, "a file read alone keeps the WAL it made only when a delivery is due now") {
-  const std::filesystem::path wal = file.string() + "-wal";
-  const std::filesystem::path shm = file.string() + "-shm";
-  const std::string deliveryId = ingestOk(sampleEvent(), {"t1"}).deliveries.at(0).id;
-  // Closed as a clean stop leaves it: everything in the file, no WAL.
-  const auto closeWithoutWal = [&] {
-    REQUIRE(db->checkpointWal(EventsDb::Wait::kForOthers).value());
-    db.reset();
-    std::filesystem::remove(wal);
-    std::filesystem::remove(shm);
-  };
-  closeWithoutWal();
-
-  // Due now: a worker opens it next, and finds the WAL there, empty.
-  auto read = EventsDb::unfinishedOfFileAlone(file, clock.now());
-  REQUIRE(read);
-  REQUIRE(read->rows.size() == 1);
-  CHECK(std::filesystem::exists(wal));
-  CHECK(std::filesystem::file_size(wal) == 0);
-  CHECK_FALSE(std::filesystem::exists(shm));
-  db = openDb();
-  REQUIRE(db->unfinishedDeliveries()->size() == 1);
-
-  // Waiting for a later time: nothing opens it soon, and it is left without.
-  webhooker::AttemptRecord retry;
-  retry.deliveryId = deliveryId;
-  retry.statusCode = 503;
-  retry.newStatus = webhooker::DeliveryStatus::kRetrying;
-  retry.nextAttemptAt = clock.now() + 1h;
-  REQUIRE(db->recordAttempt(retry));
-  closeWithoutWal();
-  read = EventsDb::unfinishedOfFileAlone(file, clock.now());
-  REQUIRE(read);
-  REQUIRE(read->rows.size() == 1);
-  CHECK_FALSE(std::filesystem::exists(wal));
-  CHECK(count("SELECT COUNT(*) FROM deliveries WHERE status = 'retrying'") == 1);
-}
-
 TEST_CASE_FIXTURE(Fixture, "the backlog is counted exactly across chunks, per target and status") {
   // More waiting rows of one target than the count reads per chunk (1,000):
   // the chunks meet inside a target without losing or repeating a row.
