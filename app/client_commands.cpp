@@ -93,10 +93,8 @@ std::optional<std::string> tokenFromEnvironment() {
   return std::nullopt;
 }
 
-// The successful response's body, or nullopt after printing why there is
-// none (no token, bad URL, unreachable daemon, an error answer).
 // The daemon's answer, whatever its status; nullopt (said on stderr) when
-// there is none.
+// there is none (no token, bad URL, unreachable daemon).
 std::optional<AdminAnswer> sendCall(const Session& session, const ApiCall& call) {
   const auto token = tokenFromEnvironment();
   if (!token) return std::nullopt;
@@ -114,16 +112,23 @@ std::optional<AdminAnswer> sendCall(const Session& session, const ApiCall& call)
   return std::move(answer.value());
 }
 
-std::optional<std::string> performCall(const Session& session, const ApiCall& call) {
-  const auto answer = sendCall(session, call);
-  if (!answer) return std::nullopt;
-  if (!answer.value().ok()) {
-    const bool fromApi = answer.value().json().contains("error");
-    std::cerr << "webhooker: " << answer.value().errorText()
+// A successful answer's body, or nullopt after saying on stderr why not.
+std::optional<std::string> successBody(const AdminAnswer& answer) {
+  if (!answer.ok()) {
+    const bool fromApi = answer.json().contains("error");
+    std::cerr << "webhooker: " << answer.errorText()
               << (fromApi ? "" : "; is --url pointing at a webhooker daemon?") << "\n";
     return std::nullopt;
   }
-  return answer.value().body;
+  return answer.body;
+}
+
+// The successful response's body, or nullopt after printing why there is
+// none (no token, bad URL, unreachable daemon, an error answer).
+std::optional<std::string> performCall(const Session& session, const ApiCall& call) {
+  const auto answer = sendCall(session, call);
+  if (!answer) return std::nullopt;
+  return successBody(*answer);
 }
 
 Render showDeleted(const SessionPtr& s, std::string Session::*id) {
@@ -939,10 +944,7 @@ void addStatusCommand(CLI::App& app, const SessionPtr& s) {
                    "CLI of its version.\n";
       return;
     }
-    if (!answer->ok()) {
-      std::cerr << "webhooker: " << answer->errorText() << "\n";
-      return;
-    }
+    if (!successBody(*answer)) return;
     const json summary = answer->json();
     if (!summary.is_object()) {
       std::cerr << "webhooker: the daemon's answer is not a JSON object\n";

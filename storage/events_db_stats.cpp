@@ -34,6 +34,14 @@ std::map<std::string, int64_t> countByHour(SQLite::Database& db, const char* sql
   return out;
 }
 
+// The entry of `targetId` among the targets counted, or null (a target with
+// no delivery).
+TargetActivity* activityOf(WebhookStats& stats, const std::string& targetId) {
+  const auto it = std::find_if(stats.targets.begin(), stats.targets.end(),
+                               [&](const TargetActivity& t) { return t.targetId == targetId; });
+  return it == stats.targets.end() ? nullptr : &*it;
+}
+
 // What stats() answers, read on `db` (throws what SQLite throws).
 WebhookStats readStats(SQLite::Database& db, TimePoint now, int hours) {
   const auto currentHour = std::chrono::floor<std::chrono::hours>(now);
@@ -65,17 +73,15 @@ WebhookStats readStats(SQLite::Database& db, TimePoint now, int hours) {
       "WHERE r.id IN (SELECT MAX(r2.id) FROM delivery_results r2 "
       "JOIN deliveries d2 ON d2.id = r2.delivery_id WHERE r2.success = 0 GROUP BY d2.target_id)");
   while (failures.executeStep()) {
-    const std::string targetId = failures.getColumn(0).getString();
-    for (TargetActivity& t : stats.targets) {
-      if (t.targetId != targetId) continue;
-      LastFailure f;
-      f.deliveryId = failures.getColumn(1).getString();
-      f.eventId = failures.getColumn(2).getString();
-      f.at = failures.getColumn(3).getString();
-      if (!failures.getColumn(4).isNull()) f.statusCode = failures.getColumn(4).getInt();
-      if (!failures.getColumn(5).isNull()) f.error = failures.getColumn(5).getString();
-      t.lastFailure = std::move(f);
-    }
+    TargetActivity* t = activityOf(stats, failures.getColumn(0).getString());
+    if (!t) continue;
+    LastFailure f;
+    f.deliveryId = failures.getColumn(1).getString();
+    f.eventId = failures.getColumn(2).getString();
+    f.at = failures.getColumn(3).getString();
+    if (!failures.getColumn(4).isNull()) f.statusCode = failures.getColumn(4).getInt();
+    if (!failures.getColumn(5).isNull()) f.error = failures.getColumn(5).getString();
+    t->lastFailure = std::move(f);
   }
 
   // Each target's oldest waiting delivery (deliveries_waiting_by_target).
@@ -86,17 +92,15 @@ WebhookStats readStats(SQLite::Database& db, TimePoint now, int hours) {
       "OVER (PARTITION BY target_id ORDER BY created_at, rowid) AS n FROM deliveries "
       "WHERE status IN ('pending', 'retrying')) WHERE n = 1");
   while (oldest.executeStep()) {
-    const std::string targetId = oldest.getColumn(0).getString();
-    for (TargetActivity& t : stats.targets) {
-      if (t.targetId != targetId) continue;
-      OldestWaiting w;
-      w.deliveryId = oldest.getColumn(1).getString();
-      w.eventId = oldest.getColumn(2).getString();
-      w.status = storage::statusColumn(oldest.getColumn(3));
-      w.attempts = oldest.getColumn(4).getInt();
-      if (!oldest.getColumn(5).isNull()) w.nextAttemptAt = oldest.getColumn(5).getString();
-      t.oldestWaiting = std::move(w);
-    }
+    TargetActivity* t = activityOf(stats, oldest.getColumn(0).getString());
+    if (!t) continue;
+    OldestWaiting w;
+    w.deliveryId = oldest.getColumn(1).getString();
+    w.eventId = oldest.getColumn(2).getString();
+    w.status = storage::statusColumn(oldest.getColumn(3));
+    w.attempts = oldest.getColumn(4).getInt();
+    if (!oldest.getColumn(5).isNull()) w.nextAttemptAt = oldest.getColumn(5).getString();
+    t->oldestWaiting = std::move(w);
   }
   SQLite::Statement due(
       db,
@@ -105,11 +109,10 @@ WebhookStats readStats(SQLite::Database& db, TimePoint now, int hours) {
       "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) GROUP BY target_id");
   due.bind(1, formatTime(now));
   while (due.executeStep()) {
-    const std::string targetId = due.getColumn(0).getString();
+    TargetActivity* t = activityOf(stats, due.getColumn(0).getString());
     const auto createdAt = parseTime(due.getColumn(1).getString());
-    for (TargetActivity& t : stats.targets)
-      if (t.targetId == targetId && createdAt)
-        t.oldestDueAgeSeconds = std::chrono::duration<double>(now - *createdAt).count();
+    if (t && createdAt)
+      t->oldestDueAgeSeconds = std::chrono::duration<double>(now - *createdAt).count();
   }
 
   const auto received = countByHour(
