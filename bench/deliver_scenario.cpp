@@ -12,9 +12,10 @@
 
 #include "bench/correctness.h"
 #include "bench/load_generator.h"
+#include "bench/process_cpu.h"
 #include "bench/receiver.h"
-#include "bench/scenarios.h"
 #include "bench/scenario_support.h"
+#include "bench/scenarios.h"
 #include "tests/support/temp_dir.h"
 
 namespace webhooker::bench {
@@ -38,8 +39,6 @@ struct OneTarget {
   double rate = 0;
   double cpuPerDelivery = 0;  // the daemon's, µs
 };
-
-double microsPer(double seconds, size_t n) { return n > 0 ? seconds * 1e6 / static_cast<double>(n) : 0; }
 
 OneTarget deliverOneTarget(const BenchConfig& config, double bareRate, Report& report) {
   const size_t n = config.deliverBacklog;

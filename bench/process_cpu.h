@@ -16,6 +16,11 @@ double processTreeCpuSeconds(pid_t pid);
 // receivers run here).
 double selfCpuSeconds();
 
+// `seconds` of CPU shared out over `count`, in µs (0 for none).
+inline double microsPer(double seconds, size_t count) {
+  return count > 0 ? seconds * 1e6 / static_cast<double>(count) : 0;
+}
+
 // CPU seconds this process and, if given, a daemon's tree spend from the
 // meter's construction on.
 class CpuMeter {

@@ -175,7 +175,7 @@ void runTenants(const BenchConfig& config, Report& report) {
               Goal{Goal::Kind::kRatioAtLeast, 0.8}});
   // The 0.8 above; CPU is what a shared machine measures steadily.
   const auto microsPerEvent = [](const DaemonAfterLoad& run) {
-    return run.load.ok() > 0 ? run.cpuSeconds * 1e6 / static_cast<double>(run.load.ok()) : 0;
+    return microsPer(run.cpuSeconds, run.load.ok());
   };
   report.add({"tenants", "daemon CPU per acknowledged event" + at, microsPerEvent(many), "us",
               microsPerEvent(one), "one webhook", Goal{Goal::Kind::kRatioAtMost, 3.0}});
