@@ -19,6 +19,7 @@ BenchConfig BenchConfig::large() {
   c.scaleShapes = {{10'000, 100'000}, {1'000, 1'000'000, 10}};
   c.tenants = 10'000;
   c.tenantEvents = 40'000;
+  c.openFiles = 2'000;
   return c;
 }
 

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "run only these scenarios")
       ->check(CLI::IsMember({"ingest", "slow-clients", "deliver", "end-to-end", "isolation",
                              "scale", "memory", "routed", "noisy-tenant", "fifo", "queues",
-                             "cluster", "tenants", "egress"}));
+                             "cluster", "tenants", "egress", "opens"}));
   app.add_option("--runs", runs, "run everything this many times; report the medians")
       ->check(CLI::Range(1, 9));
   app.add_option("--sync-mode", syncMode, "the daemon's sync mode (full is what the goals mean)")
@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
       {"isolation", runIsolation}, {"scale", runScale},     {"memory", runMemory},
       {"routed", runRouted}, {"noisy-tenant", runNoisyTenant}, {"fifo", runFifo},
       {"queues", runQueues},
-      {"cluster", runCluster}, {"tenants", runTenants}, {"egress", runEgress}};
+      {"cluster", runCluster}, {"tenants", runTenants}, {"egress", runEgress},
+      {"opens", runOpens}};
   const auto start = std::chrono::steady_clock::now();
   std::vector<Report> reports;
   for (int i = 1; i <= runs; ++i) {

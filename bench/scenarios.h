@@ -70,6 +70,8 @@ struct BenchConfig {
   // ingestAloneConnections) spread over them at random.
   int tenants = 1'000;
   size_t tenantEvents = 20'000;
+  // opens: closed events DBs opened one after another, each way.
+  int openFiles = 300;
   // fifo: events drained to a receiver answering in 1 ms (a quarter of them
   // for the one answering in 10 ms).
   size_t fifoEvents = 1'000;
@@ -101,5 +103,6 @@ void runCluster(const BenchConfig& config, Report& report);
 void runTenants(const BenchConfig& config, Report& report);
 void runNoisyTenant(const BenchConfig& config, Report& report);
 void runEgress(const BenchConfig& config, Report& report);
+void runOpens(const BenchConfig& config, Report& report);
 
 }  // namespace webhooker::bench
