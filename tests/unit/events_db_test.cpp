@@ -23,6 +23,7 @@
 #include "base/uuid.h"
 #include "storage/events_db.h"
 #include "storage/migration.h"
+#include "storage/sqlite_database.h"
 #include "tests/support/db_file.h"
 #include "tests/support/text_pattern.h"
 
@@ -319,6 +320,34 @@ TEST_CASE_FIXTURE(Fixture, "a file nobody holds open is read alone, its WAL incl
   const std::filesystem::path missing = dir / "events-0d9d1c3e-8c6a-4f5e-9a55-1c2d3e4f5a6b.db";
   CHECK_FALSE(EventsDb::unfinishedOfFileAlone(missing, clock.now()));
   CHECK_FALSE(std::filesystem::exists(missing));
+}
+
+TEST_CASE_FIXTURE(Fixture, "a file with no WAL is read alone without one made on disk, and not written") {
+  const std::string target = webhooker::newUuid();
+  for (int i = 0; i < 3; ++i) ingestOk(sampleEvent(), {target});
+  REQUIRE(db->checkpointWal(EventsDb::Wait::kForOthers).value());
+  db.reset();
+  const std::filesystem::path wal = file.string() + "-wal";
+  // The empty WAL the writer left goes with the first read alone.
+  REQUIRE(EventsDb::unfinishedOfFileAlone(file, clock.now())->rows.size() == 3);
+  REQUIRE_FALSE(std::filesystem::exists(wal));
+
+  auto alone = webhooker::storage::openAlone(file);
+  REQUIRE(alone);
+  SQLite::Database& connection = *alone.value();
+  CHECK(connection.execAndGet("SELECT COUNT(*) FROM deliveries").getInt() == 3);
+  CHECK_FALSE(std::filesystem::exists(wal));  // read with an empty WAL in memory
+  // Reads only: a write fails, and nothing of it reaches the file.
+  CHECK_THROWS(connection.exec("DELETE FROM deliveries"));
+  CHECK_FALSE(std::filesystem::exists(wal));
+  alone.value().reset();
+  CHECK_FALSE(std::filesystem::exists(wal));
+  CHECK(count("SELECT COUNT(*) FROM deliveries") == 3);
+  // A writer opens it as ever, its WAL made on disk.
+  db = openDb();
+  ingestOk(sampleEvent(), {target});
+  CHECK(std::filesystem::file_size(wal) > 0);
+  CHECK(count("SELECT COUNT(*) FROM deliveries") == 4);
 }
 
 TEST_CASE_FIXTURE(Fixture, "the backlog is counted exactly across chunks, per target and status") {
