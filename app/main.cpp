@@ -15,6 +15,7 @@
 #include "app/logging.h"
 #include "app/version.h"
 #include "routing/jq_worker.h"
+#include "storage/schema.h"
 
 namespace {
 
@@ -72,6 +73,12 @@ int main(int argc, char** argv) {
   std::string backupDir;
   backup->add_option("DIR", backupDir, "the folder to write the copies to (new or empty)")
       ->required();
+
+  // The history view for the sqlite3 CLI, made for its connection only:
+  // sqlite3 -cmd "$(webhooker history-view)" events-<id>.db 'select * from delivery_history'
+  app.add_subcommand("history-view",
+                     "print the delivery_history view (a TEMP VIEW) for sqlite3 -cmd")
+      ->callback([] { std::cout << webhooker::deliveryHistoryView() << "\n"; });
 
   int clientExit = 0;
   addClientCommands(app, clientExit);

@@ -1,5 +1,6 @@
 // EventsDb on a real events-<uuid>.db: what ingest writes (byte for byte),
-// the idempotency window, the delivery_history view, and that no target
+// the idempotency window, the delivery_history view (made by the sqlite3
+// user, `webhooker history-view`), and that no target
 // config ever lands in the file. Checked by reading the file with SQLiteCpp.
 #include <doctest/doctest.h>
 
@@ -23,6 +24,7 @@
 #include "base/uuid.h"
 #include "storage/events_db.h"
 #include "storage/migration.h"
+#include "storage/schema.h"
 #include "storage/sqlite_database.h"
 #include "tests/support/db_file.h"
 #include "tests/support/text_pattern.h"
@@ -538,6 +540,7 @@ TEST_CASE_FIXTURE(Fixture, "delivery_history shows one row per delivery with its
   const IngestOutcome alone = ingestOk(sampleEvent(), {});
 
   SQLite::Database r = raw();
+  r.exec(std::string(webhooker::deliveryHistoryView()));  // as `webhooker history-view` prints it
   CHECK(r.execAndGet("SELECT COUNT(*) FROM delivery_history").getInt() == 3);
 
   SQLite::Statement q(r,
@@ -596,6 +599,7 @@ TEST_CASE_FIXTURE(Fixture, "delivery_history shows the latest attempt of a deliv
     }
   }
   SQLite::Database r = raw();
+  r.exec(std::string(webhooker::deliveryHistoryView()));
   SQLite::Statement q(r, "SELECT last_error, last_duration_ms, last_attempt_at FROM "
                          "delivery_history");
   REQUIRE(q.executeStep());

@@ -14,6 +14,7 @@
 
 #include "storage/db_options.h"
 #include "storage/migration.h"
+#include "storage/schema.h"
 #include "storage/sqlite_database.h"
 #include "tests/support/temp_dir.h"
 
@@ -107,9 +108,33 @@ TEST_CASE("a fresh events DB gets every migration") {
     CAPTURE(table);
     CHECK(db->tableExists(table));
   }
-  CHECK(db->execAndGet("SELECT COUNT(*) FROM sqlite_master WHERE type = 'view' AND "
-                       "name = 'delivery_history'")
-            .getInt() == 1);
+  // No view in the file: SQLite would parse it on every open.
+  CHECK(db->execAndGet("SELECT COUNT(*) FROM sqlite_master WHERE type = 'view'").getInt() == 0);
+}
+
+TEST_CASE("an events DB made before loses the delivery_history view, which the CLI's makes again") {
+  TempDir dir;
+  const auto file = dir / "events-x.db";
+  const auto migrations = webhooker::eventsMigrations();
+  const auto offDisk = std::find_if(migrations.begin(), migrations.end(), [](const Migration& m) {
+    return m.name == "history_view_off_disk";
+  });
+  REQUIRE(offDisk != migrations.end());
+  const auto before = migrations.first(static_cast<size_t>(offDisk - migrations.begin()));
+  {
+    auto old = openOrFail(file, before);
+    old->exec("INSERT INTO events (id, entrypoint_id, method, path, body, body_size, received_at) "
+              "VALUES ('e1', 'ep', 'POST', '/', 'x', 1, '2026-11-18T11:00:00.000Z')");
+    CHECK(old->execAndGet("SELECT COUNT(*) FROM delivery_history").getInt() == 1);
+  }
+  auto db = openOrFail(file, migrations);
+  CHECK(storage::schemaVersion(*db) == migrations.back().version);
+  CHECK(db->execAndGet("SELECT COUNT(*) FROM sqlite_master WHERE type = 'view'").getInt() == 0);
+  CHECK(db->execAndGet("SELECT COUNT(*) FROM events").getInt() == 1);
+  // Made in the connection only (TEMP): the file stays without it.
+  db->exec(std::string(webhooker::deliveryHistoryView()));
+  CHECK(db->execAndGet("SELECT event_id FROM delivery_history").getString() == "e1");
+  CHECK(db->execAndGet("SELECT COUNT(*) FROM sqlite_master WHERE type = 'view'").getInt() == 0);
 }
 
 TEST_CASE("an events DB keeps its version in the header, and one made before gets it there") {
