@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "storage/db_options.h"
@@ -57,6 +58,16 @@ std::unique_ptr<SQLite::Database> openOrFail(const std::filesystem::path& file,
   auto db = storage::openDatabase(file, options, migrations);
   if (!db) FAIL("openDatabase failed: " << db.error().code << ": " << db.error().message);
   return std::move(db.value());
+}
+
+// The events migrations before the one named `name` (which must exist): a
+// file of the schema a binary before it made.
+std::span<const Migration> eventsMigrationsBefore(std::string_view name) {
+  const auto migrations = webhooker::eventsMigrations();
+  const auto it = std::find_if(migrations.begin(), migrations.end(),
+                               [&](const Migration& m) { return m.name == name; });
+  REQUIRE(it != migrations.end());
+  return migrations.first(static_cast<size_t>(it - migrations.begin()));
 }
 
 void checkNumbered(std::span<const Migration> set) {
@@ -116,11 +127,7 @@ TEST_CASE("an events DB made before loses the delivery_history view, which the C
   TempDir dir;
   const auto file = dir / "events-x.db";
   const auto migrations = webhooker::eventsMigrations();
-  const auto offDisk = std::find_if(migrations.begin(), migrations.end(), [](const Migration& m) {
-    return m.name == "history_view_off_disk";
-  });
-  REQUIRE(offDisk != migrations.end());
-  const auto before = migrations.first(static_cast<size_t>(offDisk - migrations.begin()));
+  const auto before = eventsMigrationsBefore("history_view_off_disk");
   {
     auto old = openOrFail(file, before);
     old->exec("INSERT INTO events (id, entrypoint_id, method, path, body, body_size, received_at) "
@@ -147,11 +154,7 @@ TEST_CASE("an events DB keeps its version in the header, and one made before get
     CHECK(storage::headerVersion(*fresh) == known);
   }
   // A file of the schema before the header held the version.
-  const auto header = std::find_if(migrations.begin(), migrations.end(), [](const Migration& m) {
-    return m.name == "version_in_header";
-  });
-  REQUIRE(header != migrations.end());
-  const auto before = migrations.first(static_cast<size_t>(header - migrations.begin()));
+  const auto before = eventsMigrationsBefore("version_in_header");
   const int oldVersion = before.back().version;
   {
     auto old = openOrFail(file, before);
