@@ -127,9 +127,10 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->envname("WEBHOOKER_PORTAL_FRAME_ANCESTORS")
       ->capture_default_str();
   cmd.add_option("--max-open-events-dbs", c.maxOpenEventsDbs,
-                 "events databases kept open at once (least recently used are closed)")
+                 "events databases kept open at once (least recently used are closed); "
+                 "0: every webhook's when the descriptor limit and memory allow, else 1024")
       ->envname("WEBHOOKER_MAX_OPEN_EVENTS_DBS")
-      ->check(CLI::Range(size_t{1}, size_t{100000}))
+      ->check(CLI::Range(size_t{0}, size_t{100000}))
       ->capture_default_str();
   cmd.add_option("--workers", c.workers, "delivery worker threads")
       ->envname("WEBHOOKER_WORKERS")

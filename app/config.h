@@ -20,7 +20,7 @@ struct Config {
   std::string environment = "dev";  // dev | prod
   std::string dataDir;              // "" → dev: $XDG_DATA_HOME/webhooker, prod: /data
   std::string syncMode = "full";    // full | normal
-  size_t maxOpenEventsDbs = EventsDbPool::kDefaultCapacity;
+  size_t maxOpenEventsDbs = 0;     // 0 → sized from the node (EventsDbPool::capacityFor)
 
   std::string nodeId;               // name in a cluster; "" → a single node
   std::string listenAddress;        // "" → dev: 127.0.0.1, prod: 0.0.0.0

@@ -4,11 +4,15 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -60,6 +64,31 @@ void raiseDescriptorLimit() {
   limit.rlim_cur = limit.rlim_max;
   if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
     spdlog::warn("daemon.rlimit_failed resource=nofile");
+}
+
+// The memory this process may use: its cgroup's limit (v2), else the RAM.
+uint64_t nodeMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long pageSize = sysconf(_SC_PAGESIZE);
+  uint64_t bytes = pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : 0;
+  std::ifstream limit("/sys/fs/cgroup/memory.max");
+  uint64_t cgroup = 0;
+  if (limit >> cgroup && cgroup > 0) bytes = bytes == 0 ? cgroup : std::min(bytes, cgroup);
+  return bytes;
+}
+
+// The events DB pool's size: --max-open-events-dbs, or (0) sized from the
+// descriptors (after raiseDescriptorLimit) and memory this node allows.
+EventsDbPool::Size eventsDbPoolSize(const ServeOptions& options) {
+  if (options.maxOpenEventsDbs > 0) return {options.maxOpenEventsDbs, std::nullopt};
+  rlimit limit{};
+  const uint64_t descriptors =
+      getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+          ? uint64_t(limit.rlim_cur)
+          : uint64_t{1} << 20;
+  const size_t holdable = EventsDbPool::holdableFor(
+      descriptors, options.server.maxConnections, nodeMemoryBytes());
+  return {EventsDbPool::kDefaultCapacity, holdable};
 }
 
 // glibc gives a thread heap's free top back to the kernel (madvise, and a
@@ -159,7 +188,8 @@ int runServe(const Config& config) {
   RoutingEvaluator routing(*jq.value());
   RoutingMetrics routingMetrics(registry);
 
-  EventsDbPool eventsDbs(dataDir, options.db, clock, options.maxOpenEventsDbs);
+  EventsDbPool eventsDbs(dataDir, options.db, clock, eventsDbPoolSize(options));
+  spdlog::info("daemon.events_db_pool open_at_most={}", eventsDbs.capacity());
   Engine engine(options.engine, *store.value(), eventsDbs, targets, clock, metrics,
                 {&routing, &routingMetrics});
   OperationalEvents operationalEvents(*store.value(), eventsDbs, engine, clock);

@@ -25,7 +25,7 @@ namespace webhooker::app {
 struct ServeOptions {
   std::filesystem::path dataDir;
   DbOptions db;
-  size_t maxOpenEventsDbs = 0;
+  size_t maxOpenEventsDbs = 0;  // 0 → sized from the node
   std::string nodeId;                     // "" → a single node
   std::optional<std::string> adminToken;  // holds a secret
 

@@ -1,5 +1,6 @@
 #include "storage/events_db_pool.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "base/thread_name.h"
@@ -7,13 +8,59 @@
 
 namespace webhooker {
 
+namespace {
+
+// The webhooks' files in `dataDir`: events-<id>.db, without -wal and -shm.
+size_t countWebhookFiles(const std::filesystem::path& dataDir) {
+  size_t count = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dataDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("events-") && name.ends_with(".db")) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+size_t EventsDbPool::holdableFor(uint64_t descriptorLimit, uint64_t httpConnections,
+                                 uint64_t memoryBytes) {
+  // The connections may take at most half of what the others leave: a
+  // limit below --max-connections still leaves the DBs the other half.
+  const uint64_t left =
+      descriptorLimit > kOtherDescriptors ? descriptorLimit - kOtherDescriptors : 0;
+  const uint64_t byDescriptors = (left - std::min(httpConnections, left / 2)) / kDescriptorsPerDb;
+  const uint64_t byMemory = std::min(kMemoryBudgetBytes, memoryBytes / 4) / kBytesPerDb;
+  return static_cast<size_t>(std::max<uint64_t>(1, std::min(byDescriptors, byMemory)));
+}
+
+size_t EventsDbPool::capacityFor(size_t webhooks, size_t holdable) {
+  return webhooks <= holdable ? holdable : std::min(kDefaultCapacity, holdable);
+}
+
 EventsDbPool::EventsDbPool(std::filesystem::path dataDir, DbOptions options, const Clock& clock,
-                           size_t capacity)
+                           Size size)
     : dataDir_(std::move(dataDir)),
       options_(options),
       clock_(clock),
-      capacity_(capacity > 0 ? capacity : 1),
-      closer_([this](std::stop_token stop) { closeLoop(stop); }) {}
+      holdable_(size.holdable),
+      capacity_(size.capacity > 0 ? size.capacity : 1),
+      closer_([this](std::stop_token stop) { closeLoop(stop); }) {
+  if (!holdable_) return;
+  MutexLock lock(poolMutex_);
+  webhooks_ = countWebhookFiles(dataDir_);
+  resizeLocked();
+}
+
+void EventsDbPool::resizeLocked() {
+  if (holdable_) capacity_ = capacityFor(webhooks_, *holdable_);
+}
+
+size_t EventsDbPool::capacity() const {
+  MutexLock lock(poolMutex_);
+  return capacity_;
+}
 
 EventsDbPool::~EventsDbPool() {
   std::vector<Closing> open;
@@ -137,7 +184,11 @@ Result<void> EventsDbPool::create(const std::string& webhookId) {
   opening_.erase(webhookId);
   opened_.notify_all();
   // A new file waits for nothing.
-  if (made && !existed) closedBacklogs_[webhookId] = {closingsLocked(webhookId), {}};
+  if (made && !existed) {
+    closedBacklogs_[webhookId] = {closingsLocked(webhookId), {}};
+    ++webhooks_;
+    resizeLocked();
+  }
   return made;
 }
 
@@ -253,15 +304,29 @@ void EventsDbPool::closeForFile(const std::string& webhookId, FileChange change)
 
 Result<void> EventsDbPool::remove(const std::string& webhookId) {
   closeForFile(webhookId, FileChange::kRemove);
-  return storage::deleteDatabaseFiles(pathFor(webhookId), {"", "-wal", "-shm"});
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(pathFor(webhookId), ec);
+  auto deleted = storage::deleteDatabaseFiles(pathFor(webhookId), {"", "-wal", "-shm"});
+  if (existed && deleted) {
+    MutexLock lock(poolMutex_);
+    if (webhooks_ > 0) --webhooks_;
+    resizeLocked();
+  }
+  return deleted;
 }
 
 Result<void> EventsDbPool::install(const std::string& webhookId, const PlaceFile& place) {
   closeForFile(webhookId, FileChange::kReplace);
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(pathFor(webhookId), ec) || ec;
   const Result<void> placed = place(pathFor(webhookId));
   MutexLock lock(poolMutex_);
   opening_.erase(webhookId);
   if (placed) removed_.erase(webhookId);
+  if (placed && !existed) {
+    ++webhooks_;
+    resizeLocked();
+  }
   opened_.notify_all();
   return placed;
 }

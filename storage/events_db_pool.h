@@ -46,8 +46,45 @@ class EventsDbPool {
   // 2,364/s with all open). About 6 file descriptors each.
   static constexpr size_t kDefaultCapacity = 1024;
 
+  // What one open events DB may hold of the node: its writer's file, WAL
+  // and -shm, and a file and WAL for each of its two readers (opened on
+  // need); and its memory (measured: ~180 KiB of RSS per open busy file,
+  // docs/performance.md#tenants).
+  static constexpr uint64_t kDescriptorsPerDb = 7;
+  static constexpr uint64_t kBytesPerDb = 192 * 1024;
+  // The memory the open DBs may take together: a quarter of the node's,
+  // and no more than this, so that 10,000 webhooks stay within 400 MB.
+  static constexpr uint64_t kMemoryBudgetBytes = 256ULL << 20;
+  // Descriptors kept for everything else than events DBs (the main DB,
+  // logs, jq workers, connections to targets) beside the HTTP connections.
+  static constexpr uint64_t kOtherDescriptors = 1024;
+
+  // Open events DBs the node allows: the descriptors left of
+  // `descriptorLimit` once kOtherDescriptors and `httpConnections` (at most
+  // half of the rest) are set aside, kDescriptorsPerDb each, and the memory
+  // budget (the smaller of kMemoryBudgetBytes and a quarter of
+  // `memoryBytes`), kBytesPerDb each. At least 1.
+  static size_t holdableFor(uint64_t descriptorLimit, uint64_t httpConnections,
+                            uint64_t memoryBytes);
+  // The pool's size with `webhooks` webhooks when the node allows
+  // `holdable` open: all of them when every webhook fits, else
+  // kDefaultCapacity (or `holdable` if fewer). Each SQLite open walks a
+  // list of every file open in the process, so a pool that holds some but
+  // not all of many busy webhooks costs more CPU per event than 1,024
+  // (docs/decisions.md, "The pool's size").
+  static size_t capacityFor(size_t webhooks, size_t holdable);
+
+  // `capacity` open DBs at most; or, with `holdable` (see capacityFor),
+  // sized by the number of webhooks files in `dataDir`, which create(),
+  // remove() and install() keep up to date.
+  struct Size {
+    size_t capacity = kDefaultCapacity;
+    std::optional<size_t> holdable;
+  };
+  EventsDbPool(std::filesystem::path dataDir, DbOptions options, const Clock& clock, Size size);
   EventsDbPool(std::filesystem::path dataDir, DbOptions options, const Clock& clock,
-               size_t capacity = kDefaultCapacity);
+               size_t capacity = kDefaultCapacity)
+      : EventsDbPool(std::move(dataDir), options, clock, Size{capacity, std::nullopt}) {}
   // Closes every DB it holds as it closes the evicted ones (their holders
   // let go of theirs), waiting for the flushes.
   ~EventsDbPool();
@@ -156,6 +193,8 @@ class EventsDbPool {
 
   std::filesystem::path pathFor(const std::string& webhookId) const;
   size_t openCount() const;
+  // Open DBs at most, now.
+  size_t capacity() const EXCLUDES(poolMutex_);
   // The process's commit rounds and WAL flushes so far (every pool's: the
   // commit threads are shared, storage/commit_threads.h).
   static storage::CommitThreads::Counts commitCounts();
@@ -217,9 +256,15 @@ class EventsDbPool {
   const std::filesystem::path dataDir_;
   const DbOptions options_;
   const Clock& clock_;
-  const size_t capacity_;
+  // Sets capacity_ from webhooks_ (sized by the node only).
+  void resizeLocked() REQUIRES(poolMutex_);
+
+  const std::optional<size_t> holdable_;
 
   mutable Mutex poolMutex_;
+  size_t capacity_ GUARDED_BY(poolMutex_);
+  // Webhook files in the data folder (sized by the node only).
+  size_t webhooks_ GUARDED_BY(poolMutex_) = 0;
   Lru lru_ GUARDED_BY(poolMutex_);  // front: most recently used
   std::unordered_map<std::string, Lru::iterator> index_ GUARDED_BY(poolMutex_);
   // Webhook ids whose files remove() deleted (and install() did not bring back).

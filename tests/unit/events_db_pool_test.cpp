@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -563,4 +564,53 @@ TEST_CASE("a file get makes is flushed once, with no journal flushes") {
   // (and SQLite the folder, with the WAL's name).
   ingestOne(*getOrFail(pool, id), "first");
   CHECK(vfs.syncsOf(name + "-wal") == 2);
+}
+
+TEST_CASE("the node's descriptors and memory bound how many events DBs may stay open") {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  // 1,024 others and the HTTP connections set aside, 7 descriptors each.
+  CHECK(EventsDbPool::holdableFor(12'000, 2'000, 64 * kGiB) == (12'000 - 3'024) / 7);
+  // The connections take at most half of what the others leave.
+  CHECK(EventsDbPool::holdableFor(20'000, 10'000, 64 * kGiB) == (20'000 - 1'024) / 2 / 7);
+  CHECK(EventsDbPool::holdableFor(4'096, 10'000, 64 * kGiB) == (4'096 - 1'024) / 2 / 7);
+  CHECK(EventsDbPool::holdableFor(10'000, 1'000, 64 * kGiB) == (10'000 - 2'024) / 7);
+  // Memory: 256 MiB at most, a quarter of a small node's, 192 KiB each.
+  CHECK(EventsDbPool::holdableFor(1'000'000, 10'000, 64 * kGiB) == 1'365);
+  CHECK(EventsDbPool::holdableFor(1'000'000, 10'000, kGiB / 2) == 682);
+  // A limit below the others' still leaves one.
+  CHECK(EventsDbPool::holdableFor(1'000, 10'000, 64 * kGiB) == 1);
+}
+
+TEST_CASE("every webhook's file stays open when all fit, else the default number") {
+  CHECK(EventsDbPool::capacityFor(0, 3'000) == 3'000);
+  CHECK(EventsDbPool::capacityFor(3'000, 3'000) == 3'000);
+  CHECK(EventsDbPool::capacityFor(3'001, 3'000) == EventsDbPool::kDefaultCapacity);
+  CHECK(EventsDbPool::capacityFor(10'000, 500) == 500);
+}
+
+TEST_CASE("a pool sized by the node follows the webhooks made, removed and moved in") {
+  TempDir dir;
+  FakeClock clock;
+  const size_t holdable = EventsDbPool::kDefaultCapacity + 2;
+  // The files of holdable + 1 webhooks (their content is not read).
+  for (size_t i = 0; i <= holdable; ++i)
+    std::ofstream(dir.path() / ("events-" + std::to_string(i) + ".db")) << "";
+  std::ofstream(dir.path() / "events-0.db-wal") << "";  // not a webhook
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, EventsDbPool::Size{1, holdable});
+  CHECK(pool.capacity() == EventsDbPool::kDefaultCapacity);
+  REQUIRE(pool.remove("0"));
+  CHECK(pool.capacity() == holdable);
+  const std::string made = webhooker::newUuid();
+  REQUIRE(pool.create(made));
+  CHECK(pool.capacity() == EventsDbPool::kDefaultCapacity);
+  REQUIRE(pool.remove(made));
+  CHECK(pool.capacity() == holdable);
+  REQUIRE(pool.install(webhooker::newUuid(), [](const std::filesystem::path& file) {
+    std::ofstream(file) << "";
+    return webhooker::Result<void>();
+  }));
+  CHECK(pool.capacity() == EventsDbPool::kDefaultCapacity);
+  // A fixed size stays as it is.
+  EventsDbPool fixed(dir.path(), DbOptions{}, clock, 5);
+  CHECK(fixed.capacity() == 5);
 }
