@@ -97,6 +97,11 @@ bool GroupCommit::committing() const {
   return leading_;
 }
 
+bool GroupCommit::committingWithFlush() const {
+  MutexLock lock(queueMutex_);
+  return leading_ && leadFlushes_;
+}
+
 std::vector<GroupCommit::Writer*> GroupCommit::takeGroupLocked() {
   leading_ = true;
   std::vector<Writer*> group;
@@ -108,6 +113,7 @@ std::vector<GroupCommit::Writer*> GroupCommit::takeGroupLocked() {
     group.push_back(w);
     groupBytes += w->bytes;
   }
+  leadFlushes_ = flushes(group);
   return group;
 }
 

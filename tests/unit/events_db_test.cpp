@@ -27,6 +27,7 @@
 #include "storage/schema.h"
 #include "storage/sqlite_database.h"
 #include "tests/support/db_file.h"
+#include "tests/support/eventually.h"
 #include "tests/support/text_pattern.h"
 
 namespace {
@@ -706,6 +707,56 @@ TEST_CASE_FIXTURE(Fixture, "a quiet file's payload is read on its writing connec
   auto gone = db->loadPayload("00000000-0000-0000-0000-000000000000");
   REQUIRE_FALSE(gone.ok());
   CHECK(gone.error().code == webhooker::error_code::kNotFound);
+}
+
+TEST_CASE_FIXTURE(Fixture, "payload reads wait for commits of buffered results, not for flushes") {
+  // Results are buffered (no flush): a read that waits for their commit
+  // costs less than a second connection's open and schema read.
+  ingestConcurrently(8, 150, "t1");
+  auto waiting = db->unfinishedDeliveries();
+  REQUIRE(waiting.ok());
+  const std::vector<webhooker::UnfinishedDelivery>& events = waiting.value();
+  REQUIRE(events.size() == 1200);
+  const size_t opened = connectionsOn(file);  // the writer's, and the scan's that read them
+  std::atomic<int> answered{0};
+  std::atomic<int> failed{0};
+  int reads = 0;
+  for (size_t first = 0; first < events.size(); first += 20) {
+    for (size_t i = first; i < first + 20; ++i) {
+      webhooker::AttemptRecord result;
+      result.deliveryId = events[i].id;
+      result.statusCode = 200;
+      result.success = true;
+      db->recordAttemptAsync(result, [&](webhooker::Result<void> r) {
+        if (!r) ++failed;
+        ++answered;
+      });
+    }
+    // Read while those commit, the way workers do between attempts.
+    while (answered.load() < static_cast<int>(first + 20)) {
+      auto payload = db->loadPayload(events[first].eventId);
+      REQUIRE(payload.ok());
+      REQUIRE(payload->body == kBinaryBody);
+      ++reads;
+    }
+  }
+  CHECK(failed.load() == 0);
+  CHECK(reads > 0);
+  CHECK(connectionsOn(file) == opened);  // every read on the writer
+
+  // Ingests commit with a flush (synchronous=FULL): a read beside them opens
+  // the reader rather than wait for the disk.
+  std::atomic<bool> ingesting{true};
+  std::thread writer([&] {
+    while (ingesting.load()) (void)db->ingest(sampleEvent(), {"t1"}, kWindow);
+  });
+  const bool readerOpened = webhooker::testing::eventually([&] {
+    for (int i = 0; i < 50; ++i) REQUIRE(db->loadPayload(events[0].eventId).ok());
+    return connectionsOn(file) == opened + 1;
+  });
+  ingesting = false;
+  writer.join();
+  CHECK(readerOpened);
 }
 
 TEST_CASE_FIXTURE(Fixture, "stored events survive closing and reopening the file") {
