@@ -427,6 +427,26 @@ Result<std::vector<Webhook>> MainStore::listWebhooks() {
   });
 }
 
+Result<HistoryPage<Webhook>> MainStore::listWebhooksPage(int limit,
+                                                         const std::optional<PageKey>& after) {
+  return read("list webhooks", [&](SQLite::Database& db) -> Result<HistoryPage<Webhook>> {
+    // One more row than asked says whether another page follows.
+    SQLite::Statement q(db, std::string("SELECT ") + kWebhookColumns + kWebhookMoving +
+                                  " FROM webhooks WHERE (created_at, id) > (?, ?)"
+                                  " ORDER BY created_at, id LIMIT ?");
+    q.bind(1, after ? after->time : std::string());
+    q.bind(2, after ? after->id : std::string());
+    q.bind(3, limit + 1);
+    HistoryPage<Webhook> page;
+    while (q.executeStep()) page.items.push_back(readWebhook(q));
+    if (page.items.size() > static_cast<size_t>(limit)) {
+      page.items.pop_back();
+      page.next = PageKey{page.items.back().createdAt, page.items.back().id};
+    }
+    return page;
+  });
+}
+
 Result<std::vector<std::string>> MainStore::listWebhookIds() {
   return read("list webhook ids", [&](SQLite::Database& db) -> Result<std::vector<std::string>> {
     SQLite::Statement q(db, "SELECT id FROM webhooks");

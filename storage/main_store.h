@@ -21,6 +21,7 @@
 #include "base/result.h"
 #include "storage/access_records.h"
 #include "storage/db_options.h"
+#include "storage/history_records.h"
 #include "storage/placement_records.h"
 #include "storage/records.h"
 
@@ -70,6 +71,11 @@ class MainStore {
                                 const std::string& id = {});
   Result<Webhook> getWebhook(const std::string& id);
   Result<std::vector<Webhook>> listWebhooks();
+  // At most `limit` webhooks after `after`, oldest first by (created_at, id):
+  // the admin API's pages. A webhook created during a walk sorts after every
+  // page already given, so a walk sees each webhook once. `next` is the last
+  // row's key when more follow.
+  Result<HistoryPage<Webhook>> listWebhooksPage(int limit, const std::optional<PageKey>& after);
   // Every webhook's id, in no particular order: for passes over all of them
   // that need nothing else of a webhook (a pass over 10,000 webhooks
   // reading whole rows spent half its time building them).
