@@ -502,10 +502,28 @@ void addActivation(CLI::App& group, const SessionPtr& s, const char* collection,
   }
 }
 
+// A query option: when given, `?name=value` is sent.
+CLI::Option* addQueryOption(CLI::App& cmd, const SessionPtr& s, const std::string& flag,
+                            const char* name, const std::string& help) {
+  return cmd.add_option_function<std::string>(
+      flag, [s, name](const std::string& value) { s->query.emplace_back(name, value); }, help);
+}
+
+// --limit and --cursor, as every paged listing takes them.
+void addPageOptions(CLI::App& cmd, const SessionPtr& s) {
+  addQueryOption(cmd, s, "--limit", "limit", "rows per page (default 50, at most 500)")
+      ->type_name("INT")
+      ->check(CLI::Range(1, 500));
+  addQueryOption(cmd, s, "--cursor", "cursor", "the page after the one that printed it");
+}
+
 void addWebhookCommands(CLI::App& app, const SessionPtr& s) {
   auto& group = addGroup(app, s, "webhooks", "manage webhooks (via the admin API)");
-  addLeaf(group, s, "list", "list webhooks", [] { return ApiCall{"GET", "/webhooks", {}}; },
-          cli::showTable("webhooks", cli::webhookColumns()));
+  auto& list = addLeaf(
+      group, s, "list", "list webhooks, oldest first, a page at a time",
+      [s] { return ApiCall{"GET", withQuery("/webhooks", *s), {}}; },
+      cli::showPage("webhooks", cli::webhookColumns()));
+  addPageOptions(list, s);
   auto& create = addLeaf(
       group, s, "create", "create a webhook with its first entrypoint",
       [s] { return ApiCall{"POST", "/webhooks", s->body}; }, showObject);
@@ -785,13 +803,6 @@ void addTokenCommands(CLI::App& app, const SessionPtr& s) {
 
 // --- History and redrive --------------------------------------------------
 
-// A query option: when given, `?name=value` is sent.
-CLI::Option* addQueryOption(CLI::App& cmd, const SessionPtr& s, const std::string& flag,
-                            const char* name, const std::string& help) {
-  return cmd.add_option_function<std::string>(
-      flag, [s, name](const std::string& value) { s->query.emplace_back(name, value); }, help);
-}
-
 // --target NAME_OR_ID, resolved to an id before the call.
 void addTargetOption(CLI::App& cmd, const SessionPtr& s, const std::string& help,
                      bool repeatable) {
@@ -817,10 +828,7 @@ void addListOptions(CLI::App& cmd, const SessionPtr& s) {
   addQueryOption(cmd, s, "--until", "until", "received before this ISO-8601 time");
   addQueryOption(cmd, s, "--event-type", "event_type",
                  "events of this type, or of every type starting with prefix. (prefix.*)");
-  addQueryOption(cmd, s, "--limit", "limit", "rows per page (default 50, at most 500)")
-      ->type_name("INT")
-      ->check(CLI::Range(1, 500));
-  addQueryOption(cmd, s, "--cursor", "cursor", "the page after the one that printed it");
+  addPageOptions(cmd, s);
 }
 
 void addEventCommands(CLI::App& app, const SessionPtr& s) {

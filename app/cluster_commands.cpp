@@ -160,12 +160,19 @@ void runListWebhooks(ClusterSession& s) {
   if (!nodes) return;
   json rows = json::array();
   for (const NodeClient& node : *nodes) {
-    auto listed = node.call("GET", "/api/v1/webhooks");
-    if (!listed) return reportError(listed.error());
-    for (json webhook : listed->value("webhooks", json::array())) {
-      webhook["node"] = node.node().name;
-      rows.push_back(std::move(webhook));
-    }
+    // Every page of the node's list, by its cursor (URL-safe as given).
+    std::string next;
+    do {
+      auto listed = node.call(
+          "GET", "/api/v1/webhooks?limit=500" + (next.empty() ? "" : "&cursor=" + next));
+      if (!listed) return reportError(listed.error());
+      for (json webhook : listed->value("webhooks", json::array())) {
+        webhook["node"] = node.node().name;
+        rows.push_back(std::move(webhook));
+      }
+      const json cursor = listed->value("next_cursor", json());
+      next = cursor.is_string() ? cursor.get<std::string>() : std::string();
+    } while (!next.empty());
   }
   if (s.rawJson) {
     std::cout << json{{"webhooks", rows}}.dump() << "\n";

@@ -2,8 +2,6 @@
 // event with every attempt, and deliveries by status (`failed` is the
 // dead-letter view) and target. Read-only; pages are newest first and their
 // cursors stay valid while new events arrive.
-#include <charconv>
-
 #include "server/admin_api.h"
 #include "server/history_params.h"
 #include "server/history_views.h"
@@ -15,23 +13,14 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kDefaultLimit = 50;
-constexpr int kMaxLimit = 500;
 constexpr const char* kEventsCursor = "events";
 constexpr const char* kDeliveriesCursor = "deliveries";
 
 struct ListQuery {
   HistoryFilter filter;
-  int limit = kDefaultLimit;
+  int limit = kDefaultPageLimit;
   std::optional<PageKey> after;
 };
-
-std::optional<std::string> param(const std::map<std::string, std::string>& params,
-                                 const char* name) {
-  const auto it = params.find(name);
-  if (it == params.end()) return std::nullopt;
-  return it->second;
-}
 
 // ?status=&target_id=&since=&until=&event_type=&limit=&cursor=, as both
 // listings take them.
@@ -41,29 +30,26 @@ Result<ListQuery> readListQuery(const HttpRequest& req, MainStore& store,
       req, {"status", "target_id", "since", "until", "limit", "cursor", "event_type"});
   if (!params) return params.error();
   ListQuery query;
-  if (const auto status = param(*params, "status")) {
+  if (const auto status = queryParam(*params, "status")) {
     const auto parsed = parseDeliveryStatus(*status);
     if (!parsed)
       return makeError(error_code::kInvalidField,
                        "status must be one of pending, retrying, delivered, failed");
     query.filter.statuses = {*parsed};
   }
-  if (const auto targetId = param(*params, "target_id")) {
+  if (const auto targetId = queryParam(*params, "target_id")) {
     // A deleted target's history is still history.
     auto target = namedTarget(store, webhookId, *targetId, "target_id");
     if (!target) return target.error();
     query.filter.targetId = target->id;
   }
-  if (auto r = readTimeRange(param(*params, "since"), param(*params, "until"), query.filter); !r)
+  if (auto r = readTimeRange(queryParam(*params, "since"), queryParam(*params, "until"), query.filter); !r)
     return r.error();
-  if (auto r = readEventType(param(*params, "event_type"), query.filter); !r) return r.error();
-  if (const auto limit = param(*params, "limit")) {
-    const char* end = limit->data() + limit->size();
-    const auto [ptr, ec] = std::from_chars(limit->data(), end, query.limit);
-    if (ec != std::errc() || ptr != end || query.limit < 1 || query.limit > kMaxLimit)
-      return makeError(error_code::kInvalidField, "limit must be an integer from 1 to 500");
-  }
-  if (const auto cursor = param(*params, "cursor")) {
+  if (auto r = readEventType(queryParam(*params, "event_type"), query.filter); !r) return r.error();
+  auto limit = readPageLimit(queryParam(*params, "limit"));
+  if (!limit) return limit.error();
+  query.limit = limit.value();
+  if (const auto cursor = queryParam(*params, "cursor")) {
     auto key = decodeCursor(cursorKind, *cursor);
     if (!key) return key.error();
     query.after = key.value();

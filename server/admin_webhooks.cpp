@@ -4,6 +4,7 @@
 #include "base/json_pointer.h"
 #include "base/uuid.h"
 #include "server/admin_api.h"
+#include "server/history_params.h"
 #include "server/inbound_settings.h"
 #include "server/json_io.h"
 #include "server/request_fields.h"
@@ -19,6 +20,7 @@ constexpr int64_t kMaxRetentionDays = 3650;
 constexpr int64_t kMaxMaxEvents = 10'000'000;
 constexpr size_t kMaxMaskPointers = 64;
 constexpr size_t kMaxPointerLength = 1024;
+constexpr const char* kWebhooksCursor = "webhooks";
 
 // An entrypoint's name: 1 to kMaxNameLength characters, no '/' (it goes
 // into paths) and not shaped like an id (an id always wins over a name).
@@ -151,16 +153,30 @@ Result<json> AdminApi::webhookView(const Webhook& w) {
               {"entrypoints", eps}};
 }
 
-void AdminApi::listWebhooks(const HttpRequest&, HttpResponse& res) {
-  auto all = store_.listWebhooks();
-  if (!all) return sendError(res, all.error());
+// ?limit=&cursor=, as the history listings take them; pages run oldest
+// first, so webhooks created during a walk come after the pages given.
+void AdminApi::listWebhooks(const HttpRequest& req, HttpResponse& res) {
+  auto params = queryParams(req, {"limit", "cursor"});
+  if (!params) return sendError(res, params.error());
+  auto limit = readPageLimit(queryParam(*params, "limit"));
+  if (!limit) return sendError(res, limit.error());
+  std::optional<PageKey> after;
+  if (const auto cursor = queryParam(*params, "cursor")) {
+    auto key = decodeCursor(kWebhooksCursor, *cursor);
+    if (!key) return sendError(res, key.error());
+    after = key.value();
+  }
+  auto page = store_.listWebhooksPage(limit.value(), after);
+  if (!page) return sendError(res, page.error());
   json out = json::array();
-  for (const Webhook& w : all.value()) {
+  for (const Webhook& w : page->items) {
     auto view = webhookView(w);
     if (!view) return sendError(res, view.error());
     out.push_back(std::move(view.value()));
   }
-  sendJson(res, 200, {{"webhooks", out}});
+  sendJson(res, 200, {{"webhooks", std::move(out)},
+                      {"next_cursor", page->next ? json(encodeCursor(kWebhooksCursor, *page->next))
+                                                 : json()}});
 }
 
 void AdminApi::createWebhook(const HttpRequest& req, HttpResponse& res) {

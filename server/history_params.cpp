@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "base/secret.h"
 #include "base/time_format.h"
@@ -43,6 +44,13 @@ Result<std::map<std::string, std::string>> queryParams(
   return out;
 }
 
+std::optional<std::string> queryParam(const std::map<std::string, std::string>& params,
+                                      const char* name) {
+  const auto it = params.find(name);
+  if (it == params.end()) return std::nullopt;
+  return it->second;
+}
+
 Result<void> readEventType(const std::optional<std::string>& eventType, HistoryFilter& filter) {
   if (!eventType) return {};
   if (*eventType == "*" || !isEventTypePattern(*eventType))
@@ -75,6 +83,17 @@ Result<TargetRecord> namedTarget(MainStore& store, const std::string& webhookId,
     return makeError(error_code::kUnknownTarget,
                      fmt::format("{} {} is not a target of this webhook", field, raw));
   return target;
+}
+
+Result<int> readPageLimit(const std::optional<std::string>& limit) {
+  if (!limit) return kDefaultPageLimit;
+  int value = 0;
+  const char* end = limit->data() + limit->size();
+  const auto [ptr, ec] = std::from_chars(limit->data(), end, value);
+  if (ec != std::errc() || ptr != end || value < 1 || value > kMaxPageLimit)
+    return makeError(error_code::kInvalidField,
+                     fmt::format("limit must be an integer from 1 to {}", kMaxPageLimit));
+  return value;
 }
 
 std::string encodeCursor(std::string_view kind, const PageKey& key) {

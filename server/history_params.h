@@ -25,6 +25,10 @@ namespace webhooker::server {
 Result<std::map<std::string, std::string>> queryParams(
     const HttpRequest& req, std::initializer_list<std::string_view> allowed);
 
+// The value of parameter `name`, if given.
+std::optional<std::string> queryParam(const std::map<std::string, std::string>& params,
+                                      const char* name);
+
 // Sets filter.since/until (stored time format) from what the caller typed:
 // "invalid_field" for a time parseTime() refuses, "invalid_time_range" when
 // since is later than until.
@@ -40,6 +44,12 @@ Result<void> readEventType(const std::optional<std::string>& eventType, HistoryF
 // "unknown_target" unless it is one of this webhook's.
 Result<TargetRecord> namedTarget(MainStore& store, const std::string& webhookId,
                                  const std::string& raw, const char* field);
+
+// A listing's page size: ?limit= from 1 to kMaxPageLimit, kDefaultPageLimit
+// when absent; "invalid_field" otherwise.
+constexpr int kDefaultPageLimit = 50;
+constexpr int kMaxPageLimit = 500;
+Result<int> readPageLimit(const std::optional<std::string>& limit);
 
 // Page cursors are opaque to callers: URL-safe base64 of the listing's kind
 // and the sort key of the last row shown. A cursor of another kind, or one

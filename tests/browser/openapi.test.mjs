@@ -22,7 +22,7 @@ const SKIP = 77;
 const here = path.dirname(fileURLToPath(import.meta.url));
 // The suites that drive the admin API through TestServer's clients.
 const SUITES = ['admin_api', 'history', 'redrive', 'webhook_stats', 'routing', 'webhook_settings',
-                'hostile_input', 'openapi', 'access', 'portal', 'pull', 'node_summary'];
+                'hostile_input', 'openapi', 'access', 'portal', 'pull', 'node_summary', 'webhook_list'];
 
 let SwaggerParser, Ajv2020;
 try {
