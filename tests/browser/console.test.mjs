@@ -12,8 +12,9 @@
 // bad tolerance by its field with nothing changed, and rotates its secret; a
 // Meta entrypoint answers its handshake with the verify token set in the form,
 // also after a rename; no secret is ever in the page or an API answer. With
-// more webhooks than a page, the list pages and asks for the stats of the
-// rows shown only (the test counts the requests). Along the
+// more webhooks than a page, the list asks the API for pages and for the
+// stats of the rows shown only (the test counts the requests); the page's
+// cursor is in the URL, so a reload or a link shows the same page. Along the
 // way: no CSP violation, no script error, the token never in the page, URL
 // or storage other than sessionStorage. Screenshots of every page at 1280 px
 // and 390 px go to SCREENSHOT_DIR.
@@ -410,16 +411,21 @@ async function run() {
   const listed = JSON.stringify((await adminApi('GET', `/webhooks/${webhookId}/entrypoints`)).body);
   check(secrets.every((s) => !listed.includes(s)), 'no secret in the API answer');
 
-  // More webhooks than a page: the list shows 50 and asks for the stats of
-  // those 50 only; the next page, for its own rows only.
+  // More webhooks than a page: the list asks the API for pages of 50 (never
+  // the whole list), shows 50 and asks for the stats of those 50 only; the
+  // next page, for its own rows only. The page's cursor is in the URL: a
+  // reload, and a link opened afresh, show the same page.
   for (let i = 0; i < 60; i += 1) {
     const made = await adminApi('POST', '/webhooks', { name: `tenant-${String(i).padStart(2, '0')}` });
     check(made.status === 201, 'webhook created: ' + made.status);
   }
   let statsAsked = [];
+  const listAsked = [];
   page.on('request', (r) => {
-    const m = /^\/api\/v1\/webhooks\/([0-9a-f-]{36})\/stats$/.exec(new URL(r.url()).pathname);
+    const url = new URL(r.url());
+    const m = /^\/api\/v1\/webhooks\/([0-9a-f-]{36})\/stats$/.exec(url.pathname);
     if (m) statsAsked.push(m[1]);
+    if (url.pathname === '/api/v1/webhooks' && r.method() === 'GET') listAsked.push(url.search);
   });
   const pagerCount = page.locator('.pager-count');
   const rowIds = () => page.$$eval('tbody tr a[href^="#/webhooks/"]',
@@ -432,23 +438,62 @@ async function run() {
       `${label}: stats asked for the ${rows} rows shown only, not ${asked.size} webhooks (${statsAsked.length} requests)`);
     await page.locator('tbody tr td.num[data-label=events]', { hasText: '—' }).count()
       .then((n) => check(n === 0, `${label}: every row shows its stats`));
+    return ids;
   };
+  const listCursor = () => new URLSearchParams(new URL(page.url()).hash.split('?')[1] || '').get('cursor');
   statsAsked = [];
   await page.evaluate(() => { location.hash = '#/'; });
-  await pagerCount.filter({ hasText: '1\u201350 of 61' }).waitFor();
-  await pageAsked('first page', 50);
+  await pagerCount.filter({ hasText: /^1\u201350$/ }).waitFor();
+  const firstIds = await pageAsked('first page', 50);
   check(await page.locator('.pager button', { hasText: 'Previous' }).isDisabled(), 'no page before the first');
+  check(listCursor() === null, 'the first page has no cursor in the URL');
   await screenshot('webhook-list-paged');
   statsAsked = [];
   await page.click('.pager button:has-text("Next")');
-  await pagerCount.filter({ hasText: '51\u201361 of 61' }).waitFor();
-  await pageAsked('second page', 11);
+  await pagerCount.filter({ hasText: /^51\u201361$/ }).waitFor();
+  const secondIds = await pageAsked('second page', 11);
+  check(secondIds.every((id) => !firstIds.includes(id)), 'the second page shows other webhooks');
   check(await page.locator('.pager button', { hasText: 'Next' }).isDisabled(), 'no page after the last');
+  const cursor = listCursor();
+  check(typeof cursor === 'string' && cursor.length > 0, 'the page\u2019s cursor is in the URL: ' + page.url());
   statsAsked = [];
   await page.click('.page-head button:has-text("Refresh")');
   await waitFor('a refresh of the second page', () => new Set(statsAsked).size === 11);
   await pageAsked('second page refreshed', 11);
-  step('the webhook list pages: stats asked for the rows shown only');
+  // A reload keeps the page, its count and Previous.
+  statsAsked = [];
+  await page.reload();
+  await pagerCount.filter({ hasText: /^51\u201361$/ }).waitFor();
+  check(JSON.stringify(await pageAsked('second page reloaded', 11)) === JSON.stringify(secondIds),
+    'a reload shows the same page');
+  check(listCursor() === cursor, 'a reload keeps the cursor in the URL');
+  // A shared link: the same page, with no history of the pages before it.
+  statsAsked = [];
+  await page.evaluate(() => { history.replaceState(null, '', location.href); });
+  await page.reload();
+  await page.locator('.pager button', { hasText: 'First page' }).waitFor();
+  check(JSON.stringify(await pageAsked('second page from a link', 11)) === JSON.stringify(secondIds),
+    'a link shows the same page');
+  check(await pagerCount.count() === 0, 'no count from a link: where the page starts is not known');
+  await page.click('.pager button:has-text("First page")');
+  await pagerCount.filter({ hasText: /^1\u201350$/ }).waitFor();
+  check(listCursor() === null, 'the first page again, without a cursor');
+  await page.click('.pager button:has-text("Next")');
+  await pagerCount.filter({ hasText: /^51\u201361$/ }).waitFor();
+  await page.click('.pager button:has-text("Previous")');
+  await pagerCount.filter({ hasText: /^1\u201350$/ }).waitFor();
+  check(JSON.stringify(await rowIds()) === JSON.stringify(firstIds), 'Previous shows the first page');
+  await page.goBack();
+  await pagerCount.filter({ hasText: /^51\u201361$/ }).waitFor();
+  check(listCursor() === cursor, 'Back goes to the page before');
+  // A cursor the list did not give out: said so, with the way back.
+  await page.evaluate(() => { location.hash = '#/?cursor=not-one'; });
+  await page.locator('.card-body .empty', { hasText: 'cursor is not one this listing gave out' }).waitFor();
+  await page.click('.card-body .empty a:has-text("first page")');
+  await pagerCount.filter({ hasText: /^1\u201350$/ }).waitFor();
+  check(listAsked.length > 0 && listAsked.every((q) => /(^|[?&])limit=(1|50)(&|$)/.test(q)),
+    'every list request asks for a page: ' + listAsked.join(' '));
+  step('the webhook list pages by the API\u2019s cursor, kept in the URL: stats asked for the rows shown only');
 
   // The token was kept in this tab's sessionStorage only.
   const html = await page.content();

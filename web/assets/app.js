@@ -6,7 +6,8 @@
 //   ever parsed as HTML; no inline handlers, nothing the CSP would have to allow.
 // - The admin token lives in sessionStorage only and goes out only as the
 //   Authorization header of API calls; it is never rendered or put in a URL.
-// - Routes are URL fragments (#/webhooks/<id>) holding ids, never data.
+// - Routes are URL fragments (#/webhooks/<id>) holding ids, never data; the
+//   webhook list keeps its page as #/?cursor=<the API's opaque cursor>.
 // - A portal link (#/portal/<secret>) is exchanged at once for an HttpOnly
 //   session cookie and dropped from the URL; the page then shows that one
 //   webhook only, with the link's scopes (docs/console.md, *Portal*).
@@ -347,7 +348,7 @@
       submit.disabled = true;
       sessionStorage.setItem(TOKEN_KEY, token.value.trim());
       try {
-        await request('GET', '/webhooks');
+        await request('GET', '/webhooks?limit=1');
         clearNotice();
         route();
       } catch (err) {
@@ -365,7 +366,12 @@
   // ---------------------------------------------------------------------------
   // Webhook list
 
-  async function showWebhookList() {
+  // The list is the API's pages (GET /webhooks?limit=&cursor=, oldest first).
+  // The page's cursor is in the URL (#/?cursor=...), so a reload or a shared
+  // link shows the same page; history.state keeps the cursors of the pages
+  // before it (null: the first page), for Previous and the "51–100" count. A
+  // link opened without them offers the first page instead.
+  async function showWebhookList(cursor) {
     setCrumbs({ text: 'Webhooks' });
     const mine = view;
     const listBody = h('div', { class: 'card-body flush' }, h('p', { class: 'empty' }, 'Loading…'));
@@ -381,26 +387,34 @@
       form,
       card('All webhooks', null, listBody));
 
-    // The list is paged here (GET /webhooks answers every webhook, from the
-    // main database); each stats call reads one webhook's events file, so
-    // only the rows shown are asked for, on every refresh.
-    // A refresh overtaken by a newer one (another page asked for) asks for
-    // no more and shows nothing.
-    let first = 0;  // index of the page's first webhook
+    const state = history.state;
+    let before = cursor && state && Array.isArray(state.webhookPages) ? state.webhookPages : [];
+    const firstPage = () => link('#/', 'Go to the first page.');
+    // Each stats call reads one webhook's events file, so only the rows shown
+    // are asked for, on every refresh. A refresh overtaken by a newer one
+    // (another page asked for) asks for no more and shows nothing.
     let latest = 0;
     async function refresh() {
       const mineToo = ++latest;
       const current = () => mine === view && mineToo === latest;
-      const { webhooks } = await api('GET', '/webhooks');
-      if (first >= webhooks.length) first = Math.max(0, webhooks.length - 1);
-      first -= first % WEBHOOK_PAGE;
-      const shown = webhooks.slice(first, first + WEBHOOK_PAGE);
+      const q = new URLSearchParams({ limit: String(WEBHOOK_PAGE) });
+      if (cursor) q.set('cursor', cursor);
+      let page;
+      try {
+        page = await api('GET', '/webhooks?' + q);
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 400 || !cursor) throw e;
+        if (current()) fill(listBody, h('p', { class: 'empty' }, e.message + '. ', firstPage()));
+        return;
+      }
+      const shown = page.webhooks;
       const stats = await mapLimited(shown, 6, (w) => (current()
         ? api('GET', webhookPath(w.id) + '/stats').catch(() => null) : null));
       if (!current()) return;
-      if (webhooks.length === 0) {
-        fill(listBody, h('p', { class: 'empty' },
-          'No webhooks yet. Create one to get an entrypoint URL to send events to.'));
+      if (shown.length === 0) {
+        fill(listBody, h('p', { class: 'empty' }, cursor
+          ? ['No webhooks after the previous page. ', firstPage()]
+          : 'No webhooks yet. Create one to get an entrypoint URL to send events to.'));
         return;
       }
       const rows = shown.map((w, i) => {
@@ -420,24 +434,34 @@
         { title: 'Name' }, { title: 'Events', cls: 'num' }, { title: 'Pending', cls: 'num' },
         { title: 'Retrying', cls: 'num' }, { title: 'Failed', cls: 'num' },
         { title: 'Created', cls: 'hide-narrow' },
-      ], rows, true), listPager(first, shown.length, webhooks.length, (to) => {
-        first = to;
-        refresh().catch(reportError);
-      }));
+      ], rows, true), listPager(cursor, before, shown.length, page.next_cursor, go));
+    }
+    // A new history entry per page, so Back and a reload show it again.
+    function go(to, pagesBefore) {
+      cursor = to;
+      before = pagesBefore;
+      history.pushState({ webhookPages: before }, '', to ? '#/?cursor=' + encodeURIComponent(to) : '#/');
+      refresh().catch(reportError);
     }
     await refresh();
     startRefresh(refresh);
   }
 
-  // "1–50 of 1,000" with Previous and Next, or nothing when one page holds all.
-  function listPager(first, shown, total, go) {
-    if (total <= WEBHOOK_PAGE) return null;
-    const previous = h('button', { type: 'button', class: 'btn btn-small', disabled: first === 0 }, 'Previous');
-    previous.addEventListener('click', () => go(Math.max(0, first - WEBHOOK_PAGE)));
-    const next = h('button', { type: 'button', class: 'btn btn-small', disabled: first + shown >= total }, 'Next');
-    next.addEventListener('click', () => go(first + WEBHOOK_PAGE));
+  // "51–100" with Previous and Next, or nothing when one page holds all.
+  // `before`: the cursors of the pages before this one; from a link without
+  // them, the count is not known and Previous is the first page.
+  function listPager(cursor, before, shown, nextCursor, go) {
+    if (!cursor && !nextCursor) return null;
+    const known = !cursor || (before.length > 0 && before[0] === null);
+    const previous = h('button', { type: 'button', class: 'btn btn-small', disabled: !cursor },
+      !cursor || before.length > 0 ? 'Previous' : 'First page');
+    previous.addEventListener('click', () => (before.length > 0
+      ? go(before[before.length - 1], before.slice(0, -1)) : go(null, [])));
+    const next = h('button', { type: 'button', class: 'btn btn-small', disabled: !nextCursor }, 'Next');
+    next.addEventListener('click', () => go(nextCursor, [...before, cursor]));
+    const first = before.length * WEBHOOK_PAGE;
     return h('div', { class: 'pager' },
-      h('span', { class: 'pager-count' }, `${count(first + 1)}\u2013${count(first + shown)} of ${count(total)}`),
+      known ? h('span', { class: 'pager-count' }, `${count(first + 1)}\u2013${count(first + shown)}`) : null,
       previous, next);
   }
 
@@ -1397,7 +1421,9 @@
     clearInterval(refreshTimer);
     refreshTimer = null;
     onResize = null;
-    const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+    // #/path/parts?query: only the webhook list takes a query (its page's cursor).
+    const [where, query] = location.hash.replace(/^#\/?/, '').split('?');
+    const parts = where.split('/').filter(Boolean).map(decodeURIComponent);
     if (parts[0] === 'portal' && parts.length === 2) return openPortal(parts[1]);
     const inPortal = portal();
     if (!inPortal && !sessionStorage.getItem(TOKEN_KEY)) return renderSignIn();
@@ -1410,7 +1436,7 @@
     let shown;
     if (parts[0] === 'webhooks' && parts.length === 2) shown = showWebhook(parts[1]);
     else if (parts[0] === 'webhooks' && parts.length === 4 && parts[2] === 'events') shown = showEvent(parts[1], parts[3]);
-    else shown = showWebhookList();
+    else shown = showWebhookList(new URLSearchParams(query || '').get('cursor'));
     shown.catch((e) => {
       if (e instanceof ApiError && e.status === 404) {
         fill(app, h('p', { class: 'empty' }, e.message + ' ', link('#/', 'Back to the webhooks')));
