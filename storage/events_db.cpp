@@ -440,17 +440,16 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
   {
     // Every worker of this webhook reads here: only the row's copy is done
     // under the lock. A file without a reader open yet is read on the
-    // writing connection unless a commit that flushes runs on it (a commit
-    // queued meanwhile waits for one row's copy; a read waits for a commit
-    // of buffered results, which writes no more than a few pages): a quiet
-    // webhook's deliveries need no second connection, whose open and schema
-    // read cost more than its reads. Once a read would have waited for a
-    // flush (an ingest's commit), the reader is opened and every later read
-    // goes there.
+    // writing connection unless a long commit runs on it (one that flushes,
+    // or a busy file's large group; a commit queued meanwhile waits for one
+    // row's copy, and a read waits for a small group of buffered results): a
+    // quiet webhook's deliveries need no second connection, whose open and
+    // schema read cost more than its reads. Once a read would have waited
+    // for a long commit, the reader is opened and every later read goes there.
     MutexLock lock(readMutex_);
     try {
       Result<void> read;
-      if (!reader_.db && !writes_->committingWithFlush()) {
+      if (!reader_.db && !writes_->committingLong()) {
         MutexLock writer(dbMutex_);
         read = readPayloadRow(*statements_, eventId, p, headersText);
       } else {

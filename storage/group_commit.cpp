@@ -97,9 +97,9 @@ bool GroupCommit::committing() const {
   return leading_;
 }
 
-bool GroupCommit::committingWithFlush() const {
+bool GroupCommit::committingLong() const {
   MutexLock lock(queueMutex_);
-  return leading_ && leadFlushes_;
+  return leading_ && leadIsLong_;
 }
 
 std::vector<GroupCommit::Writer*> GroupCommit::takeGroupLocked() {
@@ -113,7 +113,7 @@ std::vector<GroupCommit::Writer*> GroupCommit::takeGroupLocked() {
     group.push_back(w);
     groupBytes += w->bytes;
   }
-  leadFlushes_ = flushes(group);
+  leadIsLong_ = group.size() >= kKeepCacheGroup || flushes(group);
   return group;
 }
 

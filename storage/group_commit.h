@@ -139,9 +139,10 @@ class GroupCommit {
   // Whether a group is being committed now (so holds, or is about to take,
   // the connection's mutex). Writes merely queued do not count.
   bool committing() const;
-  // Whether the group being committed flushes the disk (see flushes()): a
-  // reader waiting for the connection would wait for the flush.
-  bool committingWithFlush() const;
+  // Whether the group being committed flushes the disk (see flushes()) or
+  // is a busy file's (kKeepCacheGroup writes or more): a reader waiting for
+  // the connection would wait for the flush, or for commit after commit.
+  bool committingLong() const;
 
  private:
   friend class CommitThreads;
@@ -232,7 +233,7 @@ class GroupCommit {
   // front: the leader's group; submitted writers owned here
   std::deque<Writer*> queue_ GUARDED_BY(queueMutex_);
   bool leading_ GUARDED_BY(queueMutex_) = false;  // a group is being committed
-  bool leadFlushes_ GUARDED_BY(queueMutex_) = false;  // and its commit flushes
+  bool leadIsLong_ GUARDED_BY(queueMutex_) = false;  // see committingLong()
   // A round is asked for or running (CommitThreads holds this object).
   bool scheduled_ GUARDED_BY(queueMutex_) = false;
   bool lingering_ GUARDED_BY(queueMutex_) = false;  // that round is due later
