@@ -5,11 +5,12 @@
 // with delivered, dead-lettered and retrying deliveries. A renamed column or view fails
 // here, not in a reader's terminal.
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -101,7 +102,13 @@ TEST_CASE("every sqlite3 recipe of the documentation runs against a real data fo
   REQUIRE(second->status == 200);
   REQUIRE(waitForStatuses(api, webhookId, {{"delivered", 2}, {"failed", 2}, {"retrying", 2}}));
 
-  const std::vector<std::string> env = {"D=data", "WH=" + webhookId, "EV=" + eventId};
+  // The CLI the recipes call (`webhooker history-view`) on the PATH, as the
+  // README's walk-through puts it there.
+  const char* path = std::getenv("PATH");
+  const std::vector<std::string> env = {
+      "D=data", "WH=" + webhookId, "EV=" + eventId,
+      "PATH=" + std::filesystem::path(webhookerBin()).parent_path().string() + ":" +
+          (path ? path : "/usr/bin:/bin")};
   for (const DocCommand& recipe : recipes) {
     CAPTURE(recipe.where);
     CAPTURE(recipe.command);
