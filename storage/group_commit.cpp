@@ -92,11 +92,6 @@ size_t GroupCommit::waiting() const {
   return queue_.size();
 }
 
-bool GroupCommit::committing() const {
-  MutexLock lock(queueMutex_);
-  return leading_;
-}
-
 bool GroupCommit::committingLong() const {
   MutexLock lock(queueMutex_);
   return leading_ && leadIsLong_;

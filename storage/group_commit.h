@@ -136,12 +136,11 @@ class GroupCommit {
 
   // Writers queued or running, the leader's group included.
   size_t waiting() const;
-  // Whether a group is being committed now (so holds, or is about to take,
-  // the connection's mutex). Writes merely queued do not count.
-  bool committing() const;
-  // Whether the group being committed flushes the disk (see flushes()) or
-  // is a busy file's (kKeepCacheGroup writes or more): a reader waiting for
-  // the connection would wait for the flush, or for commit after commit.
+  // Whether the group being committed now (so holding, or about to take,
+  // the connection's mutex; writes merely queued do not count) flushes the
+  // disk (see flushes()) or is a busy file's (kKeepCacheGroup writes or
+  // more): a reader waiting for the connection would wait for the flush, or
+  // for commit after commit.
   bool committingLong() const;
 
  private:
