@@ -18,8 +18,7 @@ constexpr const char* kDeliveriesCursor = "deliveries";
 
 struct ListQuery {
   HistoryFilter filter;
-  int limit = kDefaultPageLimit;
-  std::optional<PageKey> after;
+  PageRequest page;
 };
 
 // ?status=&target_id=&since=&until=&event_type=&limit=&cursor=, as both
@@ -46,14 +45,9 @@ Result<ListQuery> readListQuery(const HttpRequest& req, MainStore& store,
   if (auto r = readTimeRange(queryParam(*params, "since"), queryParam(*params, "until"), query.filter); !r)
     return r.error();
   if (auto r = readEventType(queryParam(*params, "event_type"), query.filter); !r) return r.error();
-  auto limit = readPageLimit(queryParam(*params, "limit"));
-  if (!limit) return limit.error();
-  query.limit = limit.value();
-  if (const auto cursor = queryParam(*params, "cursor")) {
-    auto key = decodeCursor(cursorKind, *cursor);
-    if (!key) return key.error();
-    query.after = key.value();
-  }
+  auto page = readPage(*params, cursorKind);
+  if (!page) return page.error();
+  query.page = page.value();
   return query;
 }
 
@@ -70,7 +64,7 @@ void AdminApi::listEvents(const HttpRequest& req, HttpResponse& res) {
   if (!db) return sendError(res, db.error());
   auto query = readListQuery(req, store_, *id, kEventsCursor);
   if (!query) return sendError(res, query.error());
-  auto page = db.value()->listEvents(query->filter, query->limit, query->after);
+  auto page = db.value()->listEvents(query->filter, query->page.limit, query->page.after);
   if (!page) return sendError(res, page.error());
   TargetLabels labels(store_, *id);
   json events = json::array();
@@ -102,7 +96,7 @@ void AdminApi::listDeliveries(const HttpRequest& req, HttpResponse& res) {
   if (!db) return sendError(res, db.error());
   auto query = readListQuery(req, store_, *id, kDeliveriesCursor);
   if (!query) return sendError(res, query.error());
-  auto page = db.value()->listDeliveries(query->filter, query->limit, query->after);
+  auto page = db.value()->listDeliveries(query->filter, query->page.limit, query->page.after);
   if (!page) return sendError(res, page.error());
   TargetLabels labels(store_, *id);
   json deliveries = json::array();

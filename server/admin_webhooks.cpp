@@ -158,15 +158,9 @@ Result<json> AdminApi::webhookView(const Webhook& w) {
 void AdminApi::listWebhooks(const HttpRequest& req, HttpResponse& res) {
   auto params = queryParams(req, {"limit", "cursor"});
   if (!params) return sendError(res, params.error());
-  auto limit = readPageLimit(queryParam(*params, "limit"));
-  if (!limit) return sendError(res, limit.error());
-  std::optional<PageKey> after;
-  if (const auto cursor = queryParam(*params, "cursor")) {
-    auto key = decodeCursor(kWebhooksCursor, *cursor);
-    if (!key) return sendError(res, key.error());
-    after = key.value();
-  }
-  auto page = store_.listWebhooksPage(limit.value(), after);
+  auto asked = readPage(*params, kWebhooksCursor);
+  if (!asked) return sendError(res, asked.error());
+  auto page = store_.listWebhooksPage(asked->limit, asked->after);
   if (!page) return sendError(res, page.error());
   json out = json::array();
   for (const Webhook& w : page->items) {

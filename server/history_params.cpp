@@ -85,15 +85,22 @@ Result<TargetRecord> namedTarget(MainStore& store, const std::string& webhookId,
   return target;
 }
 
-Result<int> readPageLimit(const std::optional<std::string>& limit) {
-  if (!limit) return kDefaultPageLimit;
-  int value = 0;
-  const char* end = limit->data() + limit->size();
-  const auto [ptr, ec] = std::from_chars(limit->data(), end, value);
-  if (ec != std::errc() || ptr != end || value < 1 || value > kMaxPageLimit)
-    return makeError(error_code::kInvalidField,
-                     fmt::format("limit must be an integer from 1 to {}", kMaxPageLimit));
-  return value;
+Result<PageRequest> readPage(const std::map<std::string, std::string>& params,
+                             std::string_view cursorKind) {
+  PageRequest page;
+  if (const auto limit = queryParam(params, "limit")) {
+    const char* end = limit->data() + limit->size();
+    const auto [ptr, ec] = std::from_chars(limit->data(), end, page.limit);
+    if (ec != std::errc() || ptr != end || page.limit < 1 || page.limit > kMaxPageLimit)
+      return makeError(error_code::kInvalidField,
+                       fmt::format("limit must be an integer from 1 to {}", kMaxPageLimit));
+  }
+  if (const auto cursor = queryParam(params, "cursor")) {
+    auto key = decodeCursor(cursorKind, *cursor);
+    if (!key) return key.error();
+    page.after = key.value();
+  }
+  return page;
 }
 
 std::string encodeCursor(std::string_view kind, const PageKey& key) {

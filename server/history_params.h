@@ -45,11 +45,17 @@ Result<void> readEventType(const std::optional<std::string>& eventType, HistoryF
 Result<TargetRecord> namedTarget(MainStore& store, const std::string& webhookId,
                                  const std::string& raw, const char* field);
 
-// A listing's page size: ?limit= from 1 to kMaxPageLimit, kDefaultPageLimit
-// when absent; "invalid_field" otherwise.
+// A listing's page: ?limit= from 1 to kMaxPageLimit (kDefaultPageLimit when
+// absent; "invalid_field" otherwise) and ?cursor=, one of `cursorKind`
+// (decodeCursor's errors), the rows after it.
 constexpr int kDefaultPageLimit = 50;
 constexpr int kMaxPageLimit = 500;
-Result<int> readPageLimit(const std::optional<std::string>& limit);
+struct PageRequest {
+  int limit = kDefaultPageLimit;
+  std::optional<PageKey> after;
+};
+Result<PageRequest> readPage(const std::map<std::string, std::string>& params,
+                             std::string_view cursorKind);
 
 // Page cursors are opaque to callers: URL-safe base64 of the listing's kind
 // and the sort key of the last row shown. A cursor of another kind, or one
