@@ -7,7 +7,9 @@
 // passes over every file, the kinds alternated pass by pass, against a
 // bare sqlite3_open_v2 and one SELECT of a row (which parses the schema),
 // a bare open and close alone, and the bare open and SELECT of a file of
-// one table, in the same run.
+// one table, in the same run. And a read alone followed by the pool's
+// reopen, of files the pool has closed (a quiet webhook's event after the
+// sweep or retention read its file).
 #include <sqlite3.h>
 #include <time.h>
 
@@ -106,6 +108,17 @@ void runOpens(const BenchConfig& config, Report& report) {
     }
     return out;
   };
+  // Files as the pool's closer leaves them: opened once for writing,
+  // checkpointed, closed.
+  const auto closedByThePool = [&](std::vector<std::filesystem::path> closed) {
+    for (const auto& f : closed) {
+      auto db = EventsDb::open(f, options, clock);
+      if (!db) throw std::runtime_error(db.error().message);
+      if (auto done = db.value()->checkpointWal(EventsDb::Wait::kForOthers); !done)
+        throw std::runtime_error(done.error().message);
+    }
+    return closed;
+  };
   std::vector<std::string> violations;
 
   // Each kind's CPU µs per open, one figure per pass.
@@ -136,6 +149,18 @@ void runOpens(const BenchConfig& config, Report& report) {
          if (!db) violations.push_back("open failed: " + db.error().message);
        },
        copies(seeded, "e")},
+      // A quiet file as the sweep, retention or the sampler find it once
+      // the pool has closed it (an empty WAL and the -shm beside it), then
+      // reopened by the pool for its next event: per file, both.
+      {"a read alone of a file the pool closed, then its reopen",
+       [&](const auto& f) {
+         auto rows = EventsDb::unfinishedOfFileAlone(f, clock.now(), std::nullopt);
+         if (!rows || rows->rows.size() != 1)
+           violations.push_back("the read alone did not find the one delivery of " + f.string());
+         auto db = EventsDb::open(f, options, clock);
+         if (!db) violations.push_back("open failed: " + db.error().message);
+       },
+       closedByThePool(copies(seeded, "f"))},
   };
   for (int pass = 0; pass < passes; ++pass) {
     for (Kind& kind : kinds) {
