@@ -1,7 +1,9 @@
 #include "storage/read_alone_vfs.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cstring>
 #include <string_view>
 
@@ -48,10 +50,9 @@ const sqlite3_io_methods kEmptyWal = {
 int readAloneOpen(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags,
                   int* outFlags) {
   if ((flags & SQLITE_OPEN_WAL) != 0 && name != nullptr) {
-    int exists = 0;
-    const int rc = defaultVfs->xAccess(defaultVfs, name, SQLITE_ACCESS_EXISTS, &exists);
-    if (rc != SQLITE_OK) return rc;
-    if (!exists) {
+    struct stat st {};
+    const bool none = ::stat(name, &st) != 0 && errno == ENOENT;
+    if (none || (S_ISREG(st.st_mode) && st.st_size == 0)) {
       file->pMethods = &kEmptyWal;
       if (outFlags) *outFlags = flags;
       return SQLITE_OK;

@@ -221,20 +221,18 @@ Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path
 Result<std::unique_ptr<SQLite::Database>> openAlone(const std::filesystem::path& file) {
   configureLibraryOnce();
   try {
-    // A WAL with frames is left as found. A file without one is left
-    // without (none is made: read_alone_vfs.h); an empty one is deleted by
-    // the close's checkpoint, which has nothing to copy and flushes nothing.
-    // So a pass reading every quiet file gives none a WAL.
-    std::error_code noWal;
-    const bool hadWal = std::filesystem::file_size(file.string() + "-wal", noWal) > 0 && !noWal;
     // Read-write: a read-only connection cannot keep the WAL index in its
     // own memory. No busy timeout: a holder means the file is not ours alone.
-    // A file with no WAL on disk is read with an empty one in memory, not
-    // one made for the read and deleted again (read_alone_vfs.h).
+    // A file with no WAL on disk, or an empty one, is read with an empty
+    // one in memory, not one opened or made for the read (read_alone_vfs.h).
     const char* vfs = readAloneVfs();
     auto db = std::make_unique<SQLite::Database>(file.string(), SQLite::OPEN_READWRITE, 0,
                                                  vfs ? vfs : "");
-    if (hadWal) sqlite3_db_config(db->getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    // The files are left as found: a WAL with frames, an empty one (which
+    // the close's checkpoint would delete, and the pool's next open of the
+    // file make again), or none, and the -shm, which a connection holding
+    // the file alone never touches.
+    sqlite3_db_config(db->getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     // Before the first read, or the shared index is set up all the same.
     db->exec("PRAGMA locking_mode = EXCLUSIVE");
     db->exec("SELECT 1 FROM sqlite_master LIMIT 1");  // takes the lock, or fails

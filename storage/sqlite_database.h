@@ -39,10 +39,11 @@ Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path
 // A connection that holds `file` alone for as long as it is open (SQLite's
 // exclusive locking mode), for reads only: it keeps the WAL index in its own
 // memory instead of setting up the shared one (-shm), which is most of what
-// opening a file costs, and leaves the WAL as it found it when it closes
-// (a file with no WAL, or an empty one, is left with none, and no -shm; one
-// with no WAL gets none made on disk even while it is open). For reads: a
-// write to a file that had no WAL fails and changes nothing.
+// opening a file costs, and leaves the files as it found them when it
+// closes (a WAL with frames, an empty one or none; a -shm or none): one
+// with no WAL, or an empty one, is read with an empty WAL in memory, none
+// made or opened on disk. For reads: a write to such a file fails and
+// changes nothing.
 // Neither creates nor migrates the file. Fails at once ("storage_busy") if
 // another connection, of this process or not, has the file open; while it
 // is open, the others wait for it.

@@ -325,13 +325,26 @@ TEST_CASE_FIXTURE(Fixture, "a file nobody holds open is read alone, its WAL incl
   CHECK_FALSE(std::filesystem::exists(missing));
 }
 
-TEST_CASE_FIXTURE(Fixture, "a file with no WAL is read alone without one made on disk, and not written") {
+TEST_CASE_FIXTURE(Fixture, "a file with an empty WAL or none is read alone with none made, and not written") {
   const std::string target = webhooker::newUuid();
   for (int i = 0; i < 3; ++i) ingestOk(sampleEvent(), {target});
   REQUIRE(db->checkpointWal(EventsDb::Wait::kForOthers).value());
   db.reset();
   const std::filesystem::path wal = file.string() + "-wal";
-  // The empty WAL the writer left goes with the first read alone.
+  const std::filesystem::path shm = file.string() + "-shm";
+  // The empty WAL and the -shm the writer left stay as they are: the
+  // pool's next open of the file finds them rather than making them again.
+  REQUIRE(std::filesystem::file_size(wal) == 0);
+  const auto walWritten = std::filesystem::last_write_time(wal);
+  const auto shmWritten = std::filesystem::last_write_time(shm);
+  REQUIRE(EventsDb::unfinishedOfFileAlone(file, clock.now())->rows.size() == 3);
+  REQUIRE(std::filesystem::exists(wal));
+  CHECK(std::filesystem::file_size(wal) == 0);
+  CHECK(std::filesystem::last_write_time(wal) == walWritten);
+  CHECK(std::filesystem::last_write_time(shm) == shmWritten);
+
+  // A file with no WAL (a copy of the file alone) gets none.
+  REQUIRE(std::filesystem::remove(wal));
   REQUIRE(EventsDb::unfinishedOfFileAlone(file, clock.now())->rows.size() == 3);
   REQUIRE_FALSE(std::filesystem::exists(wal));
 
