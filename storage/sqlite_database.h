@@ -5,6 +5,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
@@ -54,6 +55,11 @@ Result<std::unique_ptr<SQLite::Database>> openAlone(const std::filesystem::path&
 // is not an error. No connection to the file may be open.
 Result<void> deleteDatabaseFiles(const std::filesystem::path& file,
                                  std::initializer_list<std::string_view> suffixes);
+
+// How many times, in this process, a -shm SQLite reset (the first
+// connection to a file in WAL mode) was zeroed in place rather than
+// truncated and grown again (see sqlite_database.cpp, resetShmInPlace).
+uint64_t shmResetsInPlaceSoFar();
 
 // Applies pending migrations; returns how many were applied.
 Result<int> migrate(SQLite::Database& db, std::span<const Migration> migrations);

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -364,6 +366,40 @@ TEST_CASE_FIXTURE(Fixture, "a file with an empty WAL or none is read alone with 
   ingestOk(sampleEvent(), {target});
   CHECK(std::filesystem::file_size(wal) > 0);
   CHECK(count("SELECT COUNT(*) FROM deliveries") == 4);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a stale -shm is reset in place by the next open, not trusted") {
+  const std::string target = webhooker::newUuid();
+  for (int i = 0; i < 3; ++i) ingestOk(sampleEvent(), {target});
+  const std::filesystem::path shm = file.string() + "-shm";
+  // The WAL index while the WAL holds the three events' frames.
+  const std::string stale = [&] {
+    std::ifstream in(shm, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  REQUIRE(stale.size() >= 32768);
+  // Emptied into the file: the WAL has no frames now, and the stale index
+  // names frames that are not there.
+  REQUIRE(db->checkpointWal(EventsDb::Wait::kForOthers).value());
+  db.reset();
+  REQUIRE(std::filesystem::file_size(file.string() + "-wal") == 0);
+  {
+    std::ofstream out(shm, std::ios::binary | std::ios::trunc);
+    out.write(stale.data(), static_cast<std::streamsize>(stale.size()));
+    REQUIRE(out.good());
+  }
+  const uint64_t before = webhooker::storage::shmResetsInPlaceSoFar();
+  db = openDb();
+  // Zeroed where it is, not truncated and grown again.
+  CHECK(webhooker::storage::shmResetsInPlaceSoFar() == before + 1);
+  CHECK(std::filesystem::file_size(shm) == stale.size());
+  CHECK(count("SELECT COUNT(*) FROM deliveries") == 3);
+  ingestOk(sampleEvent(), {target});
+  CHECK(count("SELECT COUNT(*) FROM deliveries") == 4);
+  db.reset();
+  db = openDb();
+  CHECK(count("SELECT COUNT(*) FROM events") == 4);
+  CHECK(raw().execAndGet("PRAGMA integrity_check").getString() == "ok");
 }
 
 TEST_CASE_FIXTURE(Fixture, "the backlog is counted exactly across chunks, per target and status") {
