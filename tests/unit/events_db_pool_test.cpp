@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -198,6 +200,49 @@ TEST_CASE("an evicted DB keeps a short WAL, empties a long one; the pool's end e
   // The reopened DB takes new events after those of the WAL it found.
   ingestOne(*getOrFail(reopened, a), "after reopen");
   CHECK(countEvents(reopened.pathFor(a)) == 2);
+}
+
+TEST_CASE("a written file keeps its -wal and -shm through a clean stop, reads alone and reopens") {
+  TempDir dir;
+  FakeClock clock;
+  const std::string written = webhooker::newUuid();
+  const std::string quiet = webhooker::newUuid();
+  {
+    EventsDbPool pool(dir.path(), DbOptions{}, clock, 4);
+    REQUIRE(pool.create(quiet));
+    ingestOne(*getOrFail(pool, written), "before the stop");
+  }
+  // The identity of each file: one made again is another inode.
+  const auto inode = [](const std::filesystem::path& file) -> std::optional<ino_t> {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) return std::nullopt;
+    return st.st_ino;
+  };
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 4);
+  const std::string wal = pool.pathFor(written).string() + "-wal";
+  const std::string shm = pool.pathFor(written).string() + "-shm";
+  // The clean stop emptied the WAL into the file; SQLite deleted neither.
+  CHECK(walSize(pool.pathFor(written)) == 0);
+  CHECK(std::filesystem::file_size(shm) == 32768);
+  const auto walInode = inode(wal);
+  const auto shmInode = inode(shm);
+  REQUIRE(walInode);
+  REQUIRE(shmInode);
+  // The passes that read closed files alone leave both as they are...
+  REQUIRE(pool.unfinishedIfClosed(written, clock.now()));
+  REQUIRE(pool.backlogIfClosed(written));
+  REQUIRE(pool.unfinishedIfClosed(quiet, clock.now()));
+  CHECK(inode(wal) == walInode);
+  CHECK(inode(shm) == shmInode);
+  CHECK(walSize(pool.pathFor(written)) == 0);
+  // ...and make none for a file never written.
+  CHECK_FALSE(inode(pool.pathFor(quiet).string() + "-wal"));
+  CHECK_FALSE(inode(pool.pathFor(quiet).string() + "-shm"));
+  // The next open writes to the same two files.
+  ingestOne(*getOrFail(pool, written), "after the stop");
+  CHECK(countEvents(pool.pathFor(written)) == 2);
+  CHECK(inode(wal) == walInode);
+  CHECK(inode(shm) == shmInode);
 }
 
 TEST_CASE("letGo closes a webhook's DB as an eviction would; the next get opens it again") {
