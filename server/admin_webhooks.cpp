@@ -133,13 +133,10 @@ Result<WebhookPatch> webhookFields(const json& body) {
   return fields;
 }
 
-}  // namespace
-
-Result<json> AdminApi::webhookView(const Webhook& w) {
-  auto entrypoints = store_.listEntrypoints(w.id);
-  if (!entrypoints) return entrypoints.error();
+// The webhook with its entrypoints, as every webhook response shows it.
+json webhookJson(const Webhook& w, const std::vector<Entrypoint>& entrypoints) {
   json eps = json::array();
-  for (const Entrypoint& e : entrypoints.value()) eps.push_back(entrypointJson(e));
+  for (const Entrypoint& e : entrypoints) eps.push_back(entrypointJson(e));
   return json{{"id", w.id},
               {"name", w.name},
               {"description", w.description},
@@ -153,6 +150,14 @@ Result<json> AdminApi::webhookView(const Webhook& w) {
               {"entrypoints", eps}};
 }
 
+}  // namespace
+
+Result<json> AdminApi::webhookView(const Webhook& w) {
+  auto entrypoints = store_.listEntrypoints(w.id);
+  if (!entrypoints) return entrypoints.error();
+  return webhookJson(w, entrypoints.value());
+}
+
 // ?limit=&cursor=, as the history listings take them; pages run oldest
 // first, so webhooks created during a walk come after the pages given.
 void AdminApi::listWebhooks(const HttpRequest& req, HttpResponse& res) {
@@ -163,11 +168,8 @@ void AdminApi::listWebhooks(const HttpRequest& req, HttpResponse& res) {
   auto page = store_.listWebhooksPage(asked->limit, asked->after);
   if (!page) return sendError(res, page.error());
   json out = json::array();
-  for (const Webhook& w : page->items) {
-    auto view = webhookView(w);
-    if (!view) return sendError(res, view.error());
-    out.push_back(std::move(view.value()));
-  }
+  for (const ListedWebhook& listed : page->items)
+    out.push_back(webhookJson(listed.webhook, listed.entrypoints));
   sendJson(res, 200, {{"webhooks", std::move(out)},
                       {"next_cursor", page->next ? json(encodeCursor(kWebhooksCursor, *page->next))
                                                  : json()}});

@@ -37,6 +37,12 @@ class StatementCache;
 
 namespace webhooker {
 
+// A webhook of a list page, with its entrypoints oldest first.
+struct ListedWebhook {
+  Webhook webhook;
+  std::vector<Entrypoint> entrypoints;
+};
+
 struct WebhookPatch {
   std::optional<std::string> name;
   std::optional<std::string> description;
@@ -74,8 +80,10 @@ class MainStore {
   // At most `limit` webhooks after `after`, oldest first by (created_at, id):
   // the admin API's pages. A webhook created during a walk sorts after every
   // page already given, so a walk sees each webhook once. `next` is the last
-  // row's key when more follow.
-  Result<HistoryPage<Webhook>> listWebhooksPage(int limit, const std::optional<PageKey>& after);
+  // row's key when more follow. Each webhook comes with its entrypoints (as
+  // listEntrypoints() gives them), all read in one query and one snapshot.
+  Result<HistoryPage<ListedWebhook>> listWebhooksPage(int limit,
+                                                      const std::optional<PageKey>& after);
   // Every webhook's id, in no particular order: for passes over all of them
   // that need nothing else of a webhook (a pass over 10,000 webhooks
   // reading whole rows spent half its time building them).

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -137,6 +138,54 @@ TEST_CASE_FIXTURE(Fixture, "a webhook made or deleted during a walk does not bre
   expected.erase(expected.begin() + 9);
   expected.push_back(createdMidWalk);
   CHECK(during.ids == expected);
+}
+
+TEST_CASE_FIXTURE(Fixture, "each listed webhook has its own entrypoints, as its GET shows them") {
+  // Webhooks with none, one, two and three entrypoints, some made later
+  // than their webhook (and out of id order in one millisecond), so a page
+  // that handed one webhook's entrypoints to another, lost one of several,
+  // or ordered them otherwise reads unlike the webhook's own GET.
+  make(9);
+  const auto addEntrypoint = [&](const std::string& webhookId) {
+    auto res = api.Post(kWebhooks + "/" + webhookId + "/entrypoints", "{}", "application/json");
+    REQUIRE(statusOf(res) == 201);
+    return jsonOf(res)["id"].get<std::string>();
+  };
+  clock.advance(std::chrono::milliseconds(1));
+  for (size_t i = 0; i < made.size(); ++i)
+    for (size_t n = 0; n < i % 4; ++n) addEntrypoint(made[i]);
+  // One webhook with none: its first entrypoint deleted.
+  const json emptied = jsonOf(api.Get(kWebhooks + "/" + made[4]));
+  for (const json& e : emptied["entrypoints"])
+    REQUIRE(statusOf(api.Delete(kWebhooks + "/" + made[4] + "/entrypoints/" +
+                                e["id"].get<std::string>())) == 204);
+
+  std::map<std::string, std::string> own;  // id -> its GET, as text
+  std::map<std::string, size_t> counts;
+  for (const std::string& id : made) {
+    const json w = jsonOf(api.Get(kWebhooks + "/" + id));
+    own[id] = w.dump();
+    counts[id] = w["entrypoints"].size();
+  }
+  CHECK(counts[made[3]] == 4);
+  CHECK(counts[made[4]] == 0);
+  for (int limit : {500, 4, 2, 1}) {
+    CAPTURE(limit);
+    std::string cursor;
+    size_t listed = 0;
+    do {
+      const json page = listPage(api, "?limit=" + std::to_string(limit) +
+                                          (cursor.empty() ? "" : "&cursor=" + cursor));
+      for (const json& w : page["webhooks"]) {
+        const std::string id = w["id"].get<std::string>();
+        CAPTURE(id);
+        CHECK(w.dump() == own.at(id));
+        ++listed;
+      }
+      cursor = page["next_cursor"].is_string() ? page["next_cursor"].get<std::string>() : "";
+    } while (!cursor.empty());
+    CHECK(listed == made.size());
+  }
 }
 
 TEST_CASE_FIXTURE(Fixture, "bad parameters are 400 with the error shape and change nothing") {
