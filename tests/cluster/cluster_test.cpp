@@ -415,6 +415,42 @@ TEST_CASE("create-webhook prints the entrypoint it routed; list-webhooks lists e
   CHECK(contains(partial.err, "did not answer"));
 }
 
+TEST_CASE("list-webhooks follows a node's next_cursor: 501 webhooks on one node, all listed") {
+  // The command asks a node for pages of 500 (the API's most): a node with
+  // more gives a cursor, and a list that stopped at the first page would
+  // look whole while it lacks the rest. No HAProxy: the list only reads.
+  Nodes nodes({"a", "b"});
+  constexpr int kOnA = 501;
+  std::mutex madeMutex;
+  std::set<std::string> madeOnA;
+  std::vector<std::thread> creators;
+  for (int t = 0; t < 8; ++t)
+    creators.emplace_back([&, t] {
+      const DaemonApi api = nodes.api("a");
+      for (int i = t; i < kOnA; i += 8) {
+        const std::string id = api.createWebhook("tenant-" + std::to_string(i))["id"];
+        std::lock_guard lock(madeMutex);
+        madeOnA.insert(id);
+      }
+    });
+  for (auto& t : creators) t.join();
+  REQUIRE(madeOnA.size() == kOnA);
+  const std::string onB = nodes.api("b").createWebhook("billing")["id"];
+
+  const CommandResult listed =
+      cluster({"list-webhooks", "--json", "--nodes", nodes.nodesArgument()});
+  REQUIRE_MESSAGE(listed.exitCode == 0, listed.err);
+  const json rows = json::parse(listed.out)["webhooks"];
+  REQUIRE(rows.is_array());
+  CHECK(rows.size() == kOnA + 1);  // each once
+  std::set<std::string> seenOnA;
+  std::set<std::string> seenOnB;
+  for (const json& w : rows)
+    (w["node"] == "a" ? seenOnA : seenOnB).insert(w["id"].get<std::string>());
+  CHECK(seenOnA == madeOnA);
+  CHECK(seenOnB == std::set<std::string>{onB});
+}
+
 TEST_CASE("three nodes behind HAProxy: spread, routed, stored once, delivered; a killed node "
           "takes down only its own webhooks") {
   skipWithoutHaproxy();
