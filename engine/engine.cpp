@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 #include "base/thread_name.h"
 #include "engine/attempt_transform.h"
@@ -50,6 +51,7 @@ void Engine::start() {
   // oldest first, ahead of anything new.
   recover();
   refiller_ = std::jthread([this](std::stop_token st) { refillLoop(st); });
+  grower_ = std::jthread([this](std::stop_token st) { growLoop(st); });
   {
     MutexLock lock(engineMutex_);
     for (size_t i = 0; i < startedWorkers(); ++i)
@@ -68,6 +70,7 @@ bool Engine::stop(std::chrono::milliseconds grace) {
   timer_.stop();
   sweeper_ = std::jthread();  // requests stop and joins
   refiller_ = std::jthread();  // likewise; its admits are refused from now on
+  grower_ = std::jthread();
   bool finished;
   {
     MutexLock lock(engineMutex_);
@@ -260,8 +263,43 @@ void Engine::wakeWorkerLocked() {
     workAvailable_.notify_one();
     return;
   }
+  // Every worker is in an attempt. Those held by slow receivers do not
+  // count: a worker starts while fewer than `started` attempts are young.
+  const auto slowFrom = std::chrono::steady_clock::now() - options_.slowAttempt;
+  const auto firstYoung = attemptStarts_.upper_bound(slowFrom);
+  const auto slow = static_cast<size_t>(std::distance(attemptStarts_.begin(), firstYoung));
+  if (workers_.size() >= started + slow) {
+    if (firstYoung == attemptStarts_.end()) return;
+    const auto next = *firstYoung + options_.slowAttempt;
+    if (!growAt_ || next < *growAt_) {
+      growAt_ = next;
+      growWanted_.notify_one();
+    }
+    return;
+  }
   workers_.emplace_back([this](std::stop_token st) { work(st); });
   spdlog::debug("delivery.worker_added workers={}", workers_.size());
+}
+
+void Engine::growLoop(std::stop_token stop) {
+  nameThisThread("wh-pool");
+  MutexLock lock(engineMutex_);
+  while (!scheduler_.stopping() && !stop.stop_requested()) {
+    if (!growAt_) {
+      growWanted_.wait(lock, stop,
+                       [&]() REQUIRES(engineMutex_) { return scheduler_.stopping() || growAt_; });
+      continue;
+    }
+    const auto at = *growAt_;
+    if (std::chrono::steady_clock::now() < at) {
+      growWanted_.wait_until(lock, stop, at, [&]() REQUIRES(engineMutex_) {
+        return scheduler_.stopping() || !growAt_ || *growAt_ < at;
+      });
+      continue;
+    }
+    growAt_.reset();
+    if (scheduler_.hasReady()) wakeWorkerLocked();
+  }
 }
 
 void Engine::work(std::stop_token stop) {
@@ -301,6 +339,7 @@ void Engine::work(std::stop_token stop) {
     ++inFlight_;
     const std::string deliveryId = task->deliveryId;
     const std::string targetId = task->targetId;
+    const auto started = attemptStarts_.insert(std::chrono::steady_clock::now());
 
     lock.unlock();
     try {
@@ -312,6 +351,7 @@ void Engine::work(std::stop_token stop) {
     }
     lock.lock();
     --busyWorkers_;
+    attemptStarts_.erase(started);
 
     // The lane's slot is free again; the delivery stays held until its
     // result is written (finishAttempt).

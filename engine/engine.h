@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -52,11 +53,14 @@ namespace webhooker {
 
 struct EngineOptions {
   // Workers started with the engine. A lane that is ready while every
-  // worker is in an attempt (slow receivers hold them) starts one more, up
-  // to maxWorkers: a worker blocked on a socket costs no CPU, and a fast
-  // target must not wait for slow ones to answer.
+  // worker is in an attempt starts one more, up to maxWorkers, for each
+  // attempt beyond `workers` that has run slowAttempt or longer: a worker
+  // blocked on a slow receiver costs no CPU, and a fast target must not wait
+  // for slow ones to answer; workers busy with fast receivers are using the
+  // cores, and more threads would only share them.
   int workers = 8;
   int maxWorkers = 64;
+  std::chrono::milliseconds slowAttempt = std::chrono::milliseconds(20);
   // A worker started beyond `workers` ends once it has waited this long
   // for work: a burst of slow receivers does not keep its threads.
   std::chrono::milliseconds workerIdleTimeout = std::chrono::seconds(60);
@@ -128,10 +132,14 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   // engine.cpp
   void work(std::stop_token stop);
   // A lane became ready: wakes a waiting worker, or starts one more when
-  // none waits and every worker is inside an attempt (see
-  // EngineOptions::maxWorkers). A worker between two attempts takes the
+  // none waits, every worker is inside an attempt and fewer than
+  // startedWorkers() of those attempts are younger than
+  // EngineOptions::slowAttempt; otherwise asks growLoop() to look again when
+  // the next one will be that old. A worker between two attempts takes the
   // lane itself on its way back.
   void wakeWorkerLocked() REQUIRES(engineMutex_);
+  // Looks again, at growAt_, whether a ready lane should start a worker.
+  void growLoop(std::stop_token stop);
   // The workers the engine starts with.
   size_t startedWorkers() const;
   // Takes the calling worker, one beyond startedWorkers() that waited
@@ -256,6 +264,10 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   std::vector<std::jthread> retired_ GUARDED_BY(engineMutex_);
   int idleWorkers_ GUARDED_BY(engineMutex_) = 0;  // waiting for a ready lane
   size_t busyWorkers_ GUARDED_BY(engineMutex_) = 0;  // inside runAttempt()
+  // When each attempt running began, for wakeWorkerLocked().
+  std::multiset<std::chrono::steady_clock::time_point> attemptStarts_ GUARDED_BY(engineMutex_);
+  std::optional<std::chrono::steady_clock::time_point> growAt_ GUARDED_BY(engineMutex_);
+  std::condition_variable_any growWanted_;
 
   // Ingest handoffs opened and not yet closed (openHandoff).
   OpenTickets handoffs_;
@@ -265,6 +277,7 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   RetryTimer timer_;
   std::jthread sweeper_;
   std::jthread refiller_;
+  std::jthread grower_;
 };
 
 }  // namespace webhooker

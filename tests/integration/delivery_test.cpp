@@ -515,6 +515,28 @@ TEST_CASE("workers started for slow receivers end once they have waited long eno
     REQUIRE(s.h.waitForCount(s.hook.webhookId, t.id, "delivered", 16, 10s));
 }
 
+TEST_CASE("workers busy with fast receivers start no more: they already use the cores") {
+  HarnessOptions options = SlowNeighbours::withWorkers(/*maxWorkers=*/14, 60s);
+  // Well above what a loaded machine adds to a loopback answer: only a
+  // receiver that holds its request is slow here.
+  options.slowAttempt = 500ms;
+  EngineHarness h(options);
+  Receiver fast;
+  const Hook hook = h.createWebhook();
+  std::vector<TargetRecord> targets;
+  for (int i = 0; i < 4; ++i)
+    targets.push_back(h.createHttpTarget(hook.webhookId, fast.url("/fast"), retryPolicy(5, 2000),
+                                         /*maxConcurrency=*/4));
+
+  for (int i = 0; i < 100; ++i) h.post(hook.entrypointId, json{{"seq", i}}.dump());
+
+  for (const TargetRecord& t : targets)
+    REQUIRE(h.waitForCount(hook.webhookId, t.id, "delivered", 100, 20s));
+  // 16 attempts could run at once and a lane was ready nearly always while
+  // both workers were busy, each time for less than slowAttempt.
+  CHECK(h.engine().workerCount() == 2);
+}
+
 TEST_CASE("the worker pool grows no further than max workers") {
   SlowNeighbours s(/*maxWorkers=*/5);
 

@@ -119,6 +119,7 @@ EngineHarness::EngineHarness(HarnessOptions options)
   engineOptions.workers = options_.workers;
   engineOptions.maxWorkers = options_.maxWorkers;
   engineOptions.workerIdleTimeout = options_.workerIdleTimeout;
+  engineOptions.slowAttempt = options_.slowAttempt;
   engineOptions.sweepInterval = options_.sweepInterval;
   engineOptions.maxQueuedPerTarget = options_.maxQueuedPerTarget;
   engineOptions.maxQueued = options_.maxQueued;

@@ -109,6 +109,7 @@ struct HarnessOptions {
   int workers = 8;
   int maxWorkers = EngineOptions{}.maxWorkers;
   std::chrono::milliseconds workerIdleTimeout = EngineOptions{}.workerIdleTimeout;
+  std::chrono::milliseconds slowAttempt = EngineOptions{}.slowAttempt;
   std::chrono::milliseconds sweepInterval{200};
   size_t maxQueuedPerTarget = EngineOptions{}.maxQueuedPerTarget;
   size_t maxQueued = EngineOptions{}.maxQueued;
