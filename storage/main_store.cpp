@@ -361,6 +361,15 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
                                          int retentionDays, int64_t maxEvents,
                                          const std::vector<std::string>& maskPointers,
                                          const std::string& id) {
+  auto created =
+      createWebhookWithEntrypoint(name, description, retentionDays, maxEvents, maskPointers, id);
+  if (!created) return created.error();
+  return std::move(created->webhook);
+}
+
+Result<ListedWebhook> MainStore::createWebhookWithEntrypoint(
+    const std::string& name, const std::string& description, int retentionDays, int64_t maxEvents,
+    const std::vector<std::string>& maskPointers, const std::string& id) {
   const std::string now = formatTime(clock_.now());
   Webhook w;
   w.id = id.empty() ? newUuid() : id;
@@ -402,7 +411,15 @@ Result<Webhook> MainStore::createWebhook(const std::string& name, const std::str
   // As a WriteLock's end would: caches of what was read see the change.
   generation_.fetch_add(1, std::memory_order_release);
   if (!written) return written.error();
-  return w;
+  // As readEntrypoint() reads the row: the columns not written hold their
+  // defaults, which are Entrypoint's.
+  Entrypoint first;
+  first.id = entrypointId;
+  first.webhookId = w.id;
+  first.createdAt = now;
+  first.updatedAt = now;
+  first.name = kFirstEntrypointName;
+  return ListedWebhook{std::move(w), {std::move(first)}};
 }
 
 size_t MainStore::createsQueued() const { return creates_->waiting(); }
@@ -973,10 +990,13 @@ Result<void> MainStore::endPortalSession(const std::string& sessionSha256) {
 
 Result<void> MainStore::appendAudit(AuditRecord record) {
   record.at = formatTime(clock_.now());
-  return read("append audit", [&](SQLite::Database& db) -> Result<void> {
-    SQLite::Statement q(db,
-                        "INSERT INTO audit_log (at, actor, actor_id, webhook_id, method, route, "
-                        "ids, fields, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  // In the creates' group: an app provisioning tenants makes one audited
+  // write per create, and each row committed alone cost a flush per create.
+  return creates_->run("append audit", [&](storage::StatementCache& sql) -> Result<void> {
+    auto borrowed = sql.get(
+        "INSERT INTO audit_log (at, actor, actor_id, webhook_id, method, route, "
+        "ids, fields, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    SQLite::Statement& q = *borrowed;
     q.bind(1, record.at);
     q.bind(2, record.actor);
     bindOptional(q, 3, record.actorId);

@@ -37,7 +37,7 @@ class StatementCache;
 
 namespace webhooker {
 
-// A webhook of a list page, with its entrypoints oldest first.
+// A webhook with its entrypoints, oldest first (a list page's rows, a create's answer).
 struct ListedWebhook {
   Webhook webhook;
   std::vector<Entrypoint> entrypoints;
@@ -75,6 +75,12 @@ class MainStore {
                                 int retentionDays, int64_t maxEvents = Webhook::kDefaultMaxEvents,
                                 const std::vector<std::string>& maskPointers = {},
                                 const std::string& id = {});
+  // The same, with the first entrypoint as written (what a read would give).
+  Result<ListedWebhook> createWebhookWithEntrypoint(const std::string& name,
+                                                    const std::string& description,
+                                                    int retentionDays, int64_t maxEvents,
+                                                    const std::vector<std::string>& maskPointers,
+                                                    const std::string& id);
   Result<Webhook> getWebhook(const std::string& id);
   Result<std::vector<Webhook>> listWebhooks();
   // At most `limit` webhooks after `after`, oldest first by (created_at, id):
@@ -187,7 +193,8 @@ class MainStore {
   Result<std::optional<PortalLinkRecord>> findPortalSession(const std::string& sessionSha256);
   // Ends the session now (signing out); nothing when there is none.
   Result<void> endPortalSession(const std::string& sessionSha256);
-  // Appends one row; id and at are set by the store.
+  // Appends one row; id and at are set by the store. Durable when ok, its
+  // commit (and flush) shared with the concurrent ones and webhook creates.
   Result<void> appendAudit(AuditRecord record);
   // Newest first, ids below `beforeId` (0: from the newest), at most
   // `limit`; only the webhook's when `webhookId` is set.
@@ -239,8 +246,8 @@ class MainStore {
   const Clock& clock_;
   Mutex dbMutex_;  // one statement sequence at a time
   const std::unique_ptr<SQLite::Database> db_ PT_GUARDED_BY(dbMutex_);
-  // The creates' group commit and its statements (used under dbMutex_ by
-  // the group's leader); destroyed before db_.
+  // The group commit of webhook creates and audit rows, and its statements
+  // (used under dbMutex_ by the group's leader); destroyed before db_.
   const std::unique_ptr<storage::StatementCache> statements_;
   const std::unique_ptr<storage::GroupCommit> creates_;
   std::atomic<uint64_t> generation_{0};

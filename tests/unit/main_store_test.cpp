@@ -592,14 +592,16 @@ TEST_CASE_FIXTURE(Fixture, "a value the schema refuses is a storage_error and wr
   CHECK(count("SELECT COUNT(*) FROM entrypoints") == 0);
 }
 
-TEST_CASE("concurrent creates share one transaction, and so one flush of the main DB") {
+TEST_CASE("concurrent creates and audit rows share one transaction, and so one flush of the "
+          "main DB") {
   using webhooker::testing::FaultVfs;
   FaultVfs& vfs = FaultVfs::install();  // before the store opens its file
   Fixture f;
   f.webhook("warm");
-  // The first create's commit waits in its flush; seven more queue behind it.
+  // The first create's commit waits in its flush; seven more writes queue
+  // behind it: creates and audit rows (each audited admin write adds one).
   vfs.inject("webhooker.db", FaultVfs::Fault::kStall);
-  std::vector<std::optional<webhooker::Result<Webhook>>> results(8);
+  std::vector<std::optional<webhooker::Result<void>>> results(8);
   std::vector<std::jthread> creators;
   // Before the creators join, should a check fail.
   struct ClearOnExit {
@@ -607,7 +609,20 @@ TEST_CASE("concurrent creates share one transaction, and so one flush of the mai
     ~ClearOnExit() { vfs.clear(); }
   } clearOnExit{vfs};
   const auto create = [&](size_t i) {
-    creators.emplace_back([&, i] { results[i] = f.store->createWebhook("t" + std::to_string(i), "", 30); });
+    creators.emplace_back([&, i] {
+      if (i % 2 == 0) {
+        auto w = f.store->createWebhook("t" + std::to_string(i), "", 30);
+        results[i] = w ? webhooker::Result<void>() : webhooker::Result<void>(w.error());
+      } else {
+        webhooker::AuditRecord audit;
+        audit.actor = "admin";
+        audit.method = "POST";
+        audit.route = "/api/v1/webhooks";
+        audit.ids = audit.fields = "[]";
+        audit.status = 201;
+        results[i] = f.store->appendAudit(audit);
+      }
+    });
   };
   create(0);
   REQUIRE(vfs.waitForStalledSync(std::chrono::seconds(10)));
@@ -621,6 +636,7 @@ TEST_CASE("concurrent creates share one transaction, and so one flush of the mai
     REQUIRE(r.has_value());
     CHECK(r->ok());
   }
-  CHECK(f.count("SELECT COUNT(*) FROM webhooks") == 9);
-  CHECK(f.count("SELECT COUNT(*) FROM entrypoints") == 9);
+  CHECK(f.count("SELECT COUNT(*) FROM webhooks") == 5);
+  CHECK(f.count("SELECT COUNT(*) FROM entrypoints") == 5);
+  CHECK(f.count("SELECT COUNT(*) FROM audit_log WHERE status = 201") == 4);
 }
