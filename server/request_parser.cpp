@@ -149,9 +149,16 @@ void RequestParser::on_field_impl(http::field, boost::beast::string_view name,
 }
 
 void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& length,
-                                      ParseError&) {
-  // The caller refused a declared length over the limit before the body.
-  if (length) body_.reserve(*length);
+                                      ParseError& ec) {
+  // The head is read without a limit (the server answers 413 after it), so
+  // Beast has not compared the declared length with the limit set since: a
+  // declared length of terabytes must not become a reservation.
+  if (!length || !bodyLimit_) return;  // without a limit the body grows as it comes
+  if (*length > *bodyLimit_) {
+    ec = http::error::body_limit;
+    return;
+  }
+  body_.reserve(*length);
 }
 
 size_t RequestParser::on_body_impl(boost::beast::string_view data, ParseError&) {

@@ -67,8 +67,13 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
 
   // The head, taken once is_header_done(): method, target and headers.
   HttpRequest takeHead() { return std::move(head_); }
-  // Set after the head: the body's limit for this request's route.
-  void setBodyLimit(size_t bytes) { body_limit(bytes); }
+  // Set after the head: the body's limit for this request's route. A
+  // declared length over it is refused (body_limit, a 413) before any room
+  // is made for the body.
+  void setBodyLimit(size_t bytes) {
+    bodyLimit_ = bytes;
+    body_limit(bytes);
+  }
   // The body: taken when is_done(); its bytes read so far; what it holds in
   // memory (its declared length from the start, so that a body is admitted
   // at its full size).
@@ -104,6 +109,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   bool lastHeadByteWasLf_ = false;
   std::string body_;
   size_t bodyWireBytes_ = 0;  // body data and chunk framing, as consumed
+  std::optional<uint64_t> bodyLimit_;  // setBodyLimit()'s
   std::optional<HttpResponse> refused_;
 };
 
