@@ -257,6 +257,9 @@ TEST_CASE("a restart keeps webhooks, targets and stored events") {
   CHECK(targets[0]["config"]["url"] == "https://receiver.example/hook");
 
   SQLite::Database events(eventsDbPath(dir, webhookId).string(), SQLite::OPEN_READONLY);
+  // The restarted daemon's start-up passes read the file alone for a moment
+  // (docs/decisions.md: another reader waits, or without a timeout is refused).
+  events.setBusyTimeout(5000);
   SQLite::Statement q(events, "SELECT body FROM events WHERE id = ?");
   q.bind(1, eventId);
   REQUIRE(q.executeStep());
