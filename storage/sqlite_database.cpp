@@ -117,6 +117,13 @@ void shrinkLookaside(SQLite::Database& db) {
   sqlite3_db_config(db.getHandle(), SQLITE_DBCONFIG_LOOKASIDE, nullptr, 256, 64);
 }
 
+// Whether this SQLite zeroes freed space unless told otherwise
+// (SQLITE_SECURE_DELETE): then a connection needs no PRAGMA for it.
+bool secureDeleteByDefault() {
+  static const bool compiledIn = sqlite3_compileoption_used("SECURE_DELETE") == 1;
+  return compiledIn;
+}
+
 // A new file (no table yet) is made whole with no flush but one: its schema
 // is written in one rollback-journal transaction and the switch to WAL in
 // another, both under synchronous=OFF (no journal or folder flushes), and
@@ -221,10 +228,15 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     if (sqlite3_db_readonly(db->getHandle(), "main") == 1)
       return makeError(error_code::kStorageReadonly,
                        fmt::format("{} cannot be opened for writing", file.string()));
+    // A file whose header says the binary's version is whole (the version
+    // is written in its schema's transaction): no count of its tables.
+    const int known = migrations.empty() ? 0 : migrations.back().version;
+    const bool current = known > 0 && headerVersion(*db) == known;
     // auto_vacuum only takes effect before the first table exists, so it is
     // set on a new file only: on an existing one it would be a write, and a
     // file refused as too new must not be written to.
-    const bool fresh = db->execAndGet("SELECT COUNT(*) FROM sqlite_master").getInt() == 0;
+    const bool fresh =
+        !current && db->execAndGet("SELECT COUNT(*) FROM sqlite_master").getInt() == 0;
     if (fresh) {
       // A new file is written without a flush (see makeFreshFileDurable).
       // Before auto_vacuum, or SQLite's first commit still flushes as FULL.
@@ -248,15 +260,15 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     // (every 1,000 pages), by retention, and by EventsDbPool's closer thread
     // before it closes a DB.
     sqlite3_db_config(db->getHandle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-    db->exec("PRAGMA foreign_keys = ON");
+    // Set without a statement: a pool reopens files for nearly every event.
+    sqlite3_db_config(db->getHandle(), SQLITE_DBCONFIG_ENABLE_FKEY, 1, nullptr);
     // Freed space is overwritten with zeros, so a masked or deleted body
     // does not linger in free pages (user data; see docs/decisions.md).
-    // Some builds default to it; others do not.
-    db->exec("PRAGMA secure_delete = ON");
+    // Some builds default to it (then no statement is needed); others do not.
+    if (!secureDeleteByDefault()) db->exec("PRAGMA secure_delete = ON");
     // A file whose header says the binary's version needs no migration and
     // no query of schema_migrations (about a tenth of what a reopen costs).
-    const int known = migrations.empty() ? 0 : migrations.back().version;
-    if (!fresh && known > 0 && headerVersion(*db) == known) {
+    if (current) {
       if (versionBefore) *versionBefore = known;
     } else if (!fresh) {
       const int version = schemaVersion(*db);
