@@ -471,6 +471,10 @@ Result<EventPayload> EventsDb::loadPayload(const std::string& eventId) {
 
 namespace {
 
+// Whether any delivery waits (deliveries_by_status).
+constexpr const char* kAnyWaiting =
+    "SELECT 1 FROM deliveries WHERE status IN ('pending', 'retrying') LIMIT 1";
+
 // Counts the waiting deliveries a chunk at a time, then finds each
 // target's oldest due one. With a large backlog the whole count takes
 // hundreds of ms, and an open DB's count holds its scan connection, so a
@@ -619,6 +623,10 @@ Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOnWriter() {
   BacklogScan scan(clock_.now());
   MutexLock lock(dbMutex_);
   try {
+    // The connection closes next, with what it prepared: a file with nothing
+    // waiting (most of a node's many quiet ones) is told by one small
+    // statement rather than by the scan's two (~6 against ~50 µs to prepare).
+    if (!statements_->get(kAnyWaiting)->executeStep()) return std::vector<BacklogCount>();
     auto countChunk = statements_->get(BacklogScan::kCountChunk);
     auto oldestDueChunk = statements_->get(BacklogScan::kOldestDueChunk);
     for (bool more = true; more;) more = scan.readChunk(*countChunk, *oldestDueChunk);

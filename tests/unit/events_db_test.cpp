@@ -28,6 +28,7 @@
 #include "storage/migration.h"
 #include "storage/schema.h"
 #include "storage/sqlite_database.h"
+#include "storage/statement_cache.h"
 #include "tests/support/db_file.h"
 #include "tests/support/eventually.h"
 #include "tests/support/text_pattern.h"
@@ -400,6 +401,31 @@ TEST_CASE_FIXTURE(Fixture, "a stale -shm is reset in place by the next open, not
   db = openDb();
   CHECK(count("SELECT COUNT(*) FROM events") == 4);
   CHECK(raw().execAndGet("PRAGMA integrity_check").getString() == "ok");
+}
+
+TEST_CASE_FIXTURE(Fixture,
+                  "a count on the writer of a file with nothing waiting prepares no scan") {
+  ingestOk(sampleEvent(), {});  // an event with no target: nothing waits
+  const uint64_t prepared = webhooker::storage::StatementCache::preparedSoFar();
+  auto counted = db->backlogOnWriter();
+  REQUIRE(counted);
+  CHECK(counted->empty());
+  // One small statement, not the scan's two: the connection is about to close.
+  CHECK(webhooker::storage::StatementCache::preparedSoFar() == prepared + 1);
+
+  // Something waits: counted as ever, the same as on a connection of its own.
+  const std::string target = webhooker::newUuid();
+  ingestOk(sampleEvent(), {target});
+  counted = db->backlogOnWriter();
+  REQUIRE(counted);
+  REQUIRE(counted->size() == 1);
+  CHECK(counted->front().targetId == target);
+  CHECK(counted->front().count == 1);
+  CHECK(counted->front().oldestDueCreatedAt);
+  const auto separately = db->backlogByTarget();
+  REQUIRE(separately);
+  REQUIRE(separately->size() == 1);
+  CHECK(separately->front().oldestDueCreatedAt == counted->front().oldestDueCreatedAt);
 }
 
 TEST_CASE_FIXTURE(Fixture, "the backlog is counted exactly across chunks, per target and status") {
