@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
 
-#include "base/thread_name.h"
 #include "engine/attempt_transform.h"
 #include "storage/events_db.h"
 
@@ -24,6 +22,9 @@ Engine::Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
       observer_(observer),
       routing_(routing),
       scheduler_({options_.maxQueuedPerTarget, options_.maxQueued}, clock_, *this),
+      workerPool_(
+          {options_.workers, options_.maxWorkers, options_.slowAttempt, options_.workerIdleTimeout},
+          engineMutex_, *this),
       targetCache_(store),
       timer_(options_.maxWaitingRetries, [this](Task task) { retryDue(std::move(task)); }) {}
 
@@ -51,44 +52,27 @@ void Engine::start() {
   // oldest first, ahead of anything new.
   recover();
   refiller_ = std::jthread([this](std::stop_token st) { refillLoop(st); });
-  grower_ = std::jthread([this](std::stop_token st) { growLoop(st); });
-  {
-    MutexLock lock(engineMutex_);
-    for (size_t i = 0; i < startedWorkers(); ++i)
-      workers_.emplace_back([this](std::stop_token st) { work(st); });
-  }
+  workerPool_.start();
   sweeper_ = std::jthread([this](std::stop_token st) { sweepLoop(st); });
 }
 
 bool Engine::stop(std::chrono::milliseconds grace) {
   {
     MutexLock lock(engineMutex_);
-    if (scheduler_.stopping() && workers_.empty()) return true;
+    if (scheduler_.stopping() && workerPool_.workersLocked() == 0) return true;
     scheduler_.stop();
   }
-  workAvailable_.notify_all();
+  workerPool_.stop();
   timer_.stop();
   sweeper_ = std::jthread();  // requests stop and joins
   refiller_ = std::jthread();  // likewise; its admits are refused from now on
-  grower_ = std::jthread();
   bool finished;
   {
     MutexLock lock(engineMutex_);
     finished =
         idle_.wait_for(lock, grace, [&]() REQUIRES(engineMutex_) { return inFlight_ == 0; });
   }
-  if (finished) {
-    std::vector<std::jthread> workers;
-    {
-      MutexLock lock(engineMutex_);
-      workers = std::move(workers_);  // none is added while stopping
-      for (std::jthread& w : retired_) workers.push_back(std::move(w));
-      retired_.clear();
-    }
-    for (auto& w : workers) w.request_stop();
-    workAvailable_.notify_all();
-    workers.clear();  // joins: nobody is in an attempt any more
-  }
+  if (finished) workerPool_.join();  // nobody is in an attempt any more
   return finished;
 }
 
@@ -224,139 +208,75 @@ void Engine::enqueueHeld(Task task) {
                   targetId, deliveryId);
 }
 
-void Engine::laneReady() {
-  engineMutex_.assertHeld();
-  wakeWorkerLocked();
-}
+void Engine::laneReady() { workerPool_.jobReadyLocked(); }
 
 void Engine::laneThrottled(TargetType targetType) {
   if (routing_.metrics) routing_.metrics->throttled(targetType);
-  workAvailable_.notify_one();  // a waiting worker times its wake-up by the earliest
+  workerPool_.wakeOne();  // a waiting worker times its wake-up by the earliest
 }
 
 void Engine::refillQueued() { refillWanted_.notify_one(); }
 
-size_t Engine::startedWorkers() const { return static_cast<size_t>(std::max(1, options_.workers)); }
-
 size_t Engine::workerCount() const {
   MutexLock lock(engineMutex_);
-  return workers_.size();
+  return workerPool_.workersLocked();
 }
 
-void Engine::retireWorkerLocked() {
-  const auto self = std::find_if(workers_.begin(), workers_.end(), [](const std::jthread& w) {
-    return w.get_id() == std::this_thread::get_id();
-  });
-  for (std::jthread& earlier : retired_) earlier.join();
-  retired_.clear();
-  retired_.push_back(std::move(*self));
-  workers_.erase(self);
-  spdlog::debug("delivery.worker_retired workers={}", workers_.size());
+bool Engine::stopping() const {
+  engineMutex_.assertHeld();
+  return scheduler_.stopping();
 }
 
-void Engine::wakeWorkerLocked() {
-  // Before start() (recovery queues first) the pool is not there to grow.
-  const size_t started = startedWorkers();
-  const size_t most = std::max(started, static_cast<size_t>(options_.maxWorkers));
-  if (idleWorkers_ > 0 || busyWorkers_ < workers_.size() || scheduler_.stopping() ||
-      workers_.size() < started || workers_.size() >= most) {
-    workAvailable_.notify_one();
-    return;
+bool Engine::jobReady() const {
+  engineMutex_.assertHeld();
+  return scheduler_.hasReady();
+}
+
+bool Engine::awaitJob(MutexLock& lock, std::condition_variable_any& wake, std::stop_token stop,
+                      std::optional<std::chrono::milliseconds> idleFor) {
+  engineMutex_.assertHeld();
+  const std::optional<TimePoint> nextToken = scheduler_.releaseThrottled();
+  if (!nextToken) {
+    const auto woken = [&]() REQUIRES(engineMutex_) {
+      return scheduler_.stopping() || scheduler_.hasReady() || scheduler_.nextTokenDue();
+    };
+    if (idleFor) return wake.wait_for(lock, stop, *idleFor, woken);
+    wake.wait(lock, stop, woken);
+  } else if (!scheduler_.hasReady()) {
+    // Until the next token, or sooner if a lane is throttled until earlier.
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*nextToken - clock_.now());
+    wake.wait_for(
+        lock, stop, std::max(wait, std::chrono::milliseconds(1)), [&]() REQUIRES(engineMutex_) {
+          const std::optional<TimePoint> due = scheduler_.nextTokenDue();
+          return scheduler_.stopping() || scheduler_.hasReady() || !due || *due < *nextToken;
+        });
   }
-  // Every worker is in an attempt. Those held by slow receivers do not
-  // count: a worker starts while fewer than `started` attempts are young.
-  const auto slowFrom = std::chrono::steady_clock::now() - options_.slowAttempt;
-  const auto firstYoung = attemptStarts_.upper_bound(slowFrom);
-  const auto slow = static_cast<size_t>(std::distance(attemptStarts_.begin(), firstYoung));
-  if (workers_.size() >= started + slow) {
-    if (firstYoung == attemptStarts_.end()) return;
-    const auto next = *firstYoung + options_.slowAttempt;
-    if (!growAt_ || next < *growAt_) {
-      growAt_ = next;
-      growWanted_.notify_one();
-    }
-    return;
-  }
-  workers_.emplace_back([this](std::stop_token st) { work(st); });
-  spdlog::debug("delivery.worker_added workers={}", workers_.size());
+  return true;
 }
 
-void Engine::growLoop(std::stop_token stop) {
-  nameThisThread("wh-pool");
-  MutexLock lock(engineMutex_);
-  while (!scheduler_.stopping() && !stop.stop_requested()) {
-    if (!growAt_) {
-      growWanted_.wait(lock, stop,
-                       [&]() REQUIRES(engineMutex_) { return scheduler_.stopping() || growAt_; });
-      continue;
-    }
-    const auto at = *growAt_;
-    if (std::chrono::steady_clock::now() < at) {
-      growWanted_.wait_until(lock, stop, at, [&]() REQUIRES(engineMutex_) {
-        return scheduler_.stopping() || !growAt_ || *growAt_ < at;
-      });
-      continue;
-    }
-    growAt_.reset();
-    if (scheduler_.hasReady()) wakeWorkerLocked();
+std::optional<Task> Engine::takeJob() {
+  engineMutex_.assertHeld();
+  std::optional<Task> task = scheduler_.takeNext();
+  if (task) ++inFlight_;
+  return task;
+}
+
+void Engine::runJob(Task& task) {
+  const std::string deliveryId = task.deliveryId;
+  try {
+    runAttempt(task, holdAttempt(deliveryId));
+  } catch (const std::exception& e) {
+    // A bug, not a delivery outcome: keep the worker alive; the row stays
+    // on disk in its last recorded state and the sweep retries it.
+    spdlog::critical("delivery.crashed delivery_id={} error=\"{}\"", deliveryId, e.what());
   }
 }
 
-void Engine::work(std::stop_token stop) {
-  nameThisThread("wh-worker");
-  MutexLock lock(engineMutex_);
-  while (true) {
-    const std::optional<TimePoint> nextToken = scheduler_.releaseThrottled();
-    ++idleWorkers_;
-    bool idledOut = false;
-    if (!nextToken) {
-      const auto woken = [&]() REQUIRES(engineMutex_) {
-        return scheduler_.stopping() || scheduler_.hasReady() || scheduler_.nextTokenDue();
-      };
-      if (workers_.size() > startedWorkers())
-        idledOut = !workAvailable_.wait_for(lock, stop, options_.workerIdleTimeout, woken);
-      else
-        workAvailable_.wait(lock, stop, woken);
-    } else if (!scheduler_.hasReady()) {
-      // Until the next token, or sooner if a lane is throttled until earlier.
-      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*nextToken - clock_.now());
-      workAvailable_.wait_for(lock, stop, std::max(wait, std::chrono::milliseconds(1)),
-                              [&]() REQUIRES(engineMutex_) {
-                                const std::optional<TimePoint> due = scheduler_.nextTokenDue();
-                                return scheduler_.stopping() || scheduler_.hasReady() || !due ||
-                                       *due < *nextToken;
-                              });
-    }
-    --idleWorkers_;
-    if (scheduler_.stopping() || stop.stop_requested()) return;
-    if (idledOut && workers_.size() > startedWorkers()) return retireWorkerLocked();
-    ++busyWorkers_;  // first: a lane the take lists wakes another worker, or starts one
-    std::optional<Task> task = scheduler_.takeNext();
-    if (!task) {
-      --busyWorkers_;
-      continue;
-    }
-    ++inFlight_;
-    const std::string deliveryId = task->deliveryId;
-    const std::string targetId = task->targetId;
-    const auto started = attemptStarts_.insert(std::chrono::steady_clock::now());
-
-    lock.unlock();
-    try {
-      runAttempt(*task, holdAttempt(deliveryId));
-    } catch (const std::exception& e) {
-      // A bug, not a delivery outcome: keep the worker alive; the row stays
-      // on disk in its last recorded state and the sweep retries it.
-      spdlog::critical("delivery.crashed delivery_id={} error=\"{}\"", deliveryId, e.what());
-    }
-    lock.lock();
-    --busyWorkers_;
-    attemptStarts_.erase(started);
-
-    // The lane's slot is free again; the delivery stays held until its
-    // result is written (finishAttempt).
-    scheduler_.attemptEnded(targetId);
-  }
+void Engine::jobEnded(const std::string& targetId) {
+  engineMutex_.assertHeld();
+  // The lane's slot is free again; the delivery stays held until its
+  // result is written (finishAttempt).
+  scheduler_.attemptEnded(targetId);
 }
 
 AttemptHold Engine::holdAttempt(const std::string& deliveryId) {

@@ -14,6 +14,9 @@
 // one, and the rows are read from disk in order, so a restart, a pause, a
 // replay or a refill cannot reorder them.
 //
+// The worker threads are a WorkerPool's (engine/worker_pool.h); the engine
+// gives them their jobs: the lanes' tasks.
+//
 // Ownership: references to the stores, registry, clock and observer must
 // outlive the engine. Threading: submit/scheduleRetry/targetChanged from any
 // thread; engineMutex_ guards the scheduler, held_ and the worker pool;
@@ -28,7 +31,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -43,6 +45,7 @@
 #include "engine/lane_scheduler.h"
 #include "engine/retry_timer.h"
 #include "engine/target_cache.h"
+#include "engine/worker_pool.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/health_reporter.h"
@@ -54,10 +57,7 @@ namespace webhooker {
 struct EngineOptions {
   // Workers started with the engine. A lane that is ready while every
   // worker is in an attempt starts one more, up to maxWorkers, for each
-  // attempt beyond `workers` that has run slowAttempt or longer: a worker
-  // blocked on a slow receiver costs no CPU, and a fast target must not wait
-  // for slow ones to answer; workers busy with fast receivers are using the
-  // cores, and more threads would only share them.
+  // attempt that has run slowAttempt or longer (engine/worker_growth.h).
   int workers = 8;
   int maxWorkers = 64;
   std::chrono::milliseconds slowAttempt = std::chrono::milliseconds(20);
@@ -72,7 +72,10 @@ struct EngineOptions {
   std::chrono::milliseconds sweepInterval = std::chrono::seconds(60);
 };
 
-class Engine final : public Dispatcher, public Scheduler, private LaneScheduler::Events {
+class Engine final : public Dispatcher,
+                     public Scheduler,
+                     private LaneScheduler::Events,
+                     private WorkerPool::Jobs {
  public:
   Engine(EngineOptions options, MainStore& store, EventsDbPool& eventsDbs,
          const TargetRegistry& targets, const Clock& clock, AttemptObserver& observer,
@@ -130,21 +133,16 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   enum class HeadAdmission { kAdmitted, kLaneBusy, kReleasedSinceRead };
 
   // engine.cpp
-  void work(std::stop_token stop);
-  // A lane became ready: wakes a waiting worker, or starts one more when
-  // none waits, every worker is inside an attempt and fewer than
-  // startedWorkers() of those attempts are younger than
-  // EngineOptions::slowAttempt; otherwise asks growLoop() to look again when
-  // the next one will be that old. A worker between two attempts takes the
-  // lane itself on its way back.
-  void wakeWorkerLocked() REQUIRES(engineMutex_);
-  // Looks again, at growAt_, whether a ready lane should start a worker.
-  void growLoop(std::stop_token stop);
-  // The workers the engine starts with.
-  size_t startedWorkers() const;
-  // Takes the calling worker, one beyond startedWorkers() that waited
-  // workerIdleTimeout for work, out of workers_; it returns right after.
-  void retireWorkerLocked() REQUIRES(engineMutex_);
+  // WorkerPool::Jobs, for the workers: the scheduler's stop, ready lanes,
+  // its token waits, its next task (counted in inFlight_), the attempt,
+  // and the lane's slot free again.
+  bool stopping() const override;
+  bool jobReady() const override;
+  bool awaitJob(MutexLock& lock, std::condition_variable_any& wake, std::stop_token stop,
+                std::optional<std::chrono::milliseconds> idleFor) override;
+  std::optional<Task> takeJob() override;
+  void runJob(Task& task) override;
+  void jobEnded(const std::string& targetId) override;
   void runAttempt(Task& task, AttemptHold hold);
   // targetChanged and receiverChanged: the cached target goes, then (for a
   // receiver change) the health reporter forgets the old receiver, then the
@@ -175,8 +173,8 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   void waitForOpenHandoffs();
   void enqueueHeld(Task task);  // for tasks already in held_
   // LaneScheduler::Events, called under engineMutex_: wake a worker (or
-  // start one, see wakeWorkerLocked), count a throttled lane, wake the
-  // refill thread.
+  // start one, see WorkerPool::jobReadyLocked), count a throttled lane,
+  // wake the refill thread.
   void laneReady() override;
   void laneThrottled(TargetType targetType) override;
   void refillQueued() override;
@@ -250,7 +248,6 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   RecoveredBacklog recoveredBacklog_;
 
   mutable Mutex engineMutex_;
-  std::condition_variable_any workAvailable_;
   std::condition_variable_any idle_;
   LaneScheduler scheduler_ GUARDED_BY(engineMutex_);
   HeldDeliveries held_ GUARDED_BY(engineMutex_);
@@ -258,16 +255,8 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   std::unordered_set<std::string> retriesOnDisk_ GUARDED_BY(engineMutex_);
   std::condition_variable_any refillWanted_;  // the scheduler has a refill
   int inFlight_ GUARDED_BY(engineMutex_) = 0;  // attempts whose hold lives
-  std::vector<std::jthread> workers_ GUARDED_BY(engineMutex_);
-  // Workers that retired (retireWorkerLocked), to be joined: by the next
-  // one to retire, or by stop(). They never take engineMutex_ again.
-  std::vector<std::jthread> retired_ GUARDED_BY(engineMutex_);
-  int idleWorkers_ GUARDED_BY(engineMutex_) = 0;  // waiting for a ready lane
-  size_t busyWorkers_ GUARDED_BY(engineMutex_) = 0;  // inside runAttempt()
-  // When each attempt running began, for wakeWorkerLocked().
-  std::multiset<std::chrono::steady_clock::time_point> attemptStarts_ GUARDED_BY(engineMutex_);
-  std::optional<std::chrono::steady_clock::time_point> growAt_ GUARDED_BY(engineMutex_);
-  std::condition_variable_any growWanted_;
+  // Its threads use the members above; destroyed (joined) before them.
+  WorkerPool workerPool_;
 
   // Ingest handoffs opened and not yet closed (openHandoff).
   OpenTickets handoffs_;
@@ -277,7 +266,6 @@ class Engine final : public Dispatcher, public Scheduler, private LaneScheduler:
   RetryTimer timer_;
   std::jthread sweeper_;
   std::jthread refiller_;
-  std::jthread grower_;
 };
 
 }  // namespace webhooker
