@@ -110,12 +110,13 @@ void Engine::reconcileWebhook(const std::string& webhookId, const std::string* o
                               bool scheduleFuture) {
   const ReconcileWindow window(*this);
   const uint64_t started = window.started();
-  auto db = eventsDbs_.get(webhookId);
+  auto db = eventsDbs_.getIfMade(webhookId);
   if (!db) {
     spdlog::error("recovery.events_db_unavailable webhook_id={} error=\"{}\"", webhookId,
                   db.error().message);
     return;
   }
+  if (!db.value()) return;                      // no events file yet: nothing waits
   std::unordered_set<std::string> fifoDecided;  // FIFO targets whose head is settled
   if (!onlyTarget && !scheduleFuture) {
     // The sweep: target by target, a page at a time. One read of a whole

@@ -48,8 +48,12 @@ Result<RetentionPruner::PassStats> RetentionPruner::runOnce(std::stop_token stop
       ++stats.webhooks;
       continue;
     }
-    auto db = eventsDbs_.get(w.id);
+    auto db = eventsDbs_.getIfMade(w.id);
     if (!db && db.error().isNotFound()) continue;  // deleted since the listing
+    if (db && !db.value()) {                       // no events file yet: nothing to prune or mask
+      ++stats.webhooks;
+      continue;
+    }
     // A failed step may have committed some batches: reclaim all the same.
     const auto fail = [&](const char* step, const Error& error) {
       ++stats.failures;

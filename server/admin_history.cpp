@@ -60,11 +60,14 @@ json nextCursor(const char* kind, const std::optional<PageKey>& next) {
 void AdminApi::listEvents(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
   if (!db) return sendError(res, db.error());
   auto query = readListQuery(req, store_, *id, kEventsCursor);
   if (!query) return sendError(res, query.error());
-  auto page = db.value()->listEvents(query->filter, query->page.limit, query->page.after);
+  // A webhook with no events file has had no event.
+  auto page = db.value()
+                  ? db.value()->listEvents(query->filter, query->page.limit, query->page.after)
+                  : HistoryPage<EventRecord>();
   if (!page) return sendError(res, page.error());
   TargetLabels labels(store_, *id);
   json events = json::array();
@@ -78,10 +81,11 @@ void AdminApi::getEvent(const HttpRequest& req, HttpResponse& res) {
   if (!id) return;
   auto eventId = pathId(req, res, 2, "event");
   if (!eventId) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
   if (!db) return sendError(res, db.error());
   if (auto params = queryParams(req, {}); !params) return sendError(res, params.error());
-  auto event = db.value()->showEvent(*eventId);
+  auto event = db.value() ? db.value()->showEvent(*eventId)
+                          : Result<EventRecord>(makeError(error_code::kNotFound, "no events yet"));
   if (!event && event.error().isNotFound())
     return sendError(res, 404, error_code::kNotFound, "no event " + *eventId + " in this webhook");
   if (!event) return sendError(res, event.error());
@@ -92,11 +96,13 @@ void AdminApi::getEvent(const HttpRequest& req, HttpResponse& res) {
 void AdminApi::listDeliveries(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
   if (!db) return sendError(res, db.error());
   auto query = readListQuery(req, store_, *id, kDeliveriesCursor);
   if (!query) return sendError(res, query.error());
-  auto page = db.value()->listDeliveries(query->filter, query->page.limit, query->page.after);
+  auto page = db.value()
+                  ? db.value()->listDeliveries(query->filter, query->page.limit, query->page.after)
+                  : HistoryPage<DeliveryRecord>();
   if (!page) return sendError(res, page.error());
   TargetLabels labels(store_, *id);
   json deliveries = json::array();

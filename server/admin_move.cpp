@@ -91,6 +91,8 @@ void MoveApi::readEvents(const HttpRequest& req, HttpResponse& res) {
                        "changed_since is an ISO-8601 time");
     cursor.changedSince = since->second;
   }
+  // A webhook with no events file yet gets one: the move copies a file.
+  if (auto made = eventsDbs_.get(*id); !made) return sendError(res, made.error());
   auto piece = readTransferPiece(eventsDbs_.pathFor(*id), dataDir(), cursor, kPieceBodyBudget,
                                  options_, formatTime(std::chrono::system_clock::now() - kClockMargin));
   if (!piece) return sendError(res, piece.error());
@@ -112,11 +114,11 @@ bool MoveApi::quiesce(const std::string& webhookId) {
   if (!moveFence_.waitForIngests(deadline)) return false;
   auto targets = store_.listTargets(webhookId);
   if (!targets) return false;
-  auto db = eventsDbs_.get(webhookId);
+  auto db = eventsDbs_.getIfMade(webhookId);
   if (!db) return false;
   int quietChecks = 0;
   while (std::chrono::steady_clock::now() < deadline) {
-    bool quiet = db.value()->writesWaiting() == 0;
+    bool quiet = !db.value() || db.value()->writesWaiting() == 0;
     for (const TargetRecord& t : targets.value())
       quiet = quiet && dispatcher_.attemptsInFlight(t.id) == 0;
     // Twice in a row: an attempt that ended between the two reads has

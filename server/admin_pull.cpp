@@ -126,7 +126,7 @@ void AdminApi::leaseDeliveries(const HttpRequest& req, HttpResponse& res) {
     return sendError(res, 409, error_code::kTargetInactive,
                      "target " + target->id + " is paused; enable it to lease");
   const TargetRouting routing = storedTargetRouting(target->routingJson);
-  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kWrite);
   if (!db) return sendError(res, db.error());
 
   const std::string token = newToken(kLeasePrefix);
@@ -232,7 +232,7 @@ void AdminApi::settle(const HttpRequest& req, HttpResponse& res, LeaseAction act
       return retryDelay(policy, attemptInSeries, random_);
     };
   }
-  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kWrite);
   if (!db) return sendError(res, db.error());
   auto answers = db.value()->settleLease(s);
   if (!answers) return sendError(res, answers.error());

@@ -57,9 +57,13 @@ void AdminApi::retryDelivery(const HttpRequest& req, HttpResponse& res) {
   if (!id) return;
   auto deliveryId = pathId(req, res, 2, "delivery");
   if (!deliveryId) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
   if (!db) return sendError(res, db.error());
-  auto delivery = db.value()->getDelivery(*deliveryId);
+  // Redrive acts on stored rows: a webhook with no events file has none.
+  auto delivery =
+      db.value()
+          ? db.value()->getDelivery(*deliveryId)
+          : Result<DeliveryRecord>(makeError(error_code::kNotFound, "no delivery " + *deliveryId));
   if (!delivery) return sendError(res, delivery.error());
   auto target = store_.getTarget(*id, delivery->targetId);
   if (!target && !target.error().isNotFound()) return sendError(res, target.error());
@@ -86,7 +90,7 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
   if (!id) return;
   auto eventId = pathId(req, res, 2, "event");
   if (!eventId) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
   if (!db) return sendError(res, db.error());
   auto body = optionalJsonObject(req, res);
   if (!body) return;
@@ -125,7 +129,9 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
     targetIds.push_back(t.id);
     typeOf[t.id] = t.type;
   }
-  auto created = db.value()->redeliverEvent(*eventId, targetIds);
+  auto created =
+      db.value() ? db.value()->redeliverEvent(*eventId, targetIds)
+                 : Result<std::vector<UnfinishedDelivery>>(makeError(error_code::kNotFound, ""));
   if (!created && created.error().isNotFound())
     return sendError(res, 404, error_code::kNotFound, "no event " + *eventId + " in this webhook");
   if (!created) return sendError(res, created.error());
@@ -147,7 +153,7 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
 void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
   if (!db) return sendError(res, db.error());
   auto body = optionalJsonObject(req, res);
   if (!body) return;
@@ -197,7 +203,7 @@ void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
     typeOf[t.id] = t.type;
   }
 
-  auto outcome = db.value()->replay(replay);
+  auto outcome = db.value() ? db.value()->replay(replay) : ReplayOutcome();
   if (!outcome) return sendError(res, outcome.error());
   if (!replay.dryRun) {
     spdlog::info("deliveries.replayed webhook_id={} status={} target_id={} since={} until={} "

@@ -43,9 +43,12 @@ void AdminApi::previewTarget(const HttpRequest& req, HttpResponse& res) {
   if (!target) return sendError(res, target.error());
   if (target->deletedAt)
     return sendError(res, 404, error_code::kNotFound, "target " + *tid + " was deleted");
-  auto db = eventsDbs_.get(*id);
+  auto db = eventsDbs_.getIfMade(*id);
   if (!db) return sendError(res, db.error());
-  auto payload = db.value()->loadPayload(eventId);
+  auto payload =
+      db.value()
+          ? db.value()->loadPayload(eventId)
+          : Result<EventPayload>(makeError(error_code::kNotFound, "event " + eventId + " is gone"));
   if (!payload) return sendError(res, payload.error());
 
   const TargetRouting routing = storedTargetRouting(target->routingJson);

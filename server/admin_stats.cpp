@@ -53,9 +53,12 @@ json oldestWaitingJson(const std::optional<OldestWaiting>& w) {
 // read through the pool.
 Result<WebhookStats> readWebhookStats(EventsDbPool& eventsDbs, const std::string& webhookId) {
   if (auto closed = eventsDbs.statsIfClosed(webhookId, kChartHours)) return std::move(*closed);
-  auto db = eventsDbs.get(webhookId);
+  auto db = eventsDbs.getIfMade(webhookId);
   if (!db) return db.error();
-  return db.value()->stats(kChartHours);
+  if (db.value()) return db.value()->stats(kChartHours);
+  // Closed since the first look, and no file: read as closed again.
+  if (auto closed = eventsDbs.statsIfClosed(webhookId, kChartHours)) return std::move(*closed);
+  return makeError(error_code::kStorageBusy, "the webhook's events file changed meanwhile");
 }
 
 }  // namespace

@@ -104,7 +104,8 @@ Result<std::optional<std::vector<std::string>>> maskPointersField(const json& bo
 // examined: they are looked at again on its next pass. Masking cannot be
 // undone, so a removed pointer unmasks nothing.
 void remaskLater(EventsDbPool& eventsDbs, const std::string& webhookId) {
-  auto db = eventsDbs.get(webhookId);
+  auto db = eventsDbs.getIfMade(webhookId);
+  if (db && !db.value()) return;  // no events yet
   auto reset = db ? db.value()->resetMasking() : Result<void>(db.error());
   if (!reset)
     spdlog::error("webhook.mask_reset_failed webhook_id={} error=\"{}\"", webhookId,
@@ -182,24 +183,15 @@ void AdminApi::createWebhook(const HttpRequest& req, HttpResponse& res) {
   if (!fields) return sendError(res, fields.error());
   if (!fields->name) return sendError(res, 400, error_code::kInvalidField, "name is required");
 
-  // The events DB exists from the start, so the sqlite3 CLI can open it.
-  // It is made (and flushed) before the main DB names it: a crash between
-  // the two leaves a file no webhook owns, never a webhook whose file is
-  // half made.
-  const std::string id = newUuid();
-  if (auto made = eventsDbs_.create(id); !made) return sendError(res, made.error());
+  // Only the main DB's rows: the webhook's events file is made by its
+  // first event (EventsDbPool::get), so a create costs its share of one
+  // main-DB commit, and a crash leaves the rows or nothing.
   auto created = store_.createWebhookWithEntrypoint(
       *fields->name, fields->description.value_or(""),
       fields->retentionDays.value_or(Webhook::kDefaultRetentionDays),
       fields->maxEvents.value_or(Webhook::kDefaultMaxEvents),
-      fields->maskPointers.value_or(std::vector<std::string>()), id);
-  if (!created) {
-    (void)eventsDbs_.remove(id);
-    return sendError(res, created.error());
-  }
-  // Not opened in the pool: its first event opens it (no flush: the file is
-  // whole). Provisioning thousands of webhooks so neither fills the pool nor
-  // evicts the busy ones.
+      fields->maskPointers.value_or(std::vector<std::string>()), newUuid());
+  if (!created) return sendError(res, created.error());
   // Answered from what was written: a read would wait behind the next
   // group's commit.
   spdlog::info("webhook.created webhook_id={}", created->webhook.id);

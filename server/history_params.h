@@ -64,8 +64,11 @@ std::string encodeCursor(std::string_view kind, const PageKey& key);
 Result<PageKey> decodeCursor(std::string_view kind, std::string_view cursor);
 
 // The events DB of an existing webhook: "not_found" for an unknown webhook
-// (without creating a file for it).
+// (without making a file for it). For a write, a webhook with no file yet
+// gets one (EventsDbPool::get); for a read, it is null instead: the
+// webhook has no events.
+enum class EventsDbUse { kWrite, kRead };
 Result<std::shared_ptr<EventsDb>> webhookEventsDb(MainStore& store, EventsDbPool& eventsDbs,
-                                                  const std::string& webhookId);
+                                                  const std::string& webhookId, EventsDbUse use);
 
 }  // namespace webhooker::server

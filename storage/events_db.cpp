@@ -103,28 +103,30 @@ Error fileError(const std::filesystem::path& file, const char* what, int err) {
 Result<void> EventsDb::create(const std::filesystem::path& file, const DbOptions& options) {
   auto bytes = freshFileBytes(file.parent_path(), options);
   if (!bytes) return bytes.error();
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    // A file there already (the id's file made before): open it as get() would.
-    if (errno != EEXIST) return fileError(file, "creating", errno);
-    auto db = storage::openDatabase(file, options, eventsMigrations());
-    if (!db) return db.error();
-    return {};
-  }
+  // Written whole and flushed under another name, then linked in: a crash
+  // at any point leaves `file` missing or whole, never torn. O_TRUNC: the
+  // leftover of a crash before the link is written again.
+  const std::filesystem::path writing = file.string() + kWritingSuffix;
+  const int fd = ::open(writing.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return fileError(file, "creating", errno);
   int err = 0;
   for (size_t done = 0; done < bytes->size() && err == 0;) {
     const ssize_t n = ::write(fd, bytes->data() + done, bytes->size() - done);
     if (n < 0 && errno != EINTR) err = errno;
     if (n > 0) done += static_cast<size_t>(n);
   }
-  // The one flush: the file is whole on disk before anything names it.
+  // The one flush: the bytes are on disk before the name points at them.
+  // The name itself is flushed with the folder by the first flush of the
+  // file's new WAL (SQLite flushes the folder of a WAL it opens to create),
+  // before any write to the file is acknowledged.
   if (err == 0 && ::fdatasync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err != 0) {
-    std::error_code ignored;
-    std::filesystem::remove(file, ignored);
-    return fileError(file, "writing", err);
-  }
+  // link(), unlike rename(), keeps a file already there (made meanwhile by
+  // another program): that one is opened instead.
+  if (err == 0 && ::link(writing.c_str(), file.c_str()) != 0 && errno != EEXIST) err = errno;
+  std::error_code ignored;
+  std::filesystem::remove(writing, ignored);
+  if (err != 0) return fileError(file, "writing", err);
   return {};
 }
 

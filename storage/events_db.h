@@ -44,9 +44,12 @@ class EventsDb {
   // Opens `file`, creating and migrating it if needed.
   static Result<std::shared_ptr<EventsDb>> open(const std::filesystem::path& file,
                                                 const DbOptions& options, const Clock& clock);
-  // Creates and migrates `file` if needed, and closes it again
-  // (EventsDbPool::create).
+  // Makes `file` as a new, empty events DB of this binary's schema, in one
+  // disk flush: written under `file` + kWritingSuffix, flushed, then linked
+  // to its name, so a crash leaves `file` missing or whole. Keeps a file
+  // already there. For EventsDbPool::get, on a webhook's first write.
   static Result<void> create(const std::filesystem::path& file, const DbOptions& options);
+  static constexpr const char* kWritingSuffix = ".new";
   ~EventsDb();
   EventsDb(const EventsDb&) = delete;
   EventsDb& operator=(const EventsDb&) = delete;
@@ -231,6 +234,8 @@ class EventsDb {
   // done (missing, open elsewhere, another schema version, unreadable).
   static std::optional<WebhookStats> statsOfFileAlone(const std::filesystem::path& file,
                                                       TimePoint now, int hours);
+  // What stats() answers for a webhook with no file yet (no event).
+  static WebhookStats statsOfNoEvents(TimePoint now, int hours);
 
   // --- Retention and masking (events_db_retention.cpp) ----------------------
   // For the periodic retention pass (one caller at a time). Work is done in

@@ -130,6 +130,15 @@ std::filesystem::path EventsDbPool::pathFor(const std::string& webhookId) const 
 }
 
 Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId) {
+  return open(webhookId, IfNoFile::kMake);
+}
+
+Result<std::shared_ptr<EventsDb>> EventsDbPool::getIfMade(const std::string& webhookId) {
+  return open(webhookId, IfNoFile::kNull);
+}
+
+Result<std::shared_ptr<EventsDb>> EventsDbPool::open(const std::string& webhookId,
+                                                     IfNoFile ifNoFile) {
   MutexLock lock(poolMutex_);
   waitForFileLocked(lock, webhookId);
   ++use_.gets;
@@ -141,11 +150,26 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::get(const std::string& webhookId
     return makeError(error_code::kNotFound, "webhook " + webhookId + " was deleted with its events");
   opening_.insert(webhookId);
   lock.unlock();
-  auto db = EventsDb::open(pathFor(webhookId), options_, clock_);
+  // No other get(), install() or remove() of the id runs meanwhile.
+  const std::filesystem::path file = pathFor(webhookId);
+  std::error_code ec;
+  const bool made = std::filesystem::exists(file, ec) || ec;
+  const bool create = !made && ifNoFile == IfNoFile::kMake;
+  Result<void> created;
+  if (create) created = EventsDb::create(file, options_);
+  Result<std::shared_ptr<EventsDb>> db = std::shared_ptr<EventsDb>();  // null: no file yet
+  if (!created)
+    db = created.error();
+  else if (made || create)
+    db = EventsDb::open(file, options_, clock_);
   lock.lock();
   opening_.erase(webhookId);
   opened_.notify_all();
-  if (!db) return db.error();
+  if (create && created) {
+    ++webhooks_;
+    resizeLocked();
+  }
+  if (!db || !db.value()) return db;
   ++use_.opens;
   lru_.emplace_front(webhookId, db.value());
   index_[webhookId] = lru_.begin();
@@ -169,29 +193,6 @@ EventsDbPool::Use EventsDbPool::use() const {
   return use_;
 }
 
-Result<void> EventsDbPool::create(const std::string& webhookId) {
-  MutexLock lock(poolMutex_);
-  waitForFileLocked(lock, webhookId);
-  if (index_.count(webhookId)) return {};
-  if (removed_.count(webhookId))
-    return makeError(error_code::kNotFound, "webhook " + webhookId + " was deleted with its events");
-  opening_.insert(webhookId);
-  lock.unlock();
-  std::error_code ec;
-  const bool existed = std::filesystem::exists(pathFor(webhookId), ec) || ec;
-  auto made = EventsDb::create(pathFor(webhookId), options_);
-  lock.lock();
-  opening_.erase(webhookId);
-  opened_.notify_all();
-  // A new file waits for nothing.
-  if (made && !existed) {
-    closedBacklogs_[webhookId] = {closingsLocked(webhookId), {}};
-    ++webhooks_;
-    resizeLocked();
-  }
-  return made;
-}
-
 void EventsDbPool::letGo(const std::string& webhookId) {
   std::vector<Closing> closing(1);
   {
@@ -205,7 +206,7 @@ void EventsDbPool::letGo(const std::string& webhookId) {
 }
 
 bool EventsDbPool::readIfClosed(const std::string& webhookId,
-                                const std::function<void(uint64_t)>& read) {
+                                const std::function<void(uint64_t, bool)>& read) {
   MutexLock lock(poolMutex_);
   waitForFileLocked(lock, webhookId);
   if (index_.count(webhookId) || removed_.count(webhookId)) return false;
@@ -213,7 +214,8 @@ bool EventsDbPool::readIfClosed(const std::string& webhookId,
   // As an open would: get(), install() and remove() of the id wait.
   opening_.insert(webhookId);
   lock.unlock();
-  read(closings);
+  std::error_code ec;
+  read(closings, std::filesystem::exists(pathFor(webhookId), ec) || ec);
   lock.lock();
   opening_.erase(webhookId);
   opened_.notify_all();
@@ -223,8 +225,9 @@ bool EventsDbPool::readIfClosed(const std::string& webhookId,
 std::optional<EventsDbPool::ClosedFileRead> EventsDbPool::unfinishedIfClosed(
     const std::string& webhookId, TimePoint now, std::optional<int> mostRows) {
   std::optional<ClosedFileRead> read;
-  readIfClosed(webhookId, [&](uint64_t closings) {
-    auto file = EventsDb::unfinishedOfFileAlone(pathFor(webhookId), now, mostRows);
+  readIfClosed(webhookId, [&](uint64_t closings, bool made) {
+    auto file = made ? EventsDb::unfinishedOfFileAlone(pathFor(webhookId), now, mostRows)
+                     : EventsDb::UnfinishedOfFile();
     if (file) read = ClosedFileRead{std::move(*file), closings};
   });
   return read;
@@ -233,9 +236,10 @@ std::optional<EventsDbPool::ClosedFileRead> EventsDbPool::unfinishedIfClosed(
 std::optional<bool> EventsDbPool::mayNeedPruningIfClosed(const std::string& webhookId,
                                                          int retentionDays, int64_t maxEvents) {
   std::optional<bool> mayNeed;
-  readIfClosed(webhookId, [&](uint64_t) {
-    mayNeed =
-        EventsDb::mayNeedPruningAlone(pathFor(webhookId), clock_.now(), retentionDays, maxEvents);
+  readIfClosed(webhookId, [&](uint64_t, bool made) {
+    mayNeed = made ? EventsDb::mayNeedPruningAlone(pathFor(webhookId), clock_.now(), retentionDays,
+                                                   maxEvents)
+                   : false;
   });
   return mayNeed;
 }
@@ -243,8 +247,9 @@ std::optional<bool> EventsDbPool::mayNeedPruningIfClosed(const std::string& webh
 std::optional<EventsDbPool::ClosedBacklog> EventsDbPool::backlogIfClosed(
     const std::string& webhookId) {
   std::optional<ClosedBacklog> read;
-  readIfClosed(webhookId, [&](uint64_t closings) {
-    auto backlog = EventsDb::backlogOfFileAlone(pathFor(webhookId), clock_.now());
+  readIfClosed(webhookId, [&](uint64_t closings, bool made) {
+    auto backlog = made ? EventsDb::backlogOfFileAlone(pathFor(webhookId), clock_.now())
+                        : std::vector<EventsDb::BacklogCount>();
     if (backlog) read = ClosedBacklog{closings, std::move(*backlog)};
   });
   return read;
@@ -252,8 +257,9 @@ std::optional<EventsDbPool::ClosedBacklog> EventsDbPool::backlogIfClosed(
 
 std::optional<WebhookStats> EventsDbPool::statsIfClosed(const std::string& webhookId, int hours) {
   std::optional<WebhookStats> read;
-  readIfClosed(webhookId, [&](uint64_t) {
-    read = EventsDb::statsOfFileAlone(pathFor(webhookId), clock_.now(), hours);
+  readIfClosed(webhookId, [&](uint64_t, bool made) {
+    read = made ? EventsDb::statsOfFileAlone(pathFor(webhookId), clock_.now(), hours)
+                : EventsDb::statsOfNoEvents(clock_.now(), hours);
   });
   return read;
 }
@@ -269,8 +275,9 @@ std::optional<std::vector<EventsDb::WaitingTarget>> EventsDbPool::waitingTargets
       return std::vector<EventsDb::WaitingTarget>();
   }
   std::optional<std::vector<EventsDb::WaitingTarget>> waiting;
-  readIfClosed(webhookId, [&](uint64_t) {
-    waiting = EventsDb::waitingTargetsOfFileAlone(pathFor(webhookId), clock_.now(), mostRows);
+  readIfClosed(webhookId, [&](uint64_t, bool made) {
+    waiting = made ? EventsDb::waitingTargetsOfFileAlone(pathFor(webhookId), clock_.now(), mostRows)
+                   : std::vector<EventsDb::WaitingTarget>();
   });
   return waiting;
 }
@@ -306,7 +313,8 @@ Result<void> EventsDbPool::remove(const std::string& webhookId) {
   closeForFile(webhookId, FileChange::kRemove);
   std::error_code ec;
   const bool existed = std::filesystem::exists(pathFor(webhookId), ec);
-  auto deleted = storage::deleteDatabaseFiles(pathFor(webhookId), {"", "-wal", "-shm"});
+  auto deleted = storage::deleteDatabaseFiles(pathFor(webhookId),
+                                              {"", "-wal", "-shm", EventsDb::kWritingSuffix});
   if (existed && deleted) {
     MutexLock lock(poolMutex_);
     if (webhooks_ > 0) --webhooks_;

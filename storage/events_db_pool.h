@@ -75,7 +75,7 @@ class EventsDbPool {
   static size_t capacityFor(size_t webhooks, size_t holdable);
 
   // `capacity` open DBs at most; or, with `holdable` (see capacityFor),
-  // sized by the number of webhooks files in `dataDir`, which create(),
+  // sized by the number of webhooks files in `dataDir`, which get(),
   // remove() and install() keep up to date.
   struct Size {
     size_t capacity = kDefaultCapacity;
@@ -91,19 +91,19 @@ class EventsDbPool {
   EventsDbPool(const EventsDbPool&) = delete;
   EventsDbPool& operator=(const EventsDbPool&) = delete;
 
-  // The events DB of `webhookId`, opened (created and migrated if missing).
-  // "not_found" for a webhook removed since the pool was made.
-  Result<std::shared_ptr<EventsDb>> get(const std::string& webhookId);
+  // A webhook's file is made by its first write, not when the webhook is
+  // created (docs/decisions.md, "A webhook's events file is made by its
+  // first write"): until then the webhook has none, which every read of
+  // the pool answers as a webhook with no events.
 
-  // Makes a new webhook's file, whole and flushed (one disk flush: see
-  // storage/sqlite_database.cpp's makeFreshFileDurable), on a connection of
-  // its own that is closed again: provisioning thousands of webhooks neither
-  // fills the pool nor evicts the busy ones. Called before any committed row
-  // names the webhook, so a crash before it returns leaves at most a file no
-  // webhook owns; once it returns, the file survives a power cut (or is
-  // missing, and get() makes it again). Nothing to do for an id whose file
-  // the pool holds; "not_found" for a removed one.
-  Result<void> create(const std::string& webhookId) EXCLUDES(poolMutex_);
+  // The events DB of `webhookId`, opened; for a write, so a webhook with no
+  // file yet gets one (EventsDb::create: one disk flush, and a crash leaves
+  // it missing or whole). "not_found" for a webhook removed since the pool
+  // was made.
+  Result<std::shared_ptr<EventsDb>> get(const std::string& webhookId) EXCLUDES(poolMutex_);
+  // The same for a read: null, and no file made, for a webhook that has
+  // none yet.
+  Result<std::shared_ptr<EventsDb>> getIfMade(const std::string& webhookId) EXCLUDES(poolMutex_);
 
   // Closes the webhook's DB now, as an eviction would, if the pool holds it:
   // for a caller that knows the DB will not be wanted soon (a restart's
@@ -179,9 +179,9 @@ class EventsDbPool {
   // closed it. A DB the pool holds closed is not written by this process, so
   // what was read from its file stays true while `closings` does not move.
   // A DB the pool closed as its last holder has its backlog counted on its
-  // own connection first (EventsDb::backlogOnWriter), and a file create()
-  // made has none: peek() hands that count out while the DB stays closed,
-  // so a pass over every webhook opens none of their files.
+  // own connection first (EventsDb::backlogOnWriter): peek() hands that
+  // count out while the DB stays closed, so a pass over every webhook opens
+  // none of their files.
   struct Peek {
     std::shared_ptr<EventsDb> open;  // null when closed
     uint64_t closings = 0;
@@ -210,10 +210,16 @@ class EventsDbPool {
  private:
   using Lru = std::list<std::pair<std::string, std::shared_ptr<EventsDb>>>;
 
-  // Runs `read` with Peek::closings while the pool holds the webhook's file
-  // as an open would (get(), install() and remove() of it wait), unless the
-  // pool holds the DB or refuses the id. Returns whether `read` ran.
-  bool readIfClosed(const std::string& webhookId, const std::function<void(uint64_t)>& read)
+  // Runs `read` with Peek::closings and whether the webhook's file is made
+  // (false: it has had no write, and reads as empty), while the pool holds
+  // the file as an open would (get(), install() and remove() of it wait),
+  // unless the pool holds the DB or refuses the id. Returns whether `read` ran.
+  bool readIfClosed(const std::string& webhookId,
+                    const std::function<void(uint64_t closings, bool made)>& read)
+      EXCLUDES(poolMutex_);
+  enum class IfNoFile { kMake, kNull };
+  // get() and getIfMade().
+  Result<std::shared_ptr<EventsDb>> open(const std::string& webhookId, IfNoFile ifNoFile)
       EXCLUDES(poolMutex_);
   // Waits until no get() or install() of `webhookId` works on its file.
   void waitForFileLocked(MutexLock& lock, const std::string& webhookId) REQUIRES(poolMutex_);

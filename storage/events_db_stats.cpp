@@ -42,11 +42,31 @@ TargetActivity* activityOf(WebhookStats& stats, const std::string& targetId) {
   return it == stats.targets.end() ? nullptr : &*it;
 }
 
+// The first of the `hours` hours up to `now`'s.
+TimePoint firstHourOf(TimePoint now, int hours) {
+  return std::chrono::floor<std::chrono::hours>(now) - std::chrono::hours(std::max(hours, 1) - 1);
+}
+
+// The `hours` hours up to `now`'s, oldest first, with the counts found per
+// hour prefix.
+std::vector<HourlyCount> hourly(TimePoint now, int hours,
+                                const std::map<std::string, int64_t>& received,
+                                const std::map<std::string, int64_t>& failed) {
+  std::vector<HourlyCount> out;
+  const auto currentHour = std::chrono::floor<std::chrono::hours>(now);
+  for (TimePoint h = firstHourOf(now, hours); h <= currentHour; h += std::chrono::hours(1)) {
+    HourlyCount count{formatTime(h), 0, 0};
+    const std::string key = count.hour.substr(0, kHourPrefix);
+    if (auto it = received.find(key); it != received.end()) count.received = it->second;
+    if (auto it = failed.find(key); it != failed.end()) count.failed = it->second;
+    out.push_back(std::move(count));
+  }
+  return out;
+}
+
 // What stats() answers, read on `db` (throws what SQLite throws).
 WebhookStats readStats(SQLite::Database& db, TimePoint now, int hours) {
-  const auto currentHour = std::chrono::floor<std::chrono::hours>(now);
-  const TimePoint firstHour = currentHour - std::chrono::hours(std::max(hours, 1) - 1);
-  const std::string since = formatTime(firstHour);
+  const std::string since = formatTime(firstHourOf(now, hours));
   WebhookStats stats;
   stats.events = db.execAndGet("SELECT COUNT(*) FROM events").getInt64();
 
@@ -125,13 +145,7 @@ WebhookStats readStats(SQLite::Database& db, TimePoint now, int hours) {
                                   "SELECT substr(updated_at, 1, 13), COUNT(*) FROM deliveries "
                                   "WHERE status = 'failed' AND updated_at >= ? GROUP BY 1",
                                   since);
-  for (TimePoint h = firstHour; h <= currentHour; h += std::chrono::hours(1)) {
-    HourlyCount count{formatTime(h), 0, 0};
-    const std::string key = count.hour.substr(0, kHourPrefix);
-    if (auto it = received.find(key); it != received.end()) count.received = it->second;
-    if (auto it = failed.find(key); it != failed.end()) count.failed = it->second;
-    stats.hours.push_back(std::move(count));
-  }
+  stats.hours = hourly(now, hours, received, failed);
   return stats;
 }
 
@@ -156,6 +170,12 @@ std::optional<WebhookStats> EventsDb::statsOfFileAlone(const std::filesystem::pa
   } catch (const std::exception&) {
     return std::nullopt;  // read again otherwise, which reports what is wrong
   }
+}
+
+WebhookStats EventsDb::statsOfNoEvents(TimePoint now, int hours) {
+  WebhookStats stats;
+  stats.hours = hourly(now, hours, {}, {});
+  return stats;
 }
 
 }  // namespace webhooker

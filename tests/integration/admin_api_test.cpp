@@ -250,8 +250,16 @@ TEST_CASE("webhooks: create, list, get, partial patch, delete") {
   CHECK(webhooker::isUuid(epId));
   CHECK(ep["url"] == "/hooks/" + epId);
   CHECK(ep["active"] == true);
-  CHECK(std::filesystem::exists(server.eventsDbPath(id)));
-  // Made and flushed, not opened: its first event opens it in the pool.
+  // Rows only: its events file is made by its first event.
+  CHECK_FALSE(std::filesystem::exists(server.eventsDbPath(id)));
+  CHECK(server.eventsDbs().openCount() == 0);
+  // Reads answer it as a webhook with no events, and make no file.
+  const std::string shopPath = kWebhooks + "/" + id;
+  CHECK(jsonOf(admin.Get(shopPath + "/events"))["events"] == json::array());
+  CHECK(jsonOf(admin.Get(shopPath + "/deliveries"))["deliveries"] == json::array());
+  CHECK(jsonOf(admin.Get(shopPath + "/stats"))["events"] == 0);
+  CHECK(statusOf(admin.Get(shopPath + "/events/" + webhooker::newUuid())) == 404);
+  CHECK_FALSE(std::filesystem::exists(server.eventsDbPath(id)));
   CHECK(server.eventsDbs().openCount() == 0);
   CHECK(countRows(server.mainDbPath(), "webhooks") == 1);
   CHECK(countRows(server.mainDbPath(), "entrypoints", "webhook_id = '" + id + "'") == 1);
@@ -299,6 +307,9 @@ TEST_CASE("webhooks: create, list, get, partial patch, delete") {
   server.createTarget(id, {{"name", "audit"}, {"type", "log"}});
   auto anon = server.anonymousClient();
   REQUIRE(statusOf(anon.Post("/hooks/" + epId, "{}", "application/json")) == 200);
+  CHECK(std::filesystem::exists(server.eventsDbPath(id)));
+  const std::string billingHook = billing["entrypoints"][0]["url"].get<std::string>();
+  REQUIRE(statusOf(anon.Post(billingHook, "{}", "application/json")) == 200);
   auto deleted = admin.Delete(kWebhooks + "/" + id);
   CHECK(statusOf(deleted) == 204);
   for (const char* suffix : {"", "-wal", "-shm"}) {

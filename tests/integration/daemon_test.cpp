@@ -199,7 +199,14 @@ TEST_CASE("migrate on an up-to-date data folder reports it and changes nothing")
   DaemonProcess daemon(dir.path());
   REQUIRE(daemon.adminToken());
   auto api = apiClient(daemon, *daemon.adminToken());
-  const auto webhookId = createWebhook(api, "shop")["id"].get<std::string>();
+  const json webhook = createWebhook(api, "shop");
+  const auto webhookId = webhook["id"].get<std::string>();
+  // An event, so the webhook has its events file.
+  auto posted =
+      apiClient(daemon, "")
+          .Post(webhook["entrypoints"][0]["url"].get<std::string>(), "{}", "application/json");
+  REQUIRE(posted);
+  REQUIRE(posted->status == 200);
   const auto mainDb = dir / "webhooker.db";
   const auto eventsDb = eventsDbPath(dir, webhookId);
   const auto mainBefore = migrationRows(mainDb);
@@ -525,6 +532,13 @@ TEST_CASE("the CLI manages webhooks and targets through the admin API") {
     CHECK(contains(unknown.err, "--target nobody: no target of this webhook has that name or id"));
   }
   SUBCASE("webhooks delete removes the webhook and its events database") {
+    const auto hook =
+        json::parse(
+            run({"webhooks", "show", webhookId, "--json"}, envWithUrl).out)["entrypoints"][0]["url"]
+            .get<std::string>();
+    auto posted = apiClient(daemon, "").Post(hook, "{}", "application/json");  // makes the file
+    REQUIRE(posted);
+    REQUIRE(posted->status == 200);
     REQUIRE(std::filesystem::exists(eventsDbPath(dir, webhookId)));
     const auto deleted = run({"webhooks", "delete", webhookId}, envWithUrl);
     CHECK_MESSAGE(deleted.exitCode == 0, describe(deleted));

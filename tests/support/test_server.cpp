@@ -137,6 +137,8 @@ SQLite::Database openReadOnly(const std::filesystem::path& file) {
 
 int64_t countRows(const std::filesystem::path& file, const std::string& table,
                   const std::string& where) {
+  // A webhook's events file is made by its first event: none, no rows.
+  if (!std::filesystem::exists(file)) return 0;
   SQLite::Database db = openReadOnly(file);
   return db.execAndGet("SELECT COUNT(*) FROM " + table + (where.empty() ? "" : " WHERE " + where))
       .getInt64();
@@ -151,6 +153,7 @@ std::vector<std::string> tableNames(const std::filesystem::path& file) {
 }
 
 std::string dumpDatabase(const std::filesystem::path& file) {
+  if (!std::filesystem::exists(file)) return "(no file)";
   SQLite::Database db = openReadOnly(file);
   std::string out;
   SQLite::Statement tables(db,

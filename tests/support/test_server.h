@@ -193,6 +193,7 @@ inline int statusOf(const httplib::Result& res) { return res ? res->status : -1;
 
 SQLite::Database openReadOnly(const std::filesystem::path& file);
 
+// 0 for a file that does not exist (a webhook's events file before its first event).
 int64_t countRows(const std::filesystem::path& file, const std::string& table,
                   const std::string& where = "");
 
@@ -201,6 +202,7 @@ std::vector<std::string> tableNames(const std::filesystem::path& file);
 // Every row of every table as text (blobs as their raw bytes, NULL as
 // "NULL"), tables by name and rows by rowid: equal dumps mean nothing
 // changed, and a string absent from the dump is nowhere in the file's rows.
+// "(no file)" for a file that does not exist (an events file before its first event).
 std::string dumpDatabase(const std::filesystem::path& file);
 
 // The names of the events-*.db files in `dir`.

@@ -211,7 +211,7 @@ TEST_CASE("a written file keeps its -wal and -shm through a clean stop, reads al
   const std::string quiet = webhooker::newUuid();
   {
     EventsDbPool pool(dir.path(), DbOptions{}, clock, 4);
-    REQUIRE(pool.create(quiet));
+    REQUIRE(EventsDb::create(pool.pathFor(quiet), DbOptions{}));  // made, never written
     ingestOne(*getOrFail(pool, written), "before the stop");
   }
   // The identity of each file: one made again is another inode.
@@ -281,26 +281,13 @@ TEST_CASE("letGo closes a webhook's DB as an eviction would; the next get opens 
   CHECK(pool.openCount() == 2);
 }
 
-TEST_CASE("a closed DB peeks with the backlog counted as it closed, a created file with none") {
+TEST_CASE("a closed DB peeks with the backlog counted as it closed") {
   TempDir dir;
   FakeClock clock;
   EventsDbPool pool(dir.path(), DbOptions{}, clock, 1);
   const std::string a = webhooker::newUuid();
   const std::string b = webhooker::newUuid();
-  const std::string fresh = webhooker::newUuid();
-  REQUIRE(pool.create(fresh).ok());
-  const auto freshPeek = pool.peek(fresh);
-  REQUIRE(freshPeek.closedBacklog);
-  CHECK(freshPeek.closedBacklog->empty());
-  {
-    // Nothing waits in it: the sweep's question is answered without its file.
-    const std::filesystem::path file = pool.pathFor(fresh), away = file.string() + ".away";
-    std::filesystem::rename(file, away);
-    const auto waiting = pool.waitingTargetsIfClosed(fresh, 10);
-    std::filesystem::rename(away, file);
-    REQUIRE(waiting);
-    CHECK(waiting->empty());
-  }
+  const std::string fresh = webhooker::newUuid();  // no file yet
 
   std::weak_ptr<EventsDb> weakA;
   {
@@ -566,7 +553,8 @@ TEST_CASE("get reports a data dir it cannot write as an error") {
   CHECK(pool.openCount() == 0);
 }
 
-TEST_CASE("create makes a whole file in WAL mode, not held open, that get then opens") {
+TEST_CASE(
+    "EventsDb::create makes a whole file in WAL mode, beside it nothing, and keeps one made") {
   TempDir dir;
   FakeClock clock;
   EventsDbPool pool(dir.path(), DbOptions{}, clock);
@@ -574,12 +562,11 @@ TEST_CASE("create makes a whole file in WAL mode, not held open, that get then o
   const int migrations = getOrFail(pool, reference)->schemaVersion();
   pool.letGo(reference);
 
-  REQUIRE(pool.create(id).ok());
-  CHECK(pool.openCount() == 0);
+  REQUIRE(EventsDb::create(pool.pathFor(id), DbOptions{}).ok());
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
     names.push_back(entry.path().filename().string());
-  // Its file alone: no journal, WAL or scratch file left behind.
+  // Its file alone: no journal, WAL, scratch or half-written file left behind.
   CHECK(std::count(names.begin(), names.end(), "events-" + id + ".db") == 1);
   for (const std::string& name : names)
     CHECK_MESSAGE((name.rfind("events-" + reference, 0) == 0 || name == "events-" + id + ".db"),
@@ -592,20 +579,94 @@ TEST_CASE("create makes a whole file in WAL mode, not held open, that get then o
   }
   // Again for the same id: the file is kept as it is.
   const std::string eventId = ingestOne(*getOrFail(pool, id), "kept");
-  REQUIRE(pool.create(id).ok());
   pool.letGo(id);
-  REQUIRE(pool.create(id).ok());
+  REQUIRE(EventsDb::create(pool.pathFor(id), DbOptions{}).ok());
   CHECK(countEvents(pool.pathFor(id)) == 1);
 }
 
-TEST_CASE("create reports a data dir it cannot write as an error") {
+TEST_CASE("a webhook's file is made by its first write; reads answer it as empty and make none") {
+  TempDir dir;
+  FakeClock clock;
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 4);
+  const std::string id = webhooker::newUuid();
+  const auto file = pool.pathFor(id);
+
+  auto read = pool.getIfMade(id);
+  REQUIRE(read);
+  CHECK(read.value() == nullptr);
+  const auto unfinished = pool.unfinishedIfClosed(id, clock.now());
+  REQUIRE(unfinished);
+  CHECK(unfinished->file.rows.empty());
+  const auto backlog = pool.backlogIfClosed(id);
+  REQUIRE(backlog);
+  CHECK(backlog->backlog.empty());
+  const auto waiting = pool.waitingTargetsIfClosed(id, 10);
+  REQUIRE(waiting);
+  CHECK(waiting->empty());
+  CHECK(pool.mayNeedPruningIfClosed(id, 1, 1) == false);
+  const auto stats = pool.statsIfClosed(id, 24);
+  REQUIRE(stats);
+  CHECK(stats->events == 0);
+  CHECK(stats->hours.size() == 24);
+  CHECK_FALSE(std::filesystem::exists(file));
+  CHECK(pool.openCount() == 0);
+
+  ingestOne(*getOrFail(pool, id), "first");
+  CHECK(countEvents(file) == 1);
+  auto again = pool.getIfMade(id);
+  REQUIRE(again);
+  REQUIRE(again.value());
+  // Deleting a webhook that never had a file is fine, and so is its leftover.
+  const std::string never = webhooker::newUuid();
+  std::ofstream(pool.pathFor(never).string() + EventsDb::kWritingSuffix) << "half";
+  REQUIRE(pool.remove(never));
+  CHECK_FALSE(std::filesystem::exists(pool.pathFor(never).string() + EventsDb::kWritingSuffix));
+}
+
+TEST_CASE("a file half written by a crash during its making is made again by the first write") {
+  TempDir dir;
+  FakeClock clock;
+  const std::string id = webhooker::newUuid();
+  std::string whole;
+  {
+    // What a crash in the middle of EventsDb::create leaves: part of a new file.
+    const auto scratch = dir.path() / "scratch.db";
+    REQUIRE(EventsDb::create(scratch, DbOptions{}));
+    std::ifstream in(scratch, std::ios::binary);
+    whole.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::filesystem::remove(scratch);
+  }
+  REQUIRE(whole.size() > 8192);
+  EventsDbPool pool(dir.path(), DbOptions{}, clock, 4);
+  const std::string half = pool.pathFor(id).string() + EventsDb::kWritingSuffix;
+  std::ofstream(half, std::ios::binary) << whole.substr(0, 4096);
+
+  // Read as a webhook with no events, the half file left alone...
+  auto read = pool.getIfMade(id);
+  REQUIRE(read);
+  CHECK(read.value() == nullptr);
+  // ...and written over by the first write, which then finds its event.
+  ingestOne(*getOrFail(pool, id), "after the crash");
+  CHECK(countEvents(pool.pathFor(id)) == 1);
+  CHECK_FALSE(std::filesystem::exists(half));
+
+  // An empty file under the name (what `sqlite3` leaves, asked for a
+  // webhook with no event) is made whole by the first write.
+  const std::string opened = webhooker::newUuid();
+  std::ofstream(pool.pathFor(opened)) << "";
+  ingestOne(*getOrFail(pool, opened), "into the empty file");
+  CHECK(countEvents(pool.pathFor(opened)) == 1);
+}
+
+TEST_CASE("get reports a data dir it cannot write as an error") {
   TempDir dir;
   FakeClock clock;
   EventsDbPool pool(dir.path() / "missing", DbOptions{}, clock);
-  auto r = pool.create(webhooker::newUuid());
+  auto r = pool.get(webhooker::newUuid());
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == "storage_error");
   CHECK_FALSE(std::filesystem::exists(dir.path() / "missing"));
+  CHECK(pool.openCount() == 0);
 }
 
 TEST_CASE("a file get makes is flushed once, with no journal flushes") {
@@ -616,7 +677,8 @@ TEST_CASE("a file get makes is flushed once, with no journal flushes") {
   const std::string id = webhooker::newUuid();
   const std::string name = "events-" + id + ".db";
   REQUIRE(getOrFail(pool, id)->schemaVersion() >= 1);
-  CHECK(vfs.syncsOf(name) == 1);
+  // Its one flush is EventsDb::create's own fdatasync, under another name.
+  CHECK(vfs.syncsOf(name) == 0);
   CHECK(vfs.syncsOf(name + "-journal") == 0);
   CHECK(vfs.syncsOf(name + "-wal") == 0);
   // The first flushed commit flushes the new WAL's header, then its frames
@@ -660,7 +722,9 @@ TEST_CASE("a pool sized by the node follows the webhooks made, removed and moved
   REQUIRE(pool.remove("0"));
   CHECK(pool.capacity() == holdable);
   const std::string made = webhooker::newUuid();
-  REQUIRE(pool.create(made));
+  REQUIRE(pool.getIfMade(made));  // no file made: not counted
+  CHECK(pool.capacity() == holdable);
+  getOrFail(pool, made);
   CHECK(pool.capacity() == EventsDbPool::kDefaultCapacity);
   REQUIRE(pool.remove(made));
   CHECK(pool.capacity() == holdable);
