@@ -83,7 +83,7 @@ SteadyTime arrivalOf(const Receiver& r, const std::string& body) {
 // Every value of every row of every table, as text: a string absent from
 // this is nowhere in the file's rows.
 std::string allText(const std::filesystem::path& file) {
-  SQLite::Database db = openReadOnlyDb(file);
+  SQLite::Database db = openReadOnly(file);
   std::string out;
   SQLite::Statement tables(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
   while (tables.executeStep()) {
@@ -97,7 +97,7 @@ std::string allText(const std::filesystem::path& file) {
 }
 
 std::vector<std::string> tableNames(const std::filesystem::path& file) {
-  SQLite::Database db = openReadOnlyDb(file);
+  SQLite::Database db = openReadOnly(file);
   SQLite::Statement q(db, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
   std::vector<std::string> out;
   while (q.executeStep()) out.push_back(q.getColumn(0).getString());
@@ -792,7 +792,7 @@ TEST_CASE("a deactivated target's deliveries are paused, and resume when it is r
 namespace {
 
 std::string deliveryStatus(const std::filesystem::path& eventsDb) {
-  SQLite::Database db = openReadOnlyDb(eventsDb);
+  SQLite::Database db = openReadOnly(eventsDb);
   SQLite::Statement q(db, "SELECT status FROM deliveries");
   return q.executeStep() ? q.getColumn(0).getString() : "<none>";
 }
@@ -856,7 +856,7 @@ TEST_CASE("kill -9 during a backoff: the restarted daemon waits only the remaini
   while (deliveryStatus(eventsDb) != "delivered" && Steady::now() < deadline)
     std::this_thread::sleep_for(10ms);
   REQUIRE(deliveryStatus(eventsDb) == "delivered");
-  SQLite::Database db = openReadOnlyDb(eventsDb);
+  SQLite::Database db = openReadOnly(eventsDb);
   SQLite::Statement q(db, "SELECT attempt, status_code FROM delivery_results ORDER BY attempt");
   std::vector<std::pair<int, int>> rows;
   while (q.executeStep()) rows.emplace_back(q.getColumn(0).getInt(), q.getColumn(1).getInt());

@@ -34,7 +34,7 @@ using nlohmann::json;
 const std::string kUnknownId = "00000000-0000-4000-8000-000000000000";
 
 int seriesStartOf(const std::filesystem::path& file, const std::string& deliveryId) {
-  SQLite::Database db = openReadOnlyDb(file);
+  SQLite::Database db = openReadOnly(file);
   SQLite::Statement q(db, "SELECT series_start FROM deliveries WHERE id = ?");
   q.bind(1, deliveryId);
   REQUIRE(q.executeStep());
@@ -42,7 +42,7 @@ int seriesStartOf(const std::filesystem::path& file, const std::string& delivery
 }
 
 std::string statusIn(const HistoryFixture& f, const std::string& deliveryId) {
-  SQLite::Database db = openReadOnlyDb(f.server.eventsDbPath(f.webhookId));
+  SQLite::Database db = openReadOnly(f.server.eventsDbPath(f.webhookId));
   SQLite::Statement q(db, "SELECT status FROM deliveries WHERE id = ?");
   q.bind(1, deliveryId);
   REQUIRE(q.executeStep());

@@ -511,7 +511,7 @@ TEST_CASE("a webhook whose filter keeps overrunning is throttled with 503s; anot
   CHECK(verdicts == 15);
   CHECK(otherAnswers == 0);
   // A refused event was not stored: the hostile webhook holds only what got a verdict.
-  SQLite::Database db = openReadOnlyDb(h.eventsDbPath(hostile.webhookId));
+  SQLite::Database db = openReadOnly(h.eventsDbPath(hostile.webhookId));
   CHECK(db.execAndGet("SELECT COUNT(*) FROM events").getInt() == stored.load());
   CHECK(hostileReceiver.requestCount() == 0);
   REQUIRE(fairReceiver.waitForRequests(15, 10s));

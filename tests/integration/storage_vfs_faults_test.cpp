@@ -49,7 +49,7 @@ Answer postTo(const EngineHarness& harness, const Hook& hook, const std::string&
 }
 
 int64_t rowsIn(const EngineHarness& harness, const Hook& hook, const std::string& table) {
-  SQLite::Database db = openReadOnlyDb(harness.eventsDbPath(hook.webhookId));
+  SQLite::Database db = openReadOnly(harness.eventsDbPath(hook.webhookId));
   return db.execAndGet("SELECT COUNT(*) FROM " + table).getInt64();
 }
 
@@ -153,7 +153,7 @@ TEST_CASE("a delivery whose result cannot be written is attempted again after th
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (rowsIn(harness, shop, "delivery_results") == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  SQLite::Database db = openReadOnlyDb(harness.eventsDbPath(shop.webhookId));
+  SQLite::Database db = openReadOnly(harness.eventsDbPath(shop.webhookId));
   CHECK(db.execAndGet("SELECT status FROM deliveries WHERE event_id = '" + eventId + "'")
             .getString() == "delivered");
   CHECK(rowsIn(harness, shop, "delivery_results") == 1);

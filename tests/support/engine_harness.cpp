@@ -84,12 +84,6 @@ RetryPolicy retryPolicy(int maxRetries, int64_t baseDelayMs, double jitter, int6
   return p;
 }
 
-SQLite::Database openReadOnlyDb(const std::filesystem::path& file) {
-  SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
-  db.setBusyTimeout(5000);
-  return db;
-}
-
 EngineHarness::EngineHarness(HarnessOptions options)
     : options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : systemClock_),
@@ -276,7 +270,7 @@ std::filesystem::path EngineHarness::eventsDbPath(const std::string& webhookId) 
 
 DeliveryRef EngineHarness::deliveryOf(const std::string& webhookId, const std::string& eventId,
                                       const std::string& targetId) const {
-  SQLite::Database db = openReadOnlyDb(eventsDbPath(webhookId));
+  SQLite::Database db = openReadOnly(eventsDbPath(webhookId));
   SQLite::Statement q(db, "SELECT id FROM deliveries WHERE event_id = ? AND target_id = ?");
   q.bind(1, eventId);
   q.bind(2, targetId);
@@ -287,7 +281,7 @@ DeliveryRef EngineHarness::deliveryOf(const std::string& webhookId, const std::s
 
 std::vector<DeliveryRow> EngineHarness::deliveriesOf(const std::string& webhookId,
                                                      const std::string& targetId) const {
-  SQLite::Database db = openReadOnlyDb(eventsDbPath(webhookId));
+  SQLite::Database db = openReadOnly(eventsDbPath(webhookId));
   SQLite::Statement q(db, std::string(kDeliveryColumns) +
                               " FROM deliveries WHERE target_id = ? ORDER BY created_at, rowid");
   q.bind(1, targetId);
@@ -297,7 +291,7 @@ std::vector<DeliveryRow> EngineHarness::deliveriesOf(const std::string& webhookI
 }
 
 DeliveryRow EngineHarness::delivery(const DeliveryRef& ref) const {
-  SQLite::Database db = openReadOnlyDb(eventsDbPath(ref.webhookId));
+  SQLite::Database db = openReadOnly(eventsDbPath(ref.webhookId));
   SQLite::Statement q(db, std::string(kDeliveryColumns) + " FROM deliveries WHERE id = ?");
   q.bind(1, ref.id);
   if (!q.executeStep()) throw std::runtime_error("no delivery " + ref.id);
@@ -305,7 +299,7 @@ DeliveryRow EngineHarness::delivery(const DeliveryRef& ref) const {
 }
 
 std::vector<ResultRow> EngineHarness::resultRows(const DeliveryRef& ref) const {
-  SQLite::Database db = openReadOnlyDb(eventsDbPath(ref.webhookId));
+  SQLite::Database db = openReadOnly(eventsDbPath(ref.webhookId));
   SQLite::Statement q(db,
                       "SELECT attempt, status_code, response_body, error, duration_ms, success, "
                       "created_at FROM delivery_results WHERE delivery_id = ? ORDER BY attempt, id");
@@ -352,7 +346,7 @@ bool EngineHarness::waitForCount(const std::string& webhookId, const std::string
 
 size_t EngineHarness::countWithStatus(const std::string& webhookId, const std::string& targetId,
                                       const std::string& status) const {
-  SQLite::Database db = openReadOnlyDb(eventsDbPath(webhookId));
+  SQLite::Database db = openReadOnly(eventsDbPath(webhookId));
   SQLite::Statement q(db, "SELECT COUNT(*) FROM deliveries WHERE target_id = ? AND status = ?");
   q.bind(1, targetId);
   q.bind(2, status);

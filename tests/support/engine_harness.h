@@ -20,7 +20,6 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
 
 #include <chrono>
@@ -29,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,16 +42,17 @@
 #include "engine/engine.h"
 #include "engine/operational_events.h"
 #include "engine/target_health_monitor.h"
+#include "net/ssrf_guard.h"
 #include "server/admin_token.h"
 #include "server/http_server.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
 #include "targets/circuit_breaker.h"
 #include "targets/http_client.h"
-#include "net/ssrf_guard.h"
 #include "targets/target.h"
 #include "targets/target_registry.h"
 #include "tests/support/eventually.h"
+#include "tests/support/read_only_db.h"
 #include "tests/support/static_resolver.h"
 #include "tests/support/temp_dir.h"
 
@@ -156,8 +157,6 @@ struct ResultRow {
 
 RetryPolicy retryPolicy(int maxRetries, int64_t baseDelayMs, double jitter = 0.0,
                         int64_t maxDelayMs = 300000);
-
-SQLite::Database openReadOnlyDb(const std::filesystem::path& file);
 
 class EngineHarness {
  public:

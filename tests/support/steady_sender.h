@@ -53,7 +53,7 @@ class SteadySender {
 // Deliveries of the webhook still pending or retrying in the daemon's data
 // folder `dataDir` (read-only): 0 once the daemon has nothing more to send.
 inline int unfinishedDeliveries(const std::filesystem::path& dataDir, const std::string& webhookId) {
-  SQLite::Database db = openReadOnlyDb(dataDir / ("events-" + webhookId + ".db"));
+  SQLite::Database db = openReadOnly(dataDir / ("events-" + webhookId + ".db"));
   return db.execAndGet("SELECT COUNT(*) FROM deliveries WHERE status NOT IN ('delivered', 'failed')")
       .getInt();
 }

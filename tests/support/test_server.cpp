@@ -131,10 +131,6 @@ std::string errorCode(const httplib::Result& res) {
   return body["error"]["code"].get<std::string>();
 }
 
-SQLite::Database openReadOnly(const std::filesystem::path& file) {
-  return SQLite::Database(file.string(), SQLite::OPEN_READONLY);
-}
-
 int64_t countRows(const std::filesystem::path& file, const std::string& table,
                   const std::string& where) {
   // A webhook's events file is made by its first event: none, no rows.

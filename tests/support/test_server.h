@@ -13,7 +13,6 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
 
 #include <chrono>
@@ -23,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -38,6 +38,7 @@
 #include "server/http_server.h"
 #include "storage/events_db_pool.h"
 #include "storage/main_store.h"
+#include "tests/support/read_only_db.h"
 #include "tests/support/static_resolver.h"
 #include "tests/support/temp_dir.h"
 
@@ -189,9 +190,7 @@ std::string errorCode(const httplib::Result& res);
 
 inline int statusOf(const httplib::Result& res) { return res ? res->status : -1; }
 
-// --- Reading the SQLite files directly, read-only ---
-
-SQLite::Database openReadOnly(const std::filesystem::path& file);
+// --- Reading the SQLite files directly, read-only (openReadOnly: read_only_db.h) ---
 
 // 0 for a file that does not exist (a webhook's events file before its first event).
 int64_t countRows(const std::filesystem::path& file, const std::string& table,
