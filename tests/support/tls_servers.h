@@ -120,9 +120,12 @@ class NginxTls {
   pid_t pid_ = -1;
 };
 
-// nginx writes a request's log line after its answer: wait for it.
+// nginx writes a request's log line after its answer, once it has read and
+// dropped the rest of the body (`return 200` does not wait for it), or after
+// its 5 s lingering_timeout: wait longer than that.
 inline bool eventuallyLogged(const NginxTls& nginx, const std::string& line) {
-  return eventually([&] { return nginx.accessLog().find(line) != std::string::npos; });
+  return eventually([&] { return nginx.accessLog().find(line) != std::string::npos; },
+                    std::chrono::seconds(15));
 }
 
 class SServer {
