@@ -81,7 +81,10 @@ clean:
 
 # Fuzzing: libFuzzer targets in fuzz/, built with clang, ASan and UBSan in
 # build-fuzz/. `make test-sanitizers` runs each for a few seconds; `make fuzz` for
-# FUZZ_SECONDS each (see docs/testing.md).
+# FUZZ_SECONDS each (see docs/testing.md). Its layers compile in unity batches
+# of twelve files, not six: a batch compiles the shared JSON and HTTP templates
+# once, and this tree is built whole, not edited file by file (the server
+# layer took 192 -> 143 CPU s).
 FUZZ_DIR := build-fuzz
 FUZZ_SECONDS ?= 300
 
@@ -91,7 +94,7 @@ fuzz-build: test-deps
 	@test -f $(FUZZ_DIR)/build.ninja || CC=clang CXX=clang++ meson setup $(FUZZ_DIR) \
 	    --wrap-mode=nodownload -Dfuzzing=enabled \
 	    -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=false \
-	    -Dcpp_args=-gline-tables-only
+	    -Dcpp_args=-gline-tables-only -Dunity_size=12
 	meson compile -C $(FUZZ_DIR) fuzzers
 
 fuzz: fuzz-build
