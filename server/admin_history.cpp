@@ -60,7 +60,7 @@ json nextCursor(const char* kind, const std::optional<PageKey>& next) {
 void AdminApi::listEvents(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
   auto query = readListQuery(req, store_, *id, kEventsCursor);
   if (!query) return sendError(res, query.error());
@@ -81,7 +81,7 @@ void AdminApi::getEvent(const HttpRequest& req, HttpResponse& res) {
   if (!id) return;
   auto eventId = pathId(req, res, 2, "event");
   if (!eventId) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
   if (auto params = queryParams(req, {}); !params) return sendError(res, params.error());
   auto event = db.value() ? db.value()->showEvent(*eventId)
@@ -96,7 +96,7 @@ void AdminApi::getEvent(const HttpRequest& req, HttpResponse& res) {
 void AdminApi::listDeliveries(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
   auto query = readListQuery(req, store_, *id, kDeliveriesCursor);
   if (!query) return sendError(res, query.error());

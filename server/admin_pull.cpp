@@ -126,14 +126,18 @@ void AdminApi::leaseDeliveries(const HttpRequest& req, HttpResponse& res) {
     return sendError(res, 409, error_code::kTargetInactive,
                      "target " + target->id + " is paused; enable it to lease");
   const TargetRouting routing = storedTargetRouting(target->routingJson);
-  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kWrite);
+  // A webhook with no events file has had no event: nothing to lease, and
+  // no file to make for it.
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
 
   const std::string token = newToken(kLeasePrefix);
   const std::string hash = sha256Hex(token);
-  auto grant = db.value()->lease(target->id, static_cast<int>(count->value_or(kDefaultLeaseCount)),
-                                 target->fifo(), hash,
-                                 std::chrono::seconds(seconds->value_or(kDefaultLeaseSeconds)));
+  const std::chrono::seconds leaseFor(seconds->value_or(kDefaultLeaseSeconds));
+  auto grant = db.value() ? db.value()->lease(target->id,
+                                              static_cast<int>(count->value_or(kDefaultLeaseCount)),
+                                              target->fifo(), hash, leaseFor)
+                          : Result<LeaseGrant>(LeaseGrant{store_.clock().now() + leaseFor, {}});
   if (!grant) return sendError(res, grant.error());
 
   json deliveries = json::array();
@@ -232,9 +236,10 @@ void AdminApi::settle(const HttpRequest& req, HttpResponse& res, LeaseAction act
       return retryDelay(policy, attemptInSeries, random_);
     };
   }
-  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kWrite);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
-  auto answers = db.value()->settleLease(s);
+  auto answers = db.value() ? db.value()->settleLease(s)
+                            : Result<std::vector<LeaseAnswer>>(EventsDb::settleWithoutFile(s));
   if (!answers) return sendError(res, answers.error());
 
   json results = json::array();

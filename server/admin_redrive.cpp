@@ -57,7 +57,7 @@ void AdminApi::retryDelivery(const HttpRequest& req, HttpResponse& res) {
   if (!id) return;
   auto deliveryId = pathId(req, res, 2, "delivery");
   if (!deliveryId) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
   // Redrive acts on stored rows: a webhook with no events file has none.
   auto delivery =
@@ -90,7 +90,7 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
   if (!id) return;
   auto eventId = pathId(req, res, 2, "event");
   if (!eventId) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
   auto body = optionalJsonObject(req, res);
   if (!body) return;
@@ -153,7 +153,7 @@ void AdminApi::redeliverEvent(const HttpRequest& req, HttpResponse& res) {
 void AdminApi::replay(const HttpRequest& req, HttpResponse& res) {
   auto id = webhookRef(req, res);
   if (!id) return;
-  auto db = webhookEventsDb(store_, eventsDbs_, *id, EventsDbUse::kRead);
+  auto db = webhookEventsDb(store_, eventsDbs_, *id);
   if (!db) return sendError(res, db.error());
   auto body = optionalJsonObject(req, res);
   if (!body) return;

@@ -132,9 +132,9 @@ Result<PageKey> decodeCursor(std::string_view kind, std::string_view cursor) {
 }
 
 Result<std::shared_ptr<EventsDb>> webhookEventsDb(MainStore& store, EventsDbPool& eventsDbs,
-                                                  const std::string& webhookId, EventsDbUse use) {
+                                                  const std::string& webhookId) {
   if (auto w = store.getWebhook(webhookId); !w) return w.error();
-  return use == EventsDbUse::kWrite ? eventsDbs.get(webhookId) : eventsDbs.getIfMade(webhookId);
+  return eventsDbs.getIfMade(webhookId);
 }
 
 }  // namespace webhooker::server

@@ -63,12 +63,10 @@ Result<PageRequest> readPage(const std::map<std::string, std::string>& params,
 std::string encodeCursor(std::string_view kind, const PageKey& key);
 Result<PageKey> decodeCursor(std::string_view kind, std::string_view cursor);
 
-// The events DB of an existing webhook: "not_found" for an unknown webhook
-// (without making a file for it). For a write, a webhook with no file yet
-// gets one (EventsDbPool::get); for a read, it is null instead: the
-// webhook has no events.
-enum class EventsDbUse { kWrite, kRead };
+// The events DB of an existing webhook: "not_found" for an unknown webhook;
+// null, and no file made, for one with no file yet (EventsDbPool::getIfMade):
+// it has had no event, so nothing of it to read, lease or settle.
 Result<std::shared_ptr<EventsDb>> webhookEventsDb(MainStore& store, EventsDbPool& eventsDbs,
-                                                  const std::string& webhookId, EventsDbUse use);
+                                                  const std::string& webhookId);
 
 }  // namespace webhooker::server

@@ -221,6 +221,9 @@ class EventsDb {
   // out) is answered with its error and left as it was. One answer per id,
   // in order.
   Result<std::vector<LeaseAnswer>> settleLease(const LeaseSettlement& settlement);
+  // What settleLease answers for a webhook with no events file (it has had
+  // no event, so no lease holds anything of it): each id is not held.
+  static std::vector<LeaseAnswer> settleWithoutFile(const LeaseSettlement& settlement);
 
   // --- Statistics (events_db_stats.cpp) --------------------------------------
   // Counts for the admin API and the console, read from one snapshot on a

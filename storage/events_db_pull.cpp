@@ -28,6 +28,11 @@ LeasedDelivery leasedRow(SQLite::Statement& q) {
   return {q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getInt() + 1};
 }
 
+void answerNotHeld(LeaseAnswer& a) {
+  a.code = error_code::kNotLeased;
+  a.message = "delivery " + a.id + " is not held by this lease (another lease's, or settled)";
+}
+
 }  // namespace
 
 Result<LeaseGrant> EventsDb::lease(const std::string& targetId, int count, bool fifo,
@@ -108,8 +113,7 @@ Result<std::vector<LeaseAnswer>> EventsDb::settleLease(const LeaseSettlement& s)
         q->bind(2, s.targetId);
         if (!q->executeStep() || q->getColumn(3).isNull() ||
             q->getColumn(3).getString() != s.leaseHash) {
-          a.code = error_code::kNotLeased;
-          a.message = "delivery " + id + " is not held by this lease (another lease's, or settled)";
+          answerNotHeld(a);
           continue;
         }
         a.status = storage::statusColumn(q->getColumn(0));
@@ -172,6 +176,15 @@ Result<std::vector<LeaseAnswer>> EventsDb::settleLease(const LeaseSettlement& s)
     return {};
   });
   if (!written) return written.error();
+  return answers;
+}
+
+std::vector<LeaseAnswer> EventsDb::settleWithoutFile(const LeaseSettlement& s) {
+  std::vector<LeaseAnswer> answers(s.ids.size());
+  for (size_t i = 0; i < s.ids.size(); ++i) {
+    answers[i].id = s.ids[i];
+    answerNotHeld(answers[i]);
+  }
   return answers;
 }
 

@@ -292,6 +292,41 @@ TEST_CASE("pull: bad input is refused with 400 and changes nothing") {
   CHECK(f.eventsDump() == events);
 }
 
+TEST_CASE("pull: a webhook with no events file leases nothing, settles nothing, makes no file") {
+  PullFixture f;  // its webhook's file is made; the other webhook has had no event
+  const std::string otherPull =
+      f.server.createTarget(f.otherWebhookId, {{"name", "queue"}, {"type", "pull"}})["id"];
+  auto admin = f.server.client();
+  const auto call = [&](const std::string& webhookId, const std::string& targetId,
+                        const std::string& verb, const json& body) {
+    auto res = admin.Post("/api/v1/webhooks/" + webhookId + "/targets/" + targetId + "/" + verb,
+                          body.dump(), "application/json");
+    REQUIRE(res);
+    INFO(res->body);
+    REQUIRE(res->status == 200);
+    return json::parse(res->body);
+  };
+
+  const json lease = call(f.otherWebhookId, otherPull, "lease", {{"lease_seconds", 60}});
+  CHECK(lease["lease"].get<std::string>().rfind("whl_", 0) == 0);
+  CHECK(lease["expires_at"] == formatTime(f.clock.now() + 60s));
+  CHECK(lease["deliveries"] == json::array());
+  // Each verb answers an id as it does for a webhook with events whose lease
+  // does not hold it.
+  const json withEvents = f.lease(1);
+  for (const char* verb : {"ack", "nack", "extend"}) {
+    CAPTURE(verb);
+    const json settled =
+        call(f.otherWebhookId, otherPull, verb, {{"lease", lease["lease"]}, {"ids", {kUnknownId}}});
+    REQUIRE(settled["results"].size() == 1);
+    CHECK(errorOf(settled["results"][0]) == "not_leased");
+    CHECK(settled == call(f.webhookId, f.pullId, verb,
+                          {{"lease", withEvents["lease"]}, {"ids", {kUnknownId}}}));
+  }
+  CHECK_FALSE(std::filesystem::exists(f.server.eventsDbPath(f.otherWebhookId)));
+  CHECK(f.server.eventsDbs().peek(f.otherWebhookId).open == nullptr);
+}
+
 TEST_CASE("pull: a token with operate may lease and ack; one with read may not") {
   PullFixture f;
   const std::string delivery = f.deliveryOf(f.ingest(R"({"n":1})"), f.pullId);
