@@ -91,8 +91,6 @@ void MoveApi::readEvents(const HttpRequest& req, HttpResponse& res) {
                        "changed_since is an ISO-8601 time");
     cursor.changedSince = since->second;
   }
-  // A webhook with no events file yet gets one: the move copies a file.
-  if (auto made = eventsDbs_.get(*id); !made) return sendError(res, made.error());
   auto piece = readTransferPiece(eventsDbs_.pathFor(*id), dataDir(), cursor, kPieceBodyBudget,
                                  options_, formatTime(std::chrono::system_clock::now() - kClockMargin));
   if (!piece) return sendError(res, piece.error());

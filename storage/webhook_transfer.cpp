@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -71,13 +72,20 @@ Result<TransferPiece> readTransferPiece(const std::filesystem::path& eventsDb,
                                         const std::filesystem::path& scratch,
                                         const TransferCursor& cursor, size_t bodyBudget,
                                         const DbOptions& options, const std::string& now) {
-  if (!std::filesystem::exists(eventsDb))
-    return makeError(error_code::kNotFound, "no events database for this webhook");
+  // A webhook with no event has no file yet: its piece is read from a new,
+  // empty events DB in `scratch`, so that reading it makes none.
+  std::optional<ScratchFile> empty;
+  if (!std::filesystem::exists(eventsDb)) {
+    empty.emplace(scratch);
+    if (auto made = storage::openDatabase(empty->path(), options, eventsMigrations()); !made)
+      return made.error();
+  }
+  const std::filesystem::path& source = empty ? empty->path() : eventsDb;
   ScratchFile piece(scratch);
   TransferPiece out;
   try {
     // OPEN_CREATE: an attached file is opened with the main one's flags.
-    SQLite::Database db(eventsDb.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
+    SQLite::Database db(source.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
                         options.busyTimeoutMs);
     attach(db, piece.path());
     // One read of the source: everything below is of the same moment.

@@ -913,6 +913,45 @@ TEST_CASE("a webhook moving out refuses every change to it with 409 webhook_movi
   CHECK(a.Get(path)->status == 404);
 }
 
+TEST_CASE(
+    "a webhook with no event moves without its source making an events file; its new "
+    "owner takes it with no events") {
+  LoopbackCluster c({"a", "b"});
+  const json created = c.nodes.api("a").createWebhook("quiet");
+  const std::string id = created["id"];
+  c.nodes.api("a").createTarget(id, receiverTarget(c.receiver));
+  REQUIRE(cluster(withArgs({"sync"}, c.routing)).exitCode == 0);
+  const std::string path = "/api/v1/webhooks/" + id;
+  const fs::path sourceFile = c.nodes.dataDir("a") / ("events-" + id + ".db");
+  REQUIRE_FALSE(fs::exists(sourceFile));
+
+  // The move's read of the source, as its first step makes it: a whole,
+  // empty piece, and still no file (the source deletes its files at the
+  // move's end, so this is where one made would show).
+  httplib::Client a = c.nodes.api("a").admin();
+  const auto piece = a.Get(path + "/move/events?after_event=0");
+  REQUIRE(piece);
+  INFO(piece->body);
+  REQUIRE(piece->status == 200);
+  CHECK(piece->get_header_value("X-Transfer-Last-Event") == "0");
+  CHECK(piece->get_header_value("X-Transfer-More") == "false");
+  CHECK_FALSE(fs::exists(sourceFile));
+
+  REQUIRE(moveWebhook(id, "b", c.routing));
+  httplib::Client b = c.nodes.api("b").admin();
+  const auto events = b.Get(path + "/events");
+  REQUIRE(events);
+  REQUIRE(events->status == 200);
+  CHECK(json::parse(events->body)["events"] == json::array());
+  CHECK(a.Get(path)->status == 404);
+  // The new owner takes events: one through HAProxy is delivered.
+  httplib::Client front = DaemonApi(c.haproxy.url()).admin();
+  const auto posted = front.Post(DaemonApi::hookPath(created), "{}", "application/json");
+  REQUIRE(posted);
+  CHECK(posted->status == 200);
+  CHECK(c.nodes.storedEvents("b", id).size() == 1);
+}
+
 TEST_CASE("a move waits for the events still being routed when it starts: every event "
           "acknowledged on the source is in the events DB the move copies") {
   // One node: the source's side of a move is the question, no HAProxy needed.

@@ -2,7 +2,8 @@
 // on real files: a catch-up piece brings the source's later state of a
 // delivery into the copy, also when that state was written within the same
 // millisecond as the one the copy has; an earlier state never replaces a
-// later one; an adopted copy never reads a WAL left under its new name.
+// later one; an adopted copy never reads a WAL left under its new name; a
+// webhook with no events file reads as an empty piece and is not made one.
 #include <doctest/doctest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -119,4 +120,26 @@ TEST_CASE_FIXTURE(Transfer, "an adopted copy is not read through a WAL left unde
   CHECK(db.execAndGet("PRAGMA integrity_check").getString() == "ok");
   CHECK(db.execAndGet("SELECT COUNT(*) FROM events").getInt() == 1);
   CHECK(db.execAndGet("SELECT id FROM deliveries").getString() == deliveryId);
+}
+
+TEST_CASE_FIXTURE(Transfer, "a webhook with no events file reads as an empty piece, making none") {
+  const std::filesystem::path missing = dir / "events-none.db";
+  auto piece = webhooker::readTransferPiece(missing, dir.path(), TransferCursor{}, kBudget,
+                                            DbOptions{}, webhooker::formatTime(clock.now()));
+  REQUIRE(piece);
+  CHECK(piece->lastEvent == 0);
+  CHECK_FALSE(piece->more);
+  CHECK_FALSE(std::filesystem::exists(missing));
+  // Only the two DBs of the fixture are left: no scratch file either.
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    CAPTURE(entry.path());
+    CHECK(entry.path().filename().string().rfind("events-", 0) == 0);
+    ++files;
+  }
+  CHECK(files > 0);
+  // A piece like any other: merged, the copy has no events.
+  merge(piece->bytes);
+  SQLite::Database db(copy.string(), SQLite::OPEN_READONLY);
+  CHECK(db.execAndGet("SELECT COUNT(*) FROM events").getInt() == 0);
 }
