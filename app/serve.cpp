@@ -265,6 +265,11 @@ int runServe(const Config& config) {
     spdlog::shutdown();
     std::_Exit(0);
   }
+  // The events DBs' WALs are emptied as their pool goes; the main DB's here,
+  // once nothing writes to it.
+  if (auto emptied = store.value()->checkpointWal(); !emptied || !*emptied)
+    spdlog::warn("daemon.main_wal_kept error=\"{}\"",
+                 emptied ? "another connection reads it" : emptied.error().message);
   const auto commits = EventsDbPool::commitCounts();
   const auto poolUse = eventsDbs.use();
   spdlog::info("daemon.stopped commit_rounds={} wal_flushes={} pool_gets={} pool_opens={}",

@@ -137,17 +137,7 @@ int EventsDb::schemaVersion() {
 
 Result<bool> EventsDb::checkpointWal(Wait wait) {
   MutexLock lock(dbMutex_);
-  sqlite3* handle = db_->getHandle();
-  if (wait == Wait::kNo) sqlite3_busy_timeout(handle, 0);
-  int logFrames = 0, checkpointed = 0;
-  const int rc = sqlite3_wal_checkpoint_v2(handle, nullptr, SQLITE_CHECKPOINT_TRUNCATE, &logFrames,
-                                           &checkpointed);
-  if (wait == Wait::kNo) sqlite3_busy_timeout(handle, options_.busyTimeoutMs);
-  if (rc == SQLITE_BUSY) return false;
-  if (rc != SQLITE_OK)
-    return makeError(error_code::kStorageError,
-                     std::string("storage checkpoint failed: ") + sqlite3_errstr(rc));
-  return true;
+  return storage::checkpointWal(*db_, options_, wait == Wait::kForOthers);
 }
 
 std::uintmax_t EventsDb::walBytes() const {

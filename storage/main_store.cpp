@@ -201,11 +201,14 @@ auto MainStore::write(const char* operation, const Body& body) {
   return storageCall(operation, body, *db_);
 }
 
-MainStore::MainStore(std::unique_ptr<SQLite::Database> db, SyncMode sync, const Clock& clock)
+MainStore::MainStore(std::unique_ptr<SQLite::Database> db, const DbOptions& options,
+                     const Clock& clock)
     : clock_(clock),
+      options_(options),
       db_(std::move(db)),
       statements_(std::make_unique<storage::StatementCache>(*db_)),
-      creates_(std::make_unique<storage::GroupCommit>(*db_, dbMutex_, *statements_, sync)) {}
+      creates_(std::make_unique<storage::GroupCommit>(*db_, dbMutex_, *statements_, options.sync)) {
+}
 
 MainStore::~MainStore() = default;
 
@@ -213,7 +216,12 @@ Result<std::unique_ptr<MainStore>> MainStore::open(const std::filesystem::path& 
                                                    const DbOptions& options, const Clock& clock) {
   auto db = storage::openDatabase(file, options, mainMigrations());
   if (!db) return db.error();
-  return std::unique_ptr<MainStore>(new MainStore(std::move(db.value()), options.sync, clock));
+  return std::unique_ptr<MainStore>(new MainStore(std::move(db.value()), options, clock));
+}
+
+Result<bool> MainStore::checkpointWal() {
+  MutexLock lock(dbMutex_);
+  return storage::checkpointWal(*db_, options_, /*waitForOthers=*/false);
 }
 
 int MainStore::schemaVersion() {

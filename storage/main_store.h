@@ -212,6 +212,12 @@ class MainStore {
   // Creates queued or being committed (a test's view of their group).
   size_t createsQueued() const;
 
+  // For a clean stop, once nothing writes: copies the WAL into the file and
+  // empties it (wal_checkpoint(TRUNCATE)), as the events DBs' are, so a
+  // stopped node's folder holds its data in its .db files. False, at once,
+  // when another connection (a command reading the folder) kept part of it.
+  Result<bool> checkpointWal();
+
   // Moves after every write this store makes, once it is committed (or
   // rolled back). A cache of what was read keeps it valid while the number
   // it read *before* reading has not moved.
@@ -241,9 +247,10 @@ class MainStore {
   template <typename Body>
   auto write(const char* operation, const Body& body) EXCLUDES(dbMutex_);
 
-  MainStore(std::unique_ptr<SQLite::Database> db, SyncMode sync, const Clock& clock);
+  MainStore(std::unique_ptr<SQLite::Database> db, const DbOptions& options, const Clock& clock);
 
   const Clock& clock_;
+  const DbOptions options_;
   Mutex dbMutex_;  // one statement sequence at a time
   const std::unique_ptr<SQLite::Database> db_ PT_GUARDED_BY(dbMutex_);
   // The group commit of webhook creates and audit rows, and its statements

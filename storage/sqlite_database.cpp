@@ -300,6 +300,20 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
 
 uint64_t shmResetsInPlaceSoFar() { return shmResetsInPlace.load(std::memory_order_relaxed); }
 
+Result<bool> checkpointWal(SQLite::Database& db, const DbOptions& options, bool waitForOthers) {
+  sqlite3* handle = db.getHandle();
+  if (!waitForOthers) sqlite3_busy_timeout(handle, 0);
+  int logFrames = 0, checkpointed = 0;
+  const int rc = sqlite3_wal_checkpoint_v2(handle, nullptr, SQLITE_CHECKPOINT_TRUNCATE, &logFrames,
+                                           &checkpointed);
+  if (!waitForOthers) sqlite3_busy_timeout(handle, options.busyTimeoutMs);
+  if (rc == SQLITE_BUSY) return false;
+  if (rc != SQLITE_OK)
+    return makeError(error_code::kStorageError,
+                     std::string("storage checkpoint failed: ") + sqlite3_errstr(rc));
+  return true;
+}
+
 Result<void> deleteDatabaseFiles(const std::filesystem::path& file,
                                  std::initializer_list<std::string_view> suffixes) {
   for (std::string_view suffix : suffixes) {

@@ -50,6 +50,13 @@ Result<std::unique_ptr<SQLite::Database>> openReader(const std::filesystem::path
 // is open, the others wait for it.
 Result<std::unique_ptr<SQLite::Database>> openAlone(const std::filesystem::path& file);
 
+// Copies the WAL of `db` (opened by openDatabase() with `options`) into its
+// file and empties it (wal_checkpoint(TRUNCATE)), with the disk flushes that
+// takes, so the next open of the file has no WAL to read. False when another
+// connection's read or write kept part of it: without `waitForOthers` at
+// once, else after the busy timeout.
+Result<bool> checkpointWal(SQLite::Database& db, const DbOptions& options, bool waitForOthers);
+
 // Deletes the files of the database `file` named by `suffixes` ("" is the
 // file itself, "-wal" and "-shm" its WAL and WAL index); one that is missing
 // is not an error. No connection to the file may be open.

@@ -250,6 +250,12 @@ TEST_CASE("a restart keeps webhooks, targets and stored events") {
     REQUIRE(ingested->status == 200);
     eventId = json::parse(ingested->body)["event_id"].get<std::string>();
     REQUIRE(daemon.stop() == 0);
+    // A clean stop empties every WAL into its file: the data is in the .db files.
+    for (const auto& file : {dir / "webhooker.db", eventsDbPath(dir, webhookId)}) {
+      const std::string wal = file.string() + "-wal";
+      CAPTURE(wal);
+      CHECK((!std::filesystem::exists(wal) || std::filesystem::file_size(wal) == 0));
+    }
   }
 
   DaemonProcess daemon(dir.path());
