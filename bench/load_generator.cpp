@@ -88,7 +88,9 @@ LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies)
         }
         httplib::Headers headers = {{kSeqHeader, std::to_string(r.seq)}};
         const std::string& path =
-            spec.paths.empty() ? spec.path : spec.paths[pathIndex(i, spec.paths.size())];
+            spec.paths.empty() ? spec.path
+                               : spec.paths[spec.pathsInOrder ? i % spec.paths.size()
+                                                              : pathIndex(i, spec.paths.size())];
         const std::string& body = bodies[i % bodies.size()];
         if (!spec.signingSecret.empty()) {
           const std::string id = "msg_" + std::to_string(r.seq);

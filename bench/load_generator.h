@@ -25,6 +25,9 @@ struct LoadSpec {
   // If set, request i goes to paths[pathIndex(i)] instead (spread at random
   // over many webhooks, the same way in every run).
   std::vector<std::string> paths;
+  // With paths: request i goes to paths[i % paths.size()] instead, so that
+  // `paths.size()` requests reach each path once.
+  bool pathsInOrder = false;
   int connections = 8;
   size_t requests = 0;  // how many to send in all
   double rate = 0;      // requests per second in all; 0 = closed loop
