@@ -175,15 +175,7 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     return refuse(400, error_code::kInvalidIdempotencyKey,
                   "the idempotency key must be 1 to 255 characters");
 
-  auto db = eventsDbs_.get(entrypoint.webhookId);
-  if (!db && db.error().isNotFound())  // the webhook was deleted meanwhile
-    return refuse(404, error_code::kNotFound, "no such entrypoint");
-  if (!db) {
-    spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", entrypoint.webhookId,
-                  db.error().message);
-    return refuse(503, error_code::kStorageUnavailable, "the event was not stored; retry later");
-  }
-
+  std::shared_ptr<EventsDb> held = eventsDbs_.getIfHeld(entrypoint.webhookId);
   InboundEvent event;
   event.entrypointId = entrypoint.id;
   event.method = req.method;
@@ -202,18 +194,24 @@ void IngestHandler::handle(HttpRequest& req, Respond respond) {
     MutexLock lock(parkedMutex_);
     ++parked_;
   }
-  if (!route->runsJq)
-    return routeAndStore(std::move(route), std::move(db.value()), std::move(event),
-                         std::move(respond), std::move(pass));
-  // A jq program may take its whole time budget: not on the event loop.
-  auto job = std::make_shared<std::tuple<std::shared_ptr<const IngestRoute>,
-                                         std::shared_ptr<EventsDb>, InboundEvent, Respond,
-                                         MoveFence::IngestPass>>(
-      std::move(route), std::move(db.value()), std::move(event), std::move(respond),
-      std::move(pass));
+  if (held && !route->runsJq)
+    return routeAndStore(std::move(route), std::move(held), std::move(event), std::move(respond),
+                         std::move(pass));
+  // Opening a file (a first event's also flushes it) and a jq program (its
+  // whole time budget) may wait: not on the event loop.
+  auto job =
+      std::make_shared<std::tuple<std::shared_ptr<const IngestRoute>, std::shared_ptr<EventsDb>,
+                                  InboundEvent, Respond, MoveFence::IngestPass>>(
+          std::move(route), std::move(held), std::move(event), std::move(respond), std::move(pass));
   const std::string webhookId = entrypoint.webhookId;
   if (!routing_.post(webhookId, [this, job]() {
         auto& [r, d, e, answer, p] = *job;
+        if (!d) d = openOrRefuse(r->entrypoint.webhookId, answer);
+        if (!d) {
+          answer = nullptr;  // nothing of the request may outlive the count
+          p = nullptr;
+          return unpark();
+        }
         routeAndStore(std::move(r), std::move(d), std::move(e), std::move(answer), std::move(p));
       })) {
     std::get<Respond>(*job)(routingBusy());
@@ -227,6 +225,20 @@ HttpResponse IngestHandler::routingBusy() {
                                    "too many events are waiting for their routing; retry shortly");
   res.set_header("Retry-After", "1");
   return res;
+}
+
+std::shared_ptr<EventsDb> IngestHandler::openOrRefuse(const std::string& webhookId,
+                                                      const Respond& respond) {
+  auto db = eventsDbs_.get(webhookId);
+  if (db) return std::move(db.value());
+  if (db.error().isNotFound()) {  // the webhook was deleted meanwhile
+    respond(errorResponse(404, error_code::kNotFound, "no such entrypoint"));
+  } else {
+    spdlog::error("ingest.store_failed webhook_id={} error=\"{}\"", webhookId, db.error().message);
+    respond(errorResponse(503, error_code::kStorageUnavailable,
+                          "the event was not stored; retry later"));
+  }
+  return nullptr;
 }
 
 void IngestHandler::unpark() {

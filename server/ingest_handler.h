@@ -9,9 +9,11 @@
 // Threading: handle() runs on the HTTP server's event loop and never waits
 // for a commit: the request is parked in the events DB's group commit and
 // answered from a commit thread (EventsDb::ingestAsync). It reads the
-// main DB only when an entrypoint is not cached, and opens an events DB only
-// when the pool does not hold it open; an event whose routing runs jq is
-// routed and queued for its commit from IngestRouting's threads instead.
+// main DB only when an entrypoint is not cached, and never opens an events
+// DB: an event whose webhook's file the pool does not hold open (opening
+// it reads its schema; a webhook's first event makes and flushes it), like
+// an event whose routing runs jq, is routed and queued for its commit from
+// IngestRouting's threads instead.
 // setAccepting() from any thread.
 #pragma once
 
@@ -86,6 +88,9 @@ class IngestHandler {
   // answering why not (404, 410, 503).
   std::shared_ptr<const IngestRoute> admit(const HttpRequest& req, const Respond& respond);
   void unpark();
+  // The webhook's events DB from the pool, opened or made; null after
+  // answering why not (404 for a webhook deleted meanwhile, 503).
+  std::shared_ptr<EventsDb> openOrRefuse(const std::string& webhookId, const Respond& respond);
   // 503 routing_busy with Retry-After: the event was not stored, send it again.
   static HttpResponse routingBusy();
 

@@ -7,7 +7,8 @@
 //
 // Routing that runs a jq program waits for a worker process, up to the jq
 // time budget: such events are routed on this class's own threads (post()),
-// never on the event loop. Each webhook has its own queue, at most a
+// never on the event loop; so are events whose webhook's events file must
+// be opened first (IngestHandler). Each webhook has its own queue, at most a
 // quarter of maxQueued, and at most half the threads; the threads take jobs
 // from the webhooks in turn, so one webhook's burst or slow programs delay
 // its own events, not every webhook's. Header, pointer and event-type rules

@@ -137,6 +137,15 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::getIfMade(const std::string& web
   return open(webhookId, IfNoFile::kNull);
 }
 
+std::shared_ptr<EventsDb> EventsDbPool::getIfHeld(const std::string& webhookId) {
+  MutexLock lock(poolMutex_);
+  const auto it = index_.find(webhookId);
+  if (it == index_.end() || opening_.count(webhookId)) return nullptr;
+  ++use_.gets;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
 Result<std::shared_ptr<EventsDb>> EventsDbPool::open(const std::string& webhookId,
                                                      IfNoFile ifNoFile) {
   MutexLock lock(poolMutex_);

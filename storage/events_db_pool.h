@@ -104,6 +104,11 @@ class EventsDbPool {
   // The same for a read: null, and no file made, for a webhook that has
   // none yet.
   Result<std::shared_ptr<EventsDb>> getIfMade(const std::string& webhookId) EXCLUDES(poolMutex_);
+  // The events DB of `webhookId` if the pool holds it open, as get() would
+  // answer; otherwise null at once, where get() would open or make the file
+  // (or wait for another caller's open of it). For a thread that must not
+  // wait for the disk: the event loop.
+  std::shared_ptr<EventsDb> getIfHeld(const std::string& webhookId) EXCLUDES(poolMutex_);
 
   // Closes the webhook's DB now, as an eviction would, if the pool holds it:
   // for a caller that knows the DB will not be wanted soon (a restart's

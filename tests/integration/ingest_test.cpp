@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <functional>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "base/uuid.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/raw_connection.h"
@@ -35,6 +37,7 @@ using webhooker::Task;
 using webhooker::testing::countRows;
 using webhooker::testing::dumpDatabase;
 using webhooker::testing::errorCode;
+using webhooker::testing::eventually;
 using webhooker::testing::FakeClock;
 using webhooker::testing::jsonOf;
 using webhooker::testing::openReadOnly;
@@ -510,6 +513,48 @@ TEST_CASE("while the events DB stays locked, each concurrent ingest is 503 and n
   CHECK(hook.server.dispatcher().batchCount() == 0);
 
   checkAccepted(hook, hook.post("{}"), "{}", "application/json", true);
+}
+
+TEST_CASE("opening one webhook's events file holds up no other webhook's ingest") {
+  TestServerOptions options;
+  options.busyTimeoutMs = 60'000;  // the open below waits as long as the file stays locked
+  TestServer server(options);
+  const auto entrypointOf = [&](const std::string& name) {
+    const json webhook = server.createWebhook(name);
+    return std::pair{webhook["id"].get<std::string>(),
+                     webhook["entrypoints"][0]["id"].get<std::string>()};
+  };
+  const auto [slowId, slowEntrypoint] = entrypointOf("slow");
+  const auto [quickId, quickEntrypoint] = entrypointOf("quick");
+  const auto post = [&](const std::string& entrypoint) {
+    auto client = server.anonymousClient();
+    client.set_read_timeout(10, 0);
+    return statusOf(client.Post("/hooks/" + entrypoint, "{}", "application/json"));
+  };
+  REQUIRE(post(slowEntrypoint) == 200);
+  REQUIRE(post(quickEntrypoint) == 200);
+
+  // The pool closes the slow webhook's file; an operator's sqlite3 shell then
+  // keeps it to itself, so opening it again waits for the shell.
+  server.eventsDbs().letGo(slowId);
+  std::optional<SQLite::Database> shell;
+  shell.emplace(server.eventsDbPath(slowId).string(), SQLite::OPEN_READWRITE, 10'000);
+  shell->exec("PRAGMA locking_mode = EXCLUSIVE");
+  shell->exec("BEGIN EXCLUSIVE");  // waits for the pool's closer
+  shell->exec("COMMIT");
+
+  const uint64_t getsBefore = server.eventsDbs().use().gets;
+  std::atomic<int> slowStatus{-1};
+  std::jthread slowPost([&] { slowStatus = post(slowEntrypoint); });
+  REQUIRE(eventually([&] { return server.eventsDbs().use().gets > getsBefore; }));
+
+  CHECK(post(quickEntrypoint) == 200);
+  CHECK(slowStatus == -1);  // still opening its file
+  shell.reset();
+  slowPost.join();
+  CHECK(slowStatus == 200);
+  CHECK(countRows(server.eventsDbPath(slowId), "events") == 2);
+  CHECK(countRows(server.eventsDbPath(quickId), "events") == 2);
 }
 
 TEST_CASE("a body over the limit is 413 and writes nothing") {
