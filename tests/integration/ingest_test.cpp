@@ -519,13 +519,10 @@ TEST_CASE("opening one webhook's events file holds up no other webhook's ingest"
   TestServerOptions options;
   options.busyTimeoutMs = 60'000;  // the open below waits as long as the file stays locked
   TestServer server(options);
-  const auto entrypointOf = [&](const std::string& name) {
-    const json webhook = server.createWebhook(name);
-    return std::pair{webhook["id"].get<std::string>(),
-                     webhook["entrypoints"][0]["id"].get<std::string>()};
-  };
-  const auto [slowId, slowEntrypoint] = entrypointOf("slow");
-  const auto [quickId, quickEntrypoint] = entrypointOf("quick");
+  const json slow = server.createWebhook("slow");
+  const json quick = server.createWebhook("quick");
+  const std::string slowId = slow["id"], slowEntrypoint = slow["entrypoints"][0]["id"];
+  const std::string quickId = quick["id"], quickEntrypoint = quick["entrypoints"][0]["id"];
   const auto post = [&](const std::string& entrypoint) {
     auto client = server.anonymousClient();
     client.set_read_timeout(10, 0);
