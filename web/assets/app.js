@@ -283,9 +283,12 @@
   function signOut(message) {
     if (portal()) {
       sessionStorage.removeItem(PORTAL_KEY);
+      // "Signed out" once the daemon has ended the session, not before: a
+      // request sent meanwhile would still be answered.
+      const ended = () => renderPortalEnded(message || 'Signed out of the portal.');
       fetch('/api/v1/portal/session', { method: 'DELETE', credentials: 'same-origin', cache: 'no-store' })
-        .catch(() => {});
-      return renderPortalEnded(message || 'Signed out of the portal.');
+        .then(ended, ended);
+      return;
     }
     sessionStorage.removeItem(TOKEN_KEY);
     if (message) showNotice(message, 'error');
