@@ -35,6 +35,7 @@
 #include "server/admin_token.h"
 #include "server/http_server.h"
 #include "storage/events_db_pool.h"
+#include "storage/file_system_flush.h"
 #include "storage/main_store.h"
 #include "targets/http_client.h"
 #include "net/resolver.h"
@@ -142,6 +143,14 @@ int runServe(const Config& config) {
     return 1;
   }
 
+  if (options.db.sync == SyncMode::kFull && options.db.flushScope == FlushScope::kFileSystem) {
+    if (auto used = storage::useFileSystemFlush(dataDir); !used) {
+      spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(),
+                       used.error().message);
+      return 1;
+    }
+  }
+
   SystemClock clock;
   auto store = MainStore::open(dataDir / "webhooker.db", options.db, clock);
   if (!store) {
@@ -218,8 +227,8 @@ int runServe(const Config& config) {
   if (token->generated) handOverAdminToken(*token->generated, dataDir);
   std::cout << "webhooker listening on http://" << host << ":" << port.value()
             << "  (data: " << dataDir.string() << ")" << std::endl;
-  spdlog::info("daemon.started listen={}:{} data_dir={}", listen, port.value(),
-               dataDir.string());
+  spdlog::info("daemon.started listen={}:{} data_dir={} flush_scope={}", listen, port.value(),
+               dataDir.string(), config.flushScope);
 
   operationalEvents.start();
   // The sampler's first pass then reads only the files recovery did not.
@@ -272,8 +281,10 @@ int runServe(const Config& config) {
                  emptied ? "another connection reads it" : emptied.error().message);
   const auto commits = EventsDbPool::commitCounts();
   const auto poolUse = eventsDbs.use();
-  spdlog::info("daemon.stopped commit_rounds={} wal_flushes={} pool_gets={} pool_opens={}",
-               commits.rounds, commits.walFlushes, poolUse.gets, poolUse.opens);
+  spdlog::info(
+      "daemon.stopped commit_rounds={} wal_flushes={} file_system_flushes={} pool_gets={} "
+      "pool_opens={}",
+      commits.rounds, commits.walFlushes, commits.fileSystemFlushes, poolUse.gets, poolUse.opens);
   return 0;
 }
 

@@ -5,6 +5,7 @@ namespace webhooker::bench {
 DaemonSettings BenchConfig::daemonSettings(std::vector<std::string> extraArgs) const {
   DaemonSettings s;
   s.syncMode = syncMode;
+  s.flushScope = flushScope;
   s.httpThreads = connections;
   s.workers = workers;
   s.maxWorkers = maxWorkers;

@@ -13,10 +13,11 @@ namespace {
 
 testing::DaemonOptions daemonOptions(const DaemonSettings& s) {
   testing::DaemonOptions o;
-  o.args = {"--sync-mode",    s.syncMode,
-            "--http-threads", std::to_string(s.httpThreads),
-            "--workers",      std::to_string(s.workers),
-            "--max-workers",  std::to_string(s.maxWorkers),
+  o.args = {"--sync-mode",      s.syncMode,
+            "--flush-scope",    s.flushScope,
+            "--http-threads",   std::to_string(s.httpThreads),
+            "--workers",        std::to_string(s.workers),
+            "--max-workers",    std::to_string(s.maxWorkers),
             "--allow-networks", "127.0.0.0/8"};
   o.args.insert(o.args.end(), s.extraArgs.begin(), s.extraArgs.end());
   o.env = {std::string("WEBHOOKER_ADMIN_TOKEN=") + kAdminToken};

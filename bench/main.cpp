@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   int runs = 1;
   std::string syncMode = "full";
+  std::string flushScope = "file";
   std::string out = "build/bench/results.json";
   CLI::Option* largeFlag = app.add_flag("--large", large,
                "the scale scenario over 10,000 webhooks, and with 1,000,000 retrying; tenants at "
@@ -48,6 +49,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 9));
   app.add_option("--sync-mode", syncMode, "the daemon's sync mode (full is what the goals mean)")
       ->check(CLI::IsMember({"full", "normal"}));
+  app.add_option("--flush-scope", flushScope,
+                 "the daemon's flush scope: file, or filesystem (the data folder's file system "
+                 "flushed once per commit round)")
+      ->check(CLI::IsMember({"file", "filesystem"}));
   app.add_option("--out", out, "where to write the JSON results");
   CLI11_PARSE(app, argc, argv);
   // Parts of the daemon run in this process too (the scale scenario's
@@ -60,6 +65,7 @@ int main(int argc, char** argv) {
                        : large    ? BenchConfig::large()
                                   : BenchConfig::normal();
   config.syncMode = syncMode;
+  config.flushScope = flushScope;
   config.bodies = generateBodies(smoke ? 16 : 256);
   config.smallBodies = generateBodies(16, 7, {.min = 200, .median = 400, .max = 800});
 

@@ -120,6 +120,7 @@ struct DaemonAfterLoad {
   double peakRssMb = 0;
   double commitRounds = 0;
   double walFlushes = 0;
+  double fileSystemFlushes = 0;
   double cpuSeconds = 0;  // the daemon's, during the load
   // The pool's lookups of an events DB and those that opened its file.
   std::optional<double> poolGets;
@@ -144,6 +145,7 @@ DaemonAfterLoad loadAndStop(BenchDaemon& daemon, const LoadSpec& spec,
   daemon.stop();
   out.commitRounds = daemon.logValue("daemon.stopped", "commit_rounds").value_or(0);
   out.walFlushes = daemon.logValue("daemon.stopped", "wal_flushes").value_or(0);
+  out.fileSystemFlushes = daemon.logValue("daemon.stopped", "file_system_flushes").value_or(0);
   out.poolGets = daemon.logValue("daemon.stopped", "pool_gets");
   out.poolOpens = daemon.logValue("daemon.stopped", "pool_opens");
   return out;
@@ -223,6 +225,10 @@ void runTenants(const BenchConfig& config, Report& report) {
   report.add({"tenants", "WAL flushes per acknowledged event" + at,
               perEvent(many.walFlushes, many), "1", perEvent(one.walFlushes, one), "one webhook",
               std::nullopt});
+  if (config.flushScope == "filesystem")
+    report.add({"tenants", "file-system flushes per acknowledged event" + at,
+                perEvent(many.fileSystemFlushes, many), "1", perEvent(one.fileSystemFlushes, one),
+                "one webhook", std::nullopt});
   // The disk's own count: concurrent fdatasync calls joined into one journal
   // commit and cache flush show here as fewer flushes than calls. Counts
   // every process's flushes, so a busy machine makes it an upper bound.

@@ -1,5 +1,7 @@
 #include "storage/commit_threads.h"
 
+#include <algorithm>
+
 #include "base/thread_name.h"
 #include "storage/group_commit.h"
 
@@ -104,10 +106,24 @@ void CommitThreads::commitLoop() {
   }
 }
 
+void CommitThreads::flushFileSystemTogether(FlushAll flushAll) {
+  MutexLock lock(mutex_);
+  flushAll_ = std::move(flushAll);
+}
+
 void CommitThreads::round(const std::vector<GroupCommit*>& files) {
   std::vector<GroupCommit::Round> parts;
   parts.reserve(files.size());
   for (GroupCommit* file : files) parts.push_back(file->beginRound());
+  FlushAll flushAll;
+  {
+    MutexLock lock(mutex_);
+    flushAll = flushAll_;
+  }
+  const auto flushingFiles = std::count_if(parts.begin(), parts.end(), [](const auto& part) {
+    return !part.group.empty() && part.flushes;
+  });
+  const bool flushAllTogether = flushAll && flushingFiles >= 2;
   // A commit without a flush only costs CPU: it runs here. Those that
   // wait for the disk wait together.
   bool committed = false;
@@ -115,15 +131,25 @@ void CommitThreads::round(const std::vector<GroupCommit*>& files) {
   for (size_t i = 0; i < files.size(); ++i) {
     if (parts[i].group.empty()) continue;
     committed = true;
-    if (parts[i].flushes)
+    parts[i].flushLater = flushAllTogether && parts[i].flushes;
+    if (parts[i].flushes && !parts[i].flushLater)
       flushing.push_back([file = files[i], &part = parts[i]] { file->commitRound(part); });
     else
       files[i]->commitRound(parts[i]);
   }
   if (!flushing.empty()) runTogether(flushing);
+  if (flushAllTogether && !flushAll()) {
+    // The error names no file: each is flushed alone, so that only the
+    // writers of a file that cannot be written fail.
+    for (size_t i = 0; i < files.size(); ++i)
+      if (parts[i].flushLater)
+        flushing.push_back([file = files[i], &part = parts[i]] { file->flushRoundAlone(part); });
+    runTogether(flushing);
+  }
   {
     MutexLock lock(mutex_);
     if (committed) ++counts_.rounds;
+    if (flushAllTogether) ++counts_.fileSystemFlushes;
     counts_.walFlushes += flushing.size();
   }
   for (size_t i = 0; i < files.size(); ++i) files[i]->endRound(parts[i]);

@@ -17,6 +17,19 @@
 // flush fails fails its own writers only, and no write is visible before
 // its file's flush (GroupCommit, "Durability").
 //
+// Flushing the file system: once given a flush of the whole file system
+// (flushFileSystemTogether(), the daemon's `--flush-scope filesystem`), a
+// round whose commits would flush two files or more commits each of them
+// without a flush (synchronous=NORMAL: SQLite writes the WAL frames and
+// flushes nothing), then calls that flush once, and only then answers. A
+// round of a thousand quiet webhooks then costs one disk flush, not a
+// thousand. Two differences from flushing each file: a write is visible to
+// other connections of its file from its commit, before the flush (a reader
+// may see, and the engine deliver, an event whose sender is then answered an
+// error: at least once, as ever); and the flush's error names no file, so
+// when it fails each file of the round is flushed alone (its WAL's xSync, as
+// SQLite would) and a file whose own flush fails fails its own writers only.
+//
 // Lingering: a GroupCommit may ask to be led no sooner than a given time
 // (schedule()'s `due`, see GroupCommit's "Lingering"); hurry() makes it due
 // now.
@@ -35,11 +48,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/result.h"
 
 namespace webhooker::storage {
 
@@ -65,6 +80,14 @@ class CommitThreads {
   // The process's threads, started on first use.
   static CommitThreads& shared();
 
+  // A flush of every file the GroupCommits write (FileSystemFlush::flush,
+  // or a test's): see "Flushing the file system". Returns its error.
+  using FlushAll = std::function<Result<void>()>;
+  // From the next round on, rounds of two flushing files or more end with
+  // one `flushAll` instead of a flush per file. Set once, before the first
+  // round that may need it.
+  void flushFileSystemTogether(FlushAll flushAll);
+
   // `file` has work for a commit thread, no sooner than `due`. Once per
   // scheduling: not again until a round of it has begun.
   void schedule(GroupCommit* file, Clock::time_point due);
@@ -80,6 +103,7 @@ class CommitThreads {
   struct Counts {
     uint64_t rounds = 0;      // rounds with at least one commit
     uint64_t walFlushes = 0;  // commits of rounds that flushed their WAL (fdatasync)
+    uint64_t fileSystemFlushes = 0;  // rounds ended by one flushAll
   };
   Counts counts() const;
 
@@ -108,6 +132,7 @@ class CommitThreads {
   std::condition_variable_any flushQueued_;
   std::condition_variable_any roundDone_;
   Counts counts_ GUARDED_BY(mutex_);
+  FlushAll flushAll_ GUARDED_BY(mutex_);  // empty: each file flushes its own
   size_t busyCachesFree_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::vector<std::thread> threads_;  // last: joined before the members above go

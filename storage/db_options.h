@@ -10,8 +10,14 @@ namespace webhooker {
 // against a process crash (WAL), not against an OS crash.
 enum class SyncMode { kFull, kNormal };
 
+// Under kFull, what a commit round over many files flushes: each file's WAL
+// (kFile), or the data folder's file system once (kFileSystem, for a data
+// folder on a file system of its own; see storage/file_system_flush.h).
+enum class FlushScope { kFile, kFileSystem };
+
 struct DbOptions {
   SyncMode sync = SyncMode::kFull;
+  FlushScope flushScope = FlushScope::kFile;
   int busyTimeoutMs = 5000;
 };
 

@@ -150,7 +150,24 @@ GroupCommit::Round GroupCommit::beginRound() {
 }
 
 void GroupCommit::commitRound(Round& round) {
-  if (!round.group.empty()) commit(round.group);
+  if (!round.group.empty()) commit(round.group, round.flushLater);
+}
+
+void GroupCommit::flushRoundAlone(Round& round) {
+  MutexLock lock(dbMutex_);
+  // The WAL holds the group's frames; its xSync is the flush a FULL commit
+  // would have made.
+  sqlite3_file* wal = nullptr;
+  int rc = sqlite3_file_control(db_.getHandle(), "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+  if (rc == SQLITE_OK && wal && wal->pMethods)
+    rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+  else if (rc == SQLITE_OK)
+    rc = SQLITE_IOERR_FSYNC;
+  if (rc == SQLITE_OK) return;
+  const Error failed = makeError(error_code::kStorageError,
+                                 std::string("storage flush failed: ") + sqlite3_errstr(rc));
+  for (Writer* w : round.group)
+    if (w->result->ok()) w->result = failed;
 }
 
 bool GroupCommit::flushes(const std::vector<Writer*>& group) const {
@@ -172,13 +189,13 @@ void GroupCommit::endRound(Round& round) {
   if (!scheduled_) unscheduled_.notify_all();
 }
 
-void GroupCommit::commit(const std::vector<Writer*>& group) {
+void GroupCommit::commit(const std::vector<Writer*>& group, bool flushLater) {
   const auto failAll = [&](const char* operation, const std::exception& e) {
     for (Writer* w : group) w->result = storageError(operation, e);
   };
   MutexLock lock(dbMutex_);
   try {
-    useSync(flushes(group) ? SyncMode::kFull : SyncMode::kNormal);
+    useSync(flushes(group) && !flushLater ? SyncMode::kFull : SyncMode::kNormal);
     transact(group);
   } catch (const std::exception& e) {
     failAll("commit", e);

@@ -164,12 +164,18 @@ class GroupCommit {
     std::vector<Writer*> group;  // led by the round; empty if there was none to lead
     std::vector<std::unique_ptr<Writer>> committed;  // submitted writes whose Done is due
     bool flushes = false;  // the group's commit flushes the disk
+    // ... but commits without it: the round flushes the file system after
+    // (CommitThreads, "Flushing the file system").
+    bool flushLater = false;
   };
   // Takes the lead of the queue's head, if nobody leads and a submitted
   // write heads it, and the results a run() caller left to report.
   Round beginRound() EXCLUDES(queueMutex_);
   // Commits the round's group, as run() would; on any thread.
   void commitRound(Round& round) EXCLUDES(queueMutex_);
+  // After a flushLater commit whose file-system flush failed: flushes this
+  // file's WAL alone; if that fails too, the group's writers get the error.
+  void flushRoundAlone(Round& round) EXCLUDES(queueMutex_);
   // Answers the round's writers, runs the due Dones, and asks for a commit
   // thread again if there is work left; the last this class touches of
   // *this when it does not (the destructor may go on).
@@ -191,8 +197,8 @@ class GroupCommit {
   // Makes a lingering round due now once the queue need not wait any more.
   void endLingerIfDueLocked() REQUIRES(queueMutex_);
   // The leader's part: one transaction for `group` in the synchronous mode
-  // it needs; sets every result.
-  void commit(const std::vector<Writer*>& group) EXCLUDES(queueMutex_);
+  // it needs (without a flush if `flushLater`); sets every result.
+  void commit(const std::vector<Writer*>& group, bool flushLater = false) EXCLUDES(queueMutex_);
   // Whether `group`'s commit flushes the disk: the connection is FULL and
   // not every write in it is kBuffered.
   bool flushes(const std::vector<Writer*>& group) const;

@@ -9,6 +9,7 @@
 //   - the receiver never saw a delivery that does not exist;
 //   - a FIFO target's receiver saw its deliveries in the order their events
 //     were stored, a repeat being only of the last one sent.
+// Restarts alternate between `--flush-scope file` and `filesystem`.
 // It reports how many deliveries reached the receiver more than once
 // (at-least-once allows it; docs/testing.md says why).
 //
@@ -112,9 +113,12 @@ class CrashingDaemon {
     DaemonOptions options;
     // Fewer open files than webhooks: files are closed (their WALs kept)
     // and opened again all the time, and a kill finds some closed.
+    // Starts alternate between flushing each file's WAL and flushing the
+    // file system once per commit round, so that kills find both.
     options.args = {"--allow-networks", "127.0.0.0/8", "--breaker-cooldown-ms", "300",
                     "--sweep-interval-ms", "1000", "--workers", "4",
-                    "--max-open-events-dbs", "4"};
+                    "--max-open-events-dbs", "4",
+                    "--flush-scope", starts_++ % 2 == 0 ? "file" : "filesystem"};
     options.env = {DaemonApi::adminTokenEnv()};
     daemon_ = std::make_unique<DaemonProcess>(dataDir_, options);
     port_ = daemon_->port();
@@ -128,6 +132,7 @@ class CrashingDaemon {
 
  private:
   std::filesystem::path dataDir_;
+  int starts_ = 0;
   std::unique_ptr<DaemonProcess> daemon_;
   std::atomic<int> port_ = 0;
 };

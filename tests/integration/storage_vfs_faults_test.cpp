@@ -5,7 +5,10 @@
 // on; the first write after the fault clears succeeds; a delivery whose
 // result could not be written is attempted again; a commit stuck in its
 // flush holds up no admin view and none of the engine's reads of waiting
-// deliveries, and its sender has no answer until the flush is done.
+// deliveries, and its sender has no answer until the flush is done. A
+// commit round over several files flushes each file's WAL, or, given a
+// file-system flush, none of them and the file system once; when that flush
+// fails each file is flushed alone and only a failing file's writers fail.
 // storage_faults_test makes the full disk and the read-only file system
 // happen for real (as root).
 #include <doctest/doctest.h>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "storage/commit_threads.h"
+#include "storage/file_system_flush.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/fault_vfs.h"
 #include "tests/support/group_file.h"
@@ -392,6 +396,97 @@ TEST_CASE("a commit round answers none of its writers before every file's flush 
   CHECK(slow.get().ok());
   CHECK(quick.get().ok());
   CHECK(stalled.rows() == 1);
+}
+
+// A file-system flush for a test's CommitThreads: the real one (syncfs of
+// `dir`), counted, failing while `fails` is set, waiting while `hold` is.
+struct CountedFileSystemFlush {
+  std::unique_ptr<storage::FileSystemFlush> real;
+  std::atomic<int> calls{0};
+  std::atomic<bool> fails{false};
+  std::shared_future<void> hold;
+
+  explicit CountedFileSystemFlush(const TempDir& dir)
+      : real(std::move(storage::FileSystemFlush::open(dir.path()).value())) {}
+  storage::CommitThreads::FlushAll flushAll() {
+    return [this]() -> Result<void> {
+      ++calls;
+      if (hold.valid()) hold.wait();
+      if (fails) return makeError(error_code::kStorageError, "storage flush failed: EIO");
+      return real->flush();
+    };
+  }
+};
+
+TEST_CASE("a commit round over several files flushes no file's WAL and the file system once") {
+  FaultVfs& vfs = FaultVfs::install();
+  TempDir dir;
+  storage::CommitThreads threads(1, 2);
+  CountedFileSystemFlush flush(dir);
+  threads.flushFileSystemTogether(flush.flushAll());
+  GroupFile held(dir, "held.db", threads), first(dir, "first.db", threads),
+      second(dir, "second.db", threads);
+
+  // A lone file's round flushes its own WAL, as without the file system's.
+  const int heldSyncs = vfs.syncsOf("held.db-wal");
+  REQUIRE(held.submitInsert(0).get().ok());
+  CHECK(vfs.syncsOf("held.db-wal") == heldSyncs + 1);
+  CHECK(flush.calls == 0);
+
+  std::promise<void> release;
+  held.holdCommitThread(release.get_future().share());
+  const int firstSyncs = vfs.syncsOf("first.db-wal"), secondSyncs = vfs.syncsOf("second.db-wal");
+  std::promise<void> flushed;
+  flush.hold = flushed.get_future().share();
+  auto one = first.submitInsert(1);
+  auto two = second.submitInsert(2);
+  release.set_value();
+  // Both are committed (visible: see CommitThreads), but nobody is
+  // answered before the file system's flush returns.
+  for (int i = 0; i < 1000 && flush.calls == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(flush.calls == 1);
+  CHECK(one.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+  flushed.set_value();
+  CHECK(one.get().ok());
+  CHECK(two.get().ok());
+  CHECK(flush.calls == 1);
+  CHECK(vfs.syncsOf("first.db-wal") == firstSyncs);
+  CHECK(vfs.syncsOf("second.db-wal") == secondSyncs);
+  CHECK(threads.counts().fileSystemFlushes == 1);
+  CHECK(first.rows() == 1);
+  CHECK(second.rows() == 1);
+}
+
+TEST_CASE("a failed file-system flush flushes each file alone; a failing one fails its writers") {
+  FaultVfs& vfs = FaultVfs::install();
+  TempDir dir;
+  storage::CommitThreads threads(1, 2);
+  CountedFileSystemFlush flush(dir);
+  flush.fails = true;
+  threads.flushFileSystemTogether(flush.flushAll());
+  GroupFile held(dir, "held.db", threads), failing(dir, "failing.db", threads),
+      fine(dir, "fine.db", threads);
+
+  std::promise<void> release;
+  held.holdCommitThread(release.get_future().share());
+  const int fineSyncs = vfs.syncsOf("fine.db-wal");
+  auto failed = failing.submitInsert(1);
+  auto stored = fine.submitInsert(2);
+  InjectedFault fault("failing.db", Fault::kSyncFails);
+  release.set_value();
+
+  const Result<void> failedResult = failed.get();
+  REQUIRE_FALSE(failedResult.ok());
+  CHECK(failedResult.error().code == "storage_error");
+  CHECK(stored.get().ok());
+  CHECK(flush.calls == 1);
+  CHECK(vfs.syncsOf("fine.db-wal") == fineSyncs + 1);  // flushed alone
+  fault.clear();
+  // Committed before the flush, so visible though reported failed: its
+  // sender is answered an error and sends again (at least once).
+  CHECK(failing.rows() == 1);
+  CHECK(fine.rows() == 1);
 }
 
 }  // namespace webhooker::testing

@@ -18,6 +18,7 @@ TEST_CASE("serveOptionsOf puts every setting where its part reads it") {
   Config config;
   config.dataDir = "/srv/hooks";
   config.syncMode = "normal";
+  config.flushScope = "filesystem";
   config.nodeId = "node-a";
   config.port = 9090;
   config.jqWorkers = 3;
@@ -42,6 +43,7 @@ TEST_CASE("serveOptionsOf puts every setting where its part reads it") {
   CHECK(o.dataDir == "/srv/hooks");
   CHECK(o.db.sync == webhooker::SyncMode::kNormal);
   CHECK(o.server.db.sync == webhooker::SyncMode::kNormal);
+  CHECK(o.db.flushScope == webhooker::FlushScope::kFileSystem);
   CHECK(o.nodeId == "node-a");
   CHECK(o.server.nodeId == "node-a");
   CHECK(o.server.listenAddress == "127.0.0.1");  // dev's default
