@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "targets/webhook_signature.h"
 
@@ -87,10 +90,7 @@ LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies)
           r.due = std::chrono::steady_clock::now();
         }
         httplib::Headers headers = {{kSeqHeader, std::to_string(r.seq)}};
-        const std::string& path =
-            spec.paths.empty() ? spec.path
-                               : spec.paths[spec.pathsInOrder ? i % spec.paths.size()
-                                                              : pathIndex(i, spec.paths.size())];
+        const std::string& path = spec.paths.empty() ? spec.path : spec.paths[pathIndexOf(spec, i)];
         const std::string& body = bodies[i % bodies.size()];
         if (!spec.signingSecret.empty()) {
           const std::string id = "msg_" + std::to_string(r.seq);
@@ -114,11 +114,48 @@ LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies)
   return result;
 }
 
-size_t pathIndex(size_t i, size_t count) {
-  uint64_t x = i + 0x9e3779b97f4a7c15ULL;  // splitmix64
+namespace {
+
+uint64_t splitmix64(size_t i) {
+  uint64_t x = i + 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return static_cast<size_t>((x ^ (x >> 31)) % count);
+  return x ^ (x >> 31);
+}
+
+// Zipf's law (s = 1) over `count` paths: path k's share is 1/(k+1) of the
+// first's. Inverted through the cumulative shares, computed once per count.
+size_t zipfIndex(size_t i, size_t count) {
+  static std::mutex mutex;
+  static std::map<size_t, std::vector<double>> cumulativeByCount;
+  const std::vector<double>* cumulative;
+  {
+    std::lock_guard lock(mutex);
+    std::vector<double>& shares = cumulativeByCount[count];
+    if (shares.empty()) {
+      double sum = 0;
+      for (size_t k = 0; k < count; ++k) shares.push_back(sum += 1.0 / static_cast<double>(k + 1));
+    }
+    cumulative = &shares;  // never changed again
+  }
+  const double u = static_cast<double>(splitmix64(i) >> 11) / static_cast<double>(1ULL << 53);
+  const auto it = std::upper_bound(cumulative->begin(), cumulative->end(), u * cumulative->back());
+  return std::min(static_cast<size_t>(it - cumulative->begin()), count - 1);
+}
+
+}  // namespace
+
+size_t pathIndexOf(const LoadSpec& spec, size_t i) {
+  const size_t count = spec.paths.size();
+  switch (spec.spread) {
+    case PathSpread::kInOrder:
+      return i % count;
+    case PathSpread::kZipf:
+      return zipfIndex(i, count);
+    case PathSpread::kUniform:
+      break;
+  }
+  return static_cast<size_t>(splitmix64(i) % count);
 }
 
 }  // namespace webhooker::bench

@@ -19,15 +19,20 @@
 
 namespace webhooker::bench {
 
+// How the requests of a LoadSpec with `paths` pick their path: the same way
+// in every run.
+enum class PathSpread {
+  kUniform,  // at random (pathIndex)
+  kInOrder,  // request i to paths[i % paths.size()]: each path once per paths.size()
+  kZipf,     // at random by Zipf's law (s = 1): the k-th path gets 1/k of the first's share
+};
+
 struct LoadSpec {
   std::string baseUrl;  // http://127.0.0.1:port
   std::string path;     // /hooks/<uuid>
-  // If set, request i goes to paths[pathIndex(i)] instead (spread at random
-  // over many webhooks, the same way in every run).
+  // If set, request i goes to paths[pathIndexOf(spec, i)] instead.
   std::vector<std::string> paths;
-  // With paths: request i goes to paths[i % paths.size()] instead, so that
-  // `paths.size()` requests reach each path once.
-  bool pathsInOrder = false;
+  PathSpread spread = PathSpread::kUniform;
   int connections = 8;
   size_t requests = 0;  // how many to send in all
   double rate = 0;      // requests per second in all; 0 = closed loop
@@ -64,8 +69,8 @@ struct LoadResult {
 
 LoadResult runLoad(const LoadSpec& spec, const std::vector<std::string>& bodies);
 
-// Which of `count` paths request `i` goes to: a fixed pseudo-random spread.
-size_t pathIndex(size_t i, size_t count);
+// Which of `spec.paths` request `i` goes to, by `spec.spread`.
+size_t pathIndexOf(const LoadSpec& spec, size_t i);
 
 // A fresh range of `n` X-Bench-Seq numbers, unique in the process.
 int64_t reserveSeqs(size_t n);
