@@ -342,6 +342,24 @@ TEST_CASE("an ingest is answered only once its commit is flushed to the disk") {
 
 namespace webhooker::testing {
 
+// With the only commit thread of `held`'s CommitThreads held by `held`'s
+// write, inserts into each of `files` (so that they share the next round),
+// makes failing.db's flushes fail, lets the round run and returns each
+// insert's result; the fault is cleared on return.
+static std::vector<Result<void>> roundWithFailingFlush(GroupFile& held,
+                                                       const std::vector<GroupFile*>& files) {
+  std::promise<void> release;
+  held.holdCommitThread(release.get_future().share());
+  std::vector<std::future<Result<void>>> answers;
+  for (size_t i = 0; i < files.size(); ++i)
+    answers.push_back(files[i]->submitInsert(static_cast<int>(i) + 1));
+  InjectedFault fault("failing.db", Fault::kSyncFails);
+  release.set_value();
+  std::vector<Result<void>> results;
+  for (auto& answer : answers) results.push_back(answer.get());
+  return results;
+}
+
 TEST_CASE("a commit round over several files: a file whose flush fails fails its own writers") {
   FaultVfs::install();
   TempDir dir;
@@ -349,25 +367,14 @@ TEST_CASE("a commit round over several files: a file whose flush fails fails its
   GroupFile held(dir, "held.db", threads), failing(dir, "failing.db", threads),
       fine(dir, "fine.db", threads), alsoFine(dir, "also-fine.db", threads);
 
-  // The only commit thread reports `held`'s write and waits there, so the
-  // next three files' writes queue up for one round.
-  std::promise<void> release;
-  held.holdCommitThread(release.get_future().share());
   const auto roundsBefore = threads.counts().rounds;
-  auto failed = failing.submitInsert(1);
-  auto stored = fine.submitInsert(2);
-  auto alsoStored = alsoFine.submitInsert(3);
-  InjectedFault fault("failing.db", Fault::kSyncFails);
-  release.set_value();
-
-  const Result<void> failedResult = failed.get();
-  REQUIRE_FALSE(failedResult.ok());
-  CHECK(failedResult.error().code == "storage_error");
-  CHECK(stored.get().ok());
-  CHECK(alsoStored.get().ok());
-  const auto counts = threads.counts();
-  CHECK(counts.rounds == roundsBefore + 1);  // the three files in one round
-  fault.clear();
+  const auto results = roundWithFailingFlush(held, {&failing, &fine, &alsoFine});
+  REQUIRE_FALSE(results[0].ok());
+  CHECK(results[0].error().code == "storage_error");
+  CHECK(results[1].ok());
+  CHECK(results[2].ok());
+  // `held`'s round, then the three files' in one.
+  CHECK(threads.counts().rounds == roundsBefore + 2);
   CHECK(failing.rows() == 0);  // SQLite's failed commit: nothing of it visible
   CHECK(fine.rows() == 1);
   CHECK(alsoFine.rows() == 1);
@@ -468,21 +475,13 @@ TEST_CASE("a failed file-system flush flushes each file alone; a failing one fai
   GroupFile held(dir, "held.db", threads), failing(dir, "failing.db", threads),
       fine(dir, "fine.db", threads);
 
-  std::promise<void> release;
-  held.holdCommitThread(release.get_future().share());
   const int fineSyncs = vfs.syncsOf("fine.db-wal");
-  auto failed = failing.submitInsert(1);
-  auto stored = fine.submitInsert(2);
-  InjectedFault fault("failing.db", Fault::kSyncFails);
-  release.set_value();
-
-  const Result<void> failedResult = failed.get();
-  REQUIRE_FALSE(failedResult.ok());
-  CHECK(failedResult.error().code == "storage_error");
-  CHECK(stored.get().ok());
+  const auto results = roundWithFailingFlush(held, {&failing, &fine});
+  REQUIRE_FALSE(results[0].ok());
+  CHECK(results[0].error().code == "storage_error");
+  CHECK(results[1].ok());
   CHECK(flush.calls == 1);
   CHECK(vfs.syncsOf("fine.db-wal") == fineSyncs + 1);  // flushed alone
-  fault.clear();
   // Committed before the flush, so visible though reported failed: its
   // sender is answered an error and sends again (at least once).
   CHECK(failing.rows() == 1);
