@@ -12,6 +12,7 @@
 #include "storage/body_masking.h"
 #include "storage/events_db.h"
 #include "storage/sqlite_database.h"
+#include "storage/statement_cache.h"
 
 namespace webhooker {
 
@@ -42,6 +43,18 @@ struct BatchResult {
   int64_t deleted = 0;
   bool exhausted = false;  // nothing left to look at
 };
+
+// Whether an event is older than the window or the events outnumber the cap.
+constexpr const char* kMayNeedPruning =
+    "SELECT EXISTS (SELECT 1 FROM events WHERE received_at < ?1) "
+    "OR (SELECT COUNT(*) FROM events) > ?2";
+
+bool mayNeedPruningOn(SQLite::Statement& q, const std::string& cutoff, int64_t maxEvents) {
+  q.bind(1, cutoff);
+  q.bind(2, maxEvents);
+  q.executeStep();
+  return q.getColumn(0).getInt() != 0;
+}
 
 // One transaction: looks at the next kPruneBatch events after `from` (only
 // those received before `before`, when given) and deletes up to `budget` of
@@ -97,6 +110,13 @@ Result<EventsDb::PruneCount> EventsDb::pruneEvents(int retentionDays, int64_t ma
   const std::string cutoff = retentionCutoff(clock_.now(), retentionDays);
   PruneCount count;
   try {
+    // Asked first, with a read: the deletes' write transaction would take
+    // the file's write lock (holding up its commits) and parse their
+    // statements for nothing (~140 us of CPU a file, once a pass).
+    {
+      MutexLock lock(dbMutex_);
+      if (!mayNeedPruningOn(*statements_->get(kMayNeedPruning), cutoff, maxEvents)) return count;
+    }
     // The lock is taken per batch so ingest and deliveries get in between.
     ScanPosition expired;
     for (bool more = true; more;) {
@@ -131,13 +151,8 @@ std::optional<bool> EventsDb::mayNeedPruningAlone(const std::filesystem::path& f
   const auto db = openCurrentAlone(file);
   if (!db) return std::nullopt;
   try {
-    SQLite::Statement q(*db,
-                        "SELECT EXISTS (SELECT 1 FROM events WHERE received_at < ?1) "
-                        "OR (SELECT COUNT(*) FROM events) > ?2");
-    q.bind(1, retentionCutoff(now, retentionDays));
-    q.bind(2, maxEvents);
-    q.executeStep();
-    return q.getColumn(0).getInt() != 0;
+    SQLite::Statement q(*db, kMayNeedPruning);
+    return mayNeedPruningOn(q, retentionCutoff(now, retentionDays), maxEvents);
   } catch (const std::exception&) {
     return std::nullopt;  // open() reads it again, and reports what is wrong
   }

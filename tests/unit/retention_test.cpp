@@ -265,6 +265,22 @@ TEST_CASE("a pass leaves an idle webhook untouched and skips one whose events DB
   CHECK(count(f.pool.pathFor(idle), "SELECT COUNT(*) FROM events") == 1);
 }
 
+TEST_CASE("a pass takes no write lock of an open events DB with nothing to prune") {
+  Fixture f;
+  const std::string id = f.createWebhook(30);
+  ingestEvent(*f.db(id), "{}", 0);
+  f.clock.advance(1 * kDay);
+  // Another connection holds the file's write lock for the whole pass: a
+  // pass that began a write would wait for it, then fail.
+  SQLite::Database other(f.pool.pathFor(id).string(), SQLite::OPEN_READWRITE);
+  SQLite::Transaction held(other, SQLite::TransactionBehavior::IMMEDIATE);
+  REQUIRE(f.pool.peek(id).open != nullptr);
+  auto stats = f.pass();
+  CHECK(stats.webhooks == 1);
+  CHECK(stats.expired == 0);
+  CHECK(count(f.pool.pathFor(id), "SELECT COUNT(*) FROM events") == 1);
+}
+
 TEST_CASE("a pass reads a closed events DB alone, and opens it only when something is to go") {
   Fixture f;
   const std::string expiring = f.createWebhook(30);
