@@ -2,10 +2,12 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -41,6 +43,16 @@ class ScratchFile {
       std::filesystem::remove(path_.string() + suffix, ec);
   }
   const std::filesystem::path& path() const { return path_; }
+  // Makes the file with `bytes` in it (none: an empty SQLite file).
+  Result<void> write(const std::string& bytes) const {
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return makeError(error_code::kStorageError, "cannot write " + path_.string());
+    const bool written =
+        ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    ::close(fd);
+    if (!written) return makeError(error_code::kStorageError, "cannot write " + path_.string());
+    return {};
+  }
 
  private:
   std::filesystem::path path_;
@@ -52,10 +64,34 @@ std::string joined(const std::vector<std::string>& columns, const std::string& p
   return out;
 }
 
-void attach(SQLite::Database& db, const std::filesystem::path& piece) {
-  SQLite::Statement attach(db, "ATTACH DATABASE ? AS piece");
-  attach.bind(1, piece.string());
-  attach.exec();
+// `piece` attached to `db` as "piece" while this lives: a connection that
+// outlives the merge (the pool's) must not keep a scratch file attached.
+class Attached {
+ public:
+  Attached(SQLite::Database& db, const std::filesystem::path& piece) : db_(db) {
+    SQLite::Statement attach(db, "ATTACH DATABASE ? AS piece");
+    attach.bind(1, piece.string());
+    attach.exec();
+  }
+  ~Attached() { db_.tryExec("DETACH DATABASE piece"); }
+  Attached(const Attached&) = delete;
+  Attached& operator=(const Attached&) = delete;
+
+ private:
+  SQLite::Database& db_;
+};
+
+// `file` opened for a read that never makes it: null when it does not
+// exist. Read-write all the same: a file attached to it (the piece) is
+// opened with its flags.
+std::unique_ptr<SQLite::Database> openIfExists(const std::filesystem::path& file,
+                                               int busyTimeoutMs) {
+  try {
+    return std::make_unique<SQLite::Database>(file.string(), SQLite::OPEN_READWRITE, busyTimeoutMs);
+  } catch (const SQLite::Exception& e) {
+    if (e.getErrorCode() == SQLITE_CANTOPEN && !std::filesystem::exists(file)) return nullptr;
+    throw;
+  }
 }
 
 Result<std::string> readFile(const std::filesystem::path& file) {
@@ -72,22 +108,25 @@ Result<TransferPiece> readTransferPiece(const std::filesystem::path& eventsDb,
                                         const std::filesystem::path& scratch,
                                         const TransferCursor& cursor, size_t bodyBudget,
                                         const DbOptions& options, const std::string& now) {
-  // A webhook with no event has no file yet: its piece is read from a new,
-  // empty events DB in `scratch`, so that reading it makes none.
-  std::optional<ScratchFile> empty;
-  if (!std::filesystem::exists(eventsDb)) {
-    empty.emplace(scratch);
-    if (auto made = storage::openDatabase(empty->path(), options, eventsMigrations()); !made)
-      return made.error();
-  }
-  const std::filesystem::path& source = empty ? empty->path() : eventsDb;
   ScratchFile piece(scratch);
+  // Made here: the source is opened without OPEN_CREATE, and so is the
+  // file attached to it.
+  if (auto made = piece.write(""); !made) return made.error();
+  // A webhook with no event has no file yet (nor has one deleted since the
+  // caller looked): its piece is read from a new, empty events DB in
+  // `scratch`, so that reading it makes none.
+  std::optional<ScratchFile> empty;
   TransferPiece out;
   try {
-    // OPEN_CREATE: an attached file is opened with the main one's flags.
-    SQLite::Database db(source.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
-                        options.busyTimeoutMs);
-    attach(db, piece.path());
+    std::unique_ptr<SQLite::Database> source = openIfExists(eventsDb, options.busyTimeoutMs);
+    if (!source) {
+      empty.emplace(scratch);
+      if (auto made = storage::openDatabase(empty->path(), options, eventsMigrations()); !made)
+        return made.error();
+      source = openIfExists(empty->path(), options.busyTimeoutMs);
+    }
+    SQLite::Database& db = *source;
+    const Attached attached(db, piece.path());
     // One read of the source: everything below is of the same moment.
     SQLite::Transaction snapshot(db);
     const int version = storage::schemaVersion(db);
@@ -128,7 +167,6 @@ Result<TransferPiece> readTransferPiece(const std::filesystem::path& eventsDb,
     db.exec("CREATE TABLE piece.transfer (schema_version INTEGER NOT NULL)");
     db.exec("INSERT INTO piece.transfer VALUES (" + std::to_string(version) + ")");
     snapshot.commit();
-    db.exec("DETACH DATABASE piece");
     out.lastEvent = last;
   } catch (const std::exception& e) {
     return storage::storageError("read a transfer piece", e);
@@ -144,13 +182,7 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
                                 const std::filesystem::path& scratch, const std::string& bytes,
                                 DeliveryMerge deliveryMerge, const DbOptions& options) {
   ScratchFile piece(scratch);
-  {
-    const int fd = ::open(piece.path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return makeError(error_code::kStorageError, "cannot write " + piece.path().string());
-    const bool written = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-    ::close(fd);
-    if (!written) return makeError(error_code::kStorageError, "cannot write " + piece.path().string());
-  }
+  if (auto written = piece.write(bytes); !written) return written.error();
   // Checked before the copy is opened: a body that is no piece creates nothing.
   const auto invalid = [] {
     return makeError(error_code::kInvalidTransfer, "the body is not a piece of an events database");
@@ -168,7 +200,7 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
   if (!opened) return opened.error();
   SQLite::Database& db = *opened.value();
   try {
-    attach(db, piece.path());
+    const Attached attached(db, piece.path());
     if (db.execAndGet("SELECT schema_version FROM piece.transfer").getInt() !=
         storage::schemaVersion(db))
       return makeError(error_code::kSchemaMismatch,
@@ -192,7 +224,6 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
     db.exec("INSERT OR IGNORE INTO main.delivery_results (" + joined(results) + ") SELECT " +
             joined(results) + " FROM piece.delivery_results ORDER BY id");
     txn.commit();
-    db.exec("DETACH DATABASE piece");
   } catch (const std::exception& e) {
     return storage::storageError("merge a transfer piece", e);
   }

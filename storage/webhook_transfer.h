@@ -41,7 +41,8 @@ struct TransferPiece {
 
 // Reads one piece of `eventsDb` (a second connection beside the daemon's),
 // using `scratch` (a folder of the same file system) for the file. A missing
-// `eventsDb` (a webhook with no event yet) reads as an empty one, and is not made.
+// `eventsDb` (a webhook with no event yet, or one deleted meanwhile) reads as
+// an empty one, and is not made.
 Result<TransferPiece> readTransferPiece(const std::filesystem::path& eventsDb,
                                         const std::filesystem::path& scratch,
                                         const TransferCursor& cursor, size_t bodyBudget,

@@ -3,15 +3,18 @@
 // delivery into the copy, also when that state was written within the same
 // millisecond as the one the copy has; an earlier state never replaces a
 // later one; an adopted copy never reads a WAL left under its new name; a
-// webhook with no events file reads as an empty piece and is not made one.
+// webhook with no events file reads as an empty piece and is not made one,
+// nor is one deleted as its piece is read.
 #include <doctest/doctest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "base/time_format.h"
 #include "storage/events_db.h"
@@ -142,4 +145,28 @@ TEST_CASE_FIXTURE(Transfer, "a webhook with no events file reads as an empty pie
   merge(piece->bytes);
   SQLite::Database db(copy.string(), SQLite::OPEN_READONLY);
   CHECK(db.execAndGet("SELECT COUNT(*) FROM events").getInt() == 0);
+}
+
+TEST_CASE_FIXTURE(Transfer, "a piece read of a file deleted as the read begins makes no file") {
+  // The file of a webhook deleted while its piece is read (the admin DELETE
+  // is refused only once the move is under way): removed at about the
+  // moment the read looks for it, again and again so that some removals
+  // fall between the read's look and its open.
+  const std::filesystem::path made = dir / "made.db";
+  REQUIRE(EventsDb::create(made, DbOptions{}));
+  const std::filesystem::path deleted = dir / "events-deleted.db";
+  for (int i = 0; i < 300; ++i) {
+    std::filesystem::copy_file(made, deleted);
+    std::atomic<bool> go{false};
+    std::thread remover([&] {
+      while (!go) std::this_thread::yield();
+      std::filesystem::remove(deleted);
+    });
+    go = true;
+    // Either answer is right (the file as it was, or no events); making a file is not.
+    (void)webhooker::readTransferPiece(deleted, dir.path(), TransferCursor{}, kBudget, DbOptions{},
+                                       webhooker::formatTime(clock.now()));
+    remover.join();
+    REQUIRE_MESSAGE(!std::filesystem::exists(deleted), "made again by read " << i);
+  }
 }
