@@ -209,11 +209,13 @@ void MoveApi::mergeEvents(const HttpRequest& req, HttpResponse& res) {
   if (webhook && webhook->movingTo)
     return sendError(res, 409, error_code::kConflict, "the webhook is moving out of this node");
   // Before it takes over, into the incoming copy; after, into its events DB
-  // (a late piece of a resumed move), whose new deliveries the engine picks up.
-  const auto file = webhook ? eventsDbs_.pathFor(*id) : incomingPath(*id);
-  const DeliveryMerge merge = webhook ? DeliveryMerge::kAddMissing : DeliveryMerge::kNewerWins;
-  if (auto r = mergeTransferPiece(file, dataDir(), req.body, merge, options_); !r)
-    return sendError(res, r.error());
+  // as the pool writes it (a late piece of a resumed move), whose new
+  // deliveries the engine picks up.
+  const auto merged =
+      webhook ? mergeTransferPiece(eventsDbs_, *id, req.body, DeliveryMerge::kAddMissing)
+              : mergeTransferPiece(incomingPath(*id), dataDir(), req.body,
+                                   DeliveryMerge::kNewerWins, options_);
+  if (!merged) return sendError(res, merged.error());
   if (webhook) targetsChanged(*id);
   sendJson(res, 200, {{"id", *id}, {"merged", true}});
 }

@@ -39,6 +39,8 @@ class StatementCache;
 
 namespace webhooker {
 
+enum class DeliveryMerge;  // storage/webhook_transfer.h
+
 class EventsDb {
  public:
   // Opens `file`, creating and migrating it if needed.
@@ -239,6 +241,11 @@ class EventsDb {
                                                       TimePoint now, int hours);
   // What stats() answers for a webhook with no file yet (no event).
   static WebhookStats statsOfNoEvents(TimePoint now, int hours);
+
+  // --- Moving a webhook (webhook_transfer.cpp) -------------------------------
+  // Merges the checked piece file `piece` (storage/webhook_transfer.h) in one
+  // transaction on the writing connection, so that the file keeps one writer.
+  Result<void> mergeTransferPiece(const std::filesystem::path& piece, DeliveryMerge deliveries);
 
   // --- Retention and masking (events_db_retention.cpp) ----------------------
   // For the periodic retention pass (one caller at a time). Work is done in

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <vector>
 
+#include "storage/events_db.h"
+#include "storage/events_db_pool.h"
 #include "storage/migration.h"
 #include "storage/sqlite_database.h"
 
@@ -178,12 +180,12 @@ Result<TransferPiece> readTransferPiece(const std::filesystem::path& eventsDb,
   return out;
 }
 
-Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
-                                const std::filesystem::path& scratch, const std::string& bytes,
-                                DeliveryMerge deliveryMerge, const DbOptions& options) {
-  ScratchFile piece(scratch);
+namespace {
+
+// Writes `bytes` to `piece`, checked to be a piece before any events DB is
+// opened: a body that is none creates nothing.
+Result<void> writePiece(const ScratchFile& piece, const std::string& bytes) {
   if (auto written = piece.write(bytes); !written) return written.error();
-  // Checked before the copy is opened: a body that is no piece creates nothing.
   const auto invalid = [] {
     return makeError(error_code::kInvalidTransfer, "the body is not a piece of an events database");
   };
@@ -196,11 +198,14 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
   } catch (const std::exception&) {
     return invalid();
   }
-  auto opened = storage::openDatabase(eventsDb, options, eventsMigrations());
-  if (!opened) return opened.error();
-  SQLite::Database& db = *opened.value();
+  return {};
+}
+
+// Merges the written `piece` into `db` in one transaction.
+Result<void> mergePiece(SQLite::Database& db, const std::filesystem::path& piece,
+                        DeliveryMerge deliveryMerge) {
   try {
-    const Attached attached(db, piece.path());
+    const Attached attached(db, piece);
     if (db.execAndGet("SELECT schema_version FROM piece.transfer").getInt() !=
         storage::schemaVersion(db))
       return makeError(error_code::kSchemaMismatch,
@@ -228,6 +233,33 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
     return storage::storageError("merge a transfer piece", e);
   }
   return {};
+}
+
+}  // namespace
+
+Result<void> EventsDb::mergeTransferPiece(const std::filesystem::path& piece,
+                                          DeliveryMerge deliveries) {
+  MutexLock lock(dbMutex_);
+  return mergePiece(*db_, piece, deliveries);
+}
+
+Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
+                                const std::filesystem::path& scratch, const std::string& bytes,
+                                DeliveryMerge deliveries, const DbOptions& options) {
+  ScratchFile piece(scratch);
+  if (auto written = writePiece(piece, bytes); !written) return written.error();
+  auto opened = storage::openDatabase(eventsDb, options, eventsMigrations());
+  if (!opened) return opened.error();
+  return mergePiece(*opened.value(), piece.path(), deliveries);
+}
+
+Result<void> mergeTransferPiece(EventsDbPool& pool, const std::string& webhookId,
+                                const std::string& bytes, DeliveryMerge deliveries) {
+  ScratchFile piece(pool.pathFor(webhookId).parent_path());
+  if (auto written = writePiece(piece, bytes); !written) return written.error();
+  auto db = pool.get(webhookId);
+  if (!db) return db.error();
+  return db.value()->mergeTransferPiece(piece.path(), deliveries);
 }
 
 Result<void> adoptIncoming(const std::filesystem::path& incoming,

@@ -25,6 +25,8 @@
 
 namespace webhooker {
 
+class EventsDbPool;
+
 struct TransferCursor {
   int64_t afterEvent = 0;  // rowid of the last event copied
   // A catch-up: also every delivery changed at or after this time (of the
@@ -57,10 +59,18 @@ enum class DeliveryMerge {
   kAddMissing,
 };
 
-// Merges a piece into `eventsDb`, created with the events schema if missing.
+// Merges a piece into `eventsDb`, created with the events schema if missing:
+// a file no EventsDbPool knows (an incoming copy).
 Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
                                 const std::filesystem::path& scratch, const std::string& bytes,
                                 DeliveryMerge deliveries, const DbOptions& options);
+// Merges a piece into the events DB of `webhookId` (a webhook that took over
+// already: a late piece of a resumed move) on the connection `pool` writes
+// it with, so the file has one writer, and the pool makes it, as a first
+// write does, if the webhook has none yet. "not_found" when the pool
+// refuses the id (the webhook was deleted); nothing is made then.
+Result<void> mergeTransferPiece(EventsDbPool& pool, const std::string& webhookId,
+                                const std::string& bytes, DeliveryMerge deliveries);
 
 // Makes a merged copy `incoming` the file `eventsDb`: its WAL written back
 // into it first (a copy's WAL would not follow a rename), a WAL and WAL

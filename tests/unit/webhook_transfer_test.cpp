@@ -4,7 +4,8 @@
 // millisecond as the one the copy has; an earlier state never replaces a
 // later one; an adopted copy never reads a WAL left under its new name; a
 // webhook with no events file reads as an empty piece and is not made one,
-// nor is one deleted as its piece is read.
+// nor is one deleted as its piece is read; a piece merged into a webhook's
+// events DB is written on the pool's connection.
 #include <doctest/doctest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -15,11 +16,14 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/time_format.h"
 #include "storage/events_db.h"
+#include "storage/events_db_pool.h"
 #include "storage/webhook_transfer.h"
 #include "tests/support/db_file.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -31,6 +35,15 @@ using webhooker::testing::DbFile;
 
 constexpr size_t kBudget = 1 << 20;
 
+webhooker::InboundEvent anEvent(const std::string& body) {
+  webhooker::InboundEvent event;
+  event.entrypointId = "8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
+  event.method = "POST";
+  event.path = "/hooks/8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
+  event.body = body;
+  return event;
+}
+
 // A source events DB with one event for target t1, and the file its copy
 // is merged into, both on one fake clock that stands still.
 struct Transfer : DbFile {
@@ -40,12 +53,8 @@ struct Transfer : DbFile {
 
   Transfer() : DbFile("events-source.db") {
     source = EventsDb::open(file, DbOptions{}, clock).value();
-    webhooker::InboundEvent event;
-    event.entrypointId = "8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
-    event.method = "POST";
-    event.path = "/hooks/8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
-    event.body = "{}";
-    deliveryId = source->ingest(event, {"t1"}, std::chrono::hours(24)).value().deliveries.at(0).id;
+    deliveryId =
+        source->ingest(anEvent("{}"), {"t1"}, std::chrono::hours(24)).value().deliveries.at(0).id;
   }
 
   // A piece of the source from the start (a catch-up when `changedSince`
@@ -107,11 +116,7 @@ TEST_CASE_FIXTURE(Transfer, "an adopted copy is not read through a WAL left unde
   const std::filesystem::path target = dir / "events-target.db";
   {
     auto earlier = EventsDb::open(target, DbOptions{}, clock).value();
-    webhooker::InboundEvent event;
-    event.entrypointId = "8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
-    event.method = "POST";
-    event.path = "/hooks/8b0e4a7e-2f4c-4d7b-9a55-1c2d3e4f5a6b";
-    event.body = "{\"earlier\":true}";
+    const webhooker::InboundEvent event = anEvent("{\"earlier\":true}");
     for (int i = 0; i < 3; ++i) REQUIRE(earlier->ingest(event, {"t1"}, std::chrono::hours(24)));
   }
   REQUIRE(std::filesystem::file_size(target.string() + "-wal") > 0);
@@ -168,5 +173,66 @@ TEST_CASE_FIXTURE(Transfer, "a piece read of a file deleted as the read begins m
                                        webhooker::formatTime(clock.now()));
     remover.join();
     REQUIRE_MESSAGE(!std::filesystem::exists(deleted), "made again by read " << i);
+  }
+}
+
+TEST_CASE_FIXTURE(Transfer,
+                  "a piece merged into a webhook's events DB is written as the pool "
+                  "writes: one writer, the pool's view kept, no file for a removed id") {
+  const std::string piece = readPiece();  // the event of t1, pending
+  webhooker::EventsDbPool pool(dir.path(), DbOptions{}, clock);
+  const auto merge = [&](const std::string& webhookId) {
+    return webhooker::mergeTransferPiece(pool, webhookId, piece, DeliveryMerge::kAddMissing);
+  };
+  const auto eventsIn = [&](const std::string& webhookId) {
+    SQLite::Database db(pool.pathFor(webhookId).string(), SQLite::OPEN_READONLY);
+    CHECK(db.execAndGet("PRAGMA integrity_check").getString() == "ok");
+    return db.execAndGet("SELECT COUNT(*) FROM events").getInt();
+  };
+
+  SUBCASE("into a file the pool holds open while events arrive") {
+    auto held = pool.get("held").value();
+    std::thread ingest([&] {
+      for (int i = 0; i < 20; ++i)
+        CHECK(held->ingest(anEvent("{}"), {"t2"}, std::chrono::hours(24)));
+    });
+    REQUIRE(merge("held"));
+    ingest.join();
+    CHECK(eventsIn("held") == 21);
+    CHECK(pool.peek("held").open == held);
+  }
+
+  SUBCASE("into a file the pool closed and counted the backlog of") {
+    REQUIRE(pool.get("closed").value()->ingest(anEvent("{}"), {"t2"}, std::chrono::hours(24)));
+    pool.letGo("closed");
+    REQUIRE(webhooker::testing::eventually([&] { return pool.peek("closed").closedBacklog; }));
+    REQUIRE(merge("closed"));
+    // What the backlog sampler is told has the merged delivery of t1.
+    const auto peek = pool.peek("closed");
+    std::vector<EventsDb::BacklogCount> backlog;
+    if (peek.open)
+      backlog = peek.open->backlogByTarget().value();
+    else if (peek.closedBacklog)
+      backlog = *peek.closedBacklog;
+    int64_t t1 = 0;
+    for (const auto& count : backlog)
+      if (count.targetId == "t1") t1 += count.count;
+    CHECK(t1 == 1);
+  }
+
+  SUBCASE("into a webhook with no file yet: the pool makes it, as a first write") {
+    REQUIRE(merge("new"));
+    CHECK(eventsIn("new") == 1);
+    CHECK(pool.peek("new").open != nullptr);
+    CHECK_FALSE(std::filesystem::exists(pool.pathFor("new").string() + EventsDb::kWritingSuffix));
+  }
+
+  SUBCASE("refused for a webhook the pool removed, making no file") {
+    REQUIRE(pool.get("gone"));
+    REQUIRE(pool.remove("gone"));
+    const auto merged = merge("gone");
+    REQUIRE_FALSE(merged);
+    CHECK(merged.error().isNotFound());
+    CHECK_FALSE(std::filesystem::exists(pool.pathFor("gone")));
   }
 }
