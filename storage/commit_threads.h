@@ -48,7 +48,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <memory>
 #include <thread>
 #include <unordered_map>
 #include <vector>

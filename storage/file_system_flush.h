@@ -1,8 +1,8 @@
-// One flush for every file of a file system, syncfs(2)
-// on a descriptor of the data folder. A commit round over many events DBs
-// commits each without a flush of its own and then makes all of them durable
-// with this one call (CommitThreads, "Flushing the file system"): one disk
-// flush for the round, not one per file.
+// One flush for every file of a file system: syncfs(2) on a descriptor of
+// the data folder. A commit round over many events DBs commits each without
+// a flush of its own and then makes all of them durable with this one call
+// (CommitThreads, "Flushing the file system"): one disk flush for the round,
+// not one per file.
 //
 // It flushes whatever is written on that file system, the daemon's or not, so
 // it is for a data folder on a file system of its own (`serve --flush-scope

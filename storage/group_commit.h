@@ -47,8 +47,11 @@
 // order, so the next flushed commit makes the buffered ones durable too.
 // Whoever leads, a group's writes are visible only once its commit (and
 // flush) is done, and a commit whose flush fails is SQLite's failed commit:
-// every writer of the group gets the error. The connection goes back to
-// its opened mode after every group: others commit on it directly
+// every writer of the group gets the error. Except in a round that flushes
+// the file system once for many files (CommitThreads, "Flushing the file
+// system"): there the group commits under NORMAL, is visible from then on,
+// and its writers are answered after that flush. The connection goes back
+// to its opened mode after every group: others commit on it directly
 // (EventsDb's redrive and retention).
 //
 // Lingering: a commit costs about the same for one write as for ten (the
