@@ -22,7 +22,7 @@ namespace webhooker::bench {
 // How the requests of a LoadSpec with `paths` pick their path: the same way
 // in every run.
 enum class PathSpread {
-  kUniform,  // at random (pathIndex)
+  kUniform,  // at random: a hash of the request's number
   kInOrder,  // request i to paths[i % paths.size()]: each path once per paths.size()
   kZipf,     // at random by Zipf's law (s = 1): the k-th path gets 1/k of the first's share
 };
