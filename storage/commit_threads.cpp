@@ -100,8 +100,9 @@ void CommitThreads::commitLoop() {
     }
     // Others may start the next round meanwhile.
     if (!ready_.empty()) readyChanged_.notify_one();
+    const FlushAll flushAll = flushAll_;
     lock.unlock();
-    round(files);
+    round(files, flushAll);
     lock.lock();
   }
 }
@@ -111,15 +112,10 @@ void CommitThreads::flushFileSystemTogether(FlushAll flushAll) {
   flushAll_ = std::move(flushAll);
 }
 
-void CommitThreads::round(const std::vector<GroupCommit*>& files) {
+void CommitThreads::round(const std::vector<GroupCommit*>& files, const FlushAll& flushAll) {
   std::vector<GroupCommit::Round> parts;
   parts.reserve(files.size());
   for (GroupCommit* file : files) parts.push_back(file->beginRound());
-  FlushAll flushAll;
-  {
-    MutexLock lock(mutex_);
-    flushAll = flushAll_;
-  }
   const auto flushingFiles = std::count_if(parts.begin(), parts.end(), [](const auto& part) {
     return !part.group.empty() && part.flushes;
   });

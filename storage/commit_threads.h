@@ -109,8 +109,9 @@ class CommitThreads {
  private:
   void commitLoop();
   void flushLoop();
-  // One round over `files`: their commits at once, then the answers.
-  void round(const std::vector<GroupCommit*>& files);
+  // One round over `files`: their commits at once, then the answers;
+  // flushed by `flushAll` if set (flushAll_ as the round began).
+  void round(const std::vector<GroupCommit*>& files, const FlushAll& flushAll) EXCLUDES(mutex_);
   // Runs every job of `jobs` on the flush threads and this one; returns
   // once all are done.
   void runTogether(std::vector<std::function<void()>>& jobs) EXCLUDES(mutex_);

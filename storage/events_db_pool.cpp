@@ -139,9 +139,15 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::getIfMade(const std::string& web
 
 std::shared_ptr<EventsDb> EventsDbPool::getIfHeld(const std::string& webhookId) {
   MutexLock lock(poolMutex_);
+  if (opening_.count(webhookId)) return nullptr;
+  std::shared_ptr<EventsDb> held = heldLocked(webhookId);
+  if (held) ++use_.gets;  // a miss is counted by the get() that follows
+  return held;
+}
+
+std::shared_ptr<EventsDb> EventsDbPool::heldLocked(const std::string& webhookId) {
   const auto it = index_.find(webhookId);
-  if (it == index_.end() || opening_.count(webhookId)) return nullptr;
-  ++use_.gets;
+  if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
   return it->second->second;
 }
@@ -151,10 +157,7 @@ Result<std::shared_ptr<EventsDb>> EventsDbPool::open(const std::string& webhookI
   MutexLock lock(poolMutex_);
   waitForFileLocked(lock, webhookId);
   ++use_.gets;
-  if (auto it = index_.find(webhookId); it != index_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->second;
-  }
+  if (std::shared_ptr<EventsDb> held = heldLocked(webhookId)) return held;
   if (removed_.count(webhookId))
     return makeError(error_code::kNotFound, "webhook " + webhookId + " was deleted with its events");
   opening_.insert(webhookId);

@@ -226,6 +226,9 @@ class EventsDbPool {
   // get() and getIfMade().
   Result<std::shared_ptr<EventsDb>> open(const std::string& webhookId, IfNoFile ifNoFile)
       EXCLUDES(poolMutex_);
+  // The DB of `webhookId` if the pool holds it, now the most recently used;
+  // else null.
+  std::shared_ptr<EventsDb> heldLocked(const std::string& webhookId) REQUIRES(poolMutex_);
   // Waits until no get() or install() of `webhookId` works on its file.
   void waitForFileLocked(MutexLock& lock, const std::string& webhookId) REQUIRES(poolMutex_);
   // Peek::closings of `webhookId`.

@@ -159,10 +159,8 @@ void GroupCommit::flushRoundAlone(Round& round) {
   // would have made.
   sqlite3_file* wal = nullptr;
   int rc = sqlite3_file_control(db_.getHandle(), "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
-  if (rc == SQLITE_OK && wal && wal->pMethods)
-    rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
-  else if (rc == SQLITE_OK)
-    rc = SQLITE_IOERR_FSYNC;
+  if (rc == SQLITE_OK)
+    rc = wal && wal->pMethods ? wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL) : SQLITE_IOERR_FSYNC;
   if (rc == SQLITE_OK) return;
   const Error failed = makeError(error_code::kStorageError,
                                  std::string("storage flush failed: ") + sqlite3_errstr(rc));

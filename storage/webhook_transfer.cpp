@@ -123,9 +123,9 @@ Result<TransferPiece> readTransferPiece(const std::filesystem::path& eventsDb,
     std::unique_ptr<SQLite::Database> source = openIfExists(eventsDb, options.busyTimeoutMs);
     if (!source) {
       empty.emplace(scratch);
-      if (auto made = storage::openDatabase(empty->path(), options, eventsMigrations()); !made)
-        return made.error();
-      source = openIfExists(empty->path(), options.busyTimeoutMs);
+      auto made = storage::openDatabase(empty->path(), options, eventsMigrations());
+      if (!made) return made.error();
+      source = std::move(made.value());
     }
     SQLite::Database& db = *source;
     const Attached attached(db, piece.path());
