@@ -19,6 +19,7 @@ BenchConfig BenchConfig::large() {
   BenchConfig c;
   c.scaleShapes = {{10'000, 100'000}, {1'000, 1'000'000, 10}};
   c.tenants = 10'000;
+  // 4 a webhook: WALs that only grow (150 a webhook would take ~25 min).
   c.tenantEvents = 40'000;
   c.openFiles = 2'000;
   return c;
