@@ -19,6 +19,9 @@ struct DbOptions {
   SyncMode sync = SyncMode::kFull;
   FlushScope flushScope = FlushScope::kFile;
   int busyTimeoutMs = 5000;
+  // Bytes per page of a file made new (0: SQLite's default, 4,096); a file
+  // keeps the page size it was made with.
+  int pageSize = 0;
 };
 
 }  // namespace webhooker

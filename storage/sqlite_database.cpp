@@ -247,8 +247,8 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     // is written in its schema's transaction): no count of its tables.
     const int known = migrations.empty() ? 0 : migrations.back().version;
     const bool current = known > 0 && headerVersion(*db) == known;
-    // auto_vacuum only takes effect before the first table exists, so it is
-    // set on a new file only: on an existing one it would be a write, and a
+    // auto_vacuum and page_size only take effect before the first table
+    // exists, so they are set on a new file only: on an existing one it would be a write, and a
     // file refused as too new must not be written to.
     const bool fresh =
         !current && db->execAndGet("SELECT COUNT(*) FROM sqlite_master").getInt() == 0;
@@ -256,6 +256,7 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
       // A new file is written without a flush (see makeFreshFileDurable).
       // Before auto_vacuum, or SQLite's first commit still flushes as FULL.
       db->exec("PRAGMA synchronous = OFF");
+      if (options.pageSize > 0) db->exec("PRAGMA page_size = " + std::to_string(options.pageSize));
       db->exec("PRAGMA auto_vacuum = INCREMENTAL");
       const int version = schemaVersion(*db);
       if (versionBefore) *versionBefore = version;

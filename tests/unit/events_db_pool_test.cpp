@@ -576,6 +576,7 @@ TEST_CASE(
     CHECK(raw.execAndGet("PRAGMA journal_mode").getString() == "wal");
     CHECK(raw.execAndGet("SELECT MAX(version) FROM schema_migrations").getInt() == migrations);
     CHECK(raw.execAndGet("PRAGMA auto_vacuum").getInt() == 2);  // incremental
+    CHECK(raw.execAndGet("PRAGMA page_size").getInt() == 2048);
   }
   // Again for the same id: the file is kept as it is.
   const std::string eventId = ingestOne(*getOrFail(pool, id), "kept");
