@@ -248,8 +248,8 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
     const int known = migrations.empty() ? 0 : migrations.back().version;
     const bool current = known > 0 && headerVersion(*db) == known;
     // auto_vacuum and page_size only take effect before the first table
-    // exists, so they are set on a new file only: on an existing one it would be a write, and a
-    // file refused as too new must not be written to.
+    // exists, so they are set on a new file only: on an existing one they
+    // would be a write, and a file refused as too new must not be written to.
     const bool fresh =
         !current && db->execAndGet("SELECT COUNT(*) FROM sqlite_master").getInt() == 0;
     if (fresh) {
