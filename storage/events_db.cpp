@@ -56,10 +56,17 @@ EventsDb::~EventsDb() = default;
 
 Result<std::shared_ptr<EventsDb>> EventsDb::open(const std::filesystem::path& file,
                                                  const DbOptions& options, const Clock& clock) {
-  auto db = storage::openDatabase(file, options, eventsMigrations());
+  auto db = openFile(file, options);
   if (!db) return db.error();
   if (auto sized = limitCache(*db.value(), kWriterCacheKiB); !sized) return sized.error();
   return std::shared_ptr<EventsDb>(new EventsDb(std::move(db.value()), file, options, clock));
+}
+
+Result<std::unique_ptr<SQLite::Database>> EventsDb::openFile(const std::filesystem::path& file,
+                                                             const DbOptions& options) {
+  DbOptions made = options;
+  made.pageSize = kPageSize;
+  return storage::openDatabase(file, made, eventsMigrations());
 }
 
 namespace {
@@ -84,9 +91,7 @@ Result<std::string> freshFileBytes(const std::filesystem::path& dir, const DbOpt
     (void)storage::deleteDatabaseFiles(scratch, {"", "-wal", "-shm", "-journal"});
   };
   {
-    DbOptions made = options;
-    made.pageSize = kPageSize;
-    auto db = storage::openDatabase(scratch, made, eventsMigrations());
+    auto db = EventsDb::openFile(scratch, options);
     if (!db) {
       removeScratch();
       return db.error();

@@ -52,6 +52,11 @@ class EventsDb {
   // already there. For EventsDbPool::get, on a webhook's first write.
   static Result<void> create(const std::filesystem::path& file, const DbOptions& options);
   static constexpr const char* kWritingSuffix = ".new";
+  // The connection open() and create() use, for callers that work on an
+  // events file outside an EventsDb (a move's pieces): `file` opened,
+  // migrated, and made if missing, with an events DB's page size.
+  static Result<std::unique_ptr<SQLite::Database>> openFile(const std::filesystem::path& file,
+                                                            const DbOptions& options);
   ~EventsDb();
   EventsDb(const EventsDb&) = delete;
   EventsDb& operator=(const EventsDb&) = delete;

@@ -15,7 +15,6 @@
 
 #include "storage/events_db.h"
 #include "storage/events_db_pool.h"
-#include "storage/migration.h"
 #include "storage/sqlite_database.h"
 
 namespace webhooker {
@@ -123,7 +122,7 @@ Result<TransferPiece> readTransferPiece(const std::filesystem::path& eventsDb,
     std::unique_ptr<SQLite::Database> source = openIfExists(eventsDb, options.busyTimeoutMs);
     if (!source) {
       empty.emplace(scratch);
-      auto made = storage::openDatabase(empty->path(), options, eventsMigrations());
+      auto made = EventsDb::openFile(empty->path(), options);
       if (!made) return made.error();
       source = std::move(made.value());
     }
@@ -248,7 +247,7 @@ Result<void> mergeTransferPiece(const std::filesystem::path& eventsDb,
                                 DeliveryMerge deliveries, const DbOptions& options) {
   ScratchFile piece(scratch);
   if (auto written = writePiece(piece, bytes); !written) return written.error();
-  auto opened = storage::openDatabase(eventsDb, options, eventsMigrations());
+  auto opened = EventsDb::openFile(eventsDb, options);
   if (!opened) return opened.error();
   return mergePiece(*opened.value(), piece.path(), deliveries);
 }
@@ -265,7 +264,7 @@ Result<void> mergeTransferPiece(EventsDbPool& pool, const std::string& webhookId
 Result<void> adoptIncoming(const std::filesystem::path& incoming,
                            const std::filesystem::path& eventsDb, const DbOptions& options) {
   {
-    auto opened = storage::openDatabase(incoming, options, eventsMigrations());
+    auto opened = EventsDb::openFile(incoming, options);
     if (!opened) return opened.error();
     try {
       opened.value()->exec("PRAGMA wal_checkpoint(TRUNCATE)");
