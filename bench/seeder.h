@@ -42,7 +42,8 @@ class Seeder {
   SeededWebhook createWebhook(const std::string& name, const std::vector<SeedTarget>& targets);
   // Stores `count` events numbered firstSeq.. with one pending delivery per
   // target; with `retryAt`, each delivery has then failed once with a 503 and
-  // is `retrying` until that time.
+  // is `retrying` until that time. Leaves the file as a clean stop does:
+  // its WAL emptied into it.
   void addEvents(const SeededWebhook& webhook, size_t count, const std::vector<std::string>& bodies,
                  int64_t firstSeq, std::optional<TimePoint> retryAt = std::nullopt);
   // A new webhook with `targets` whose events DB is a copy of `from`'s (made
