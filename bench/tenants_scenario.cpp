@@ -10,7 +10,9 @@
 // webhooks took; and, from the daemon's own counts at its stop, the commit
 // rounds and WAL flushes per acknowledged event (a round's flushes are
 // issued together: the disk sees about one flush per round), and how often
-// the pool of open events DBs already held the file asked for. The
+// the pool of open events DBs already held the file asked for; and what an
+// acknowledged event cost the disk: the bytes the daemon wrote (WAL and
+// checkpoints) and the disk's write requests and flushes. The
 // daemon's CPU per acknowledged event, many webhooks against one, is read
 // beside the rate: on a shared machine it is the steadier of the two. Above
 // 1,000 webhooks a third daemon does it all again with the load spread by
@@ -44,18 +46,26 @@ namespace {
 
 constexpr int kCreatorsInFlight = 8;
 
-// A line of /proc/<pid>/status, as a number ("Threads:", "VmHWM:" in kB).
-double statusValue(pid_t pid, const std::string& key) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+// A line of /proc/<pid>/<file>, as a number: status's "Threads:" and
+// "VmHWM:" (kB), io's "write_bytes:" (what the process sent, or left dirty
+// for the kernel to send, to the disk).
+double procValue(pid_t pid, const std::string& file, const std::string& key) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/" + file);
   for (std::string line; std::getline(status, line);)
     if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
   return 0;
 }
 
-// Flush requests the disk holding `dir` has completed since boot (field 16
-// of /sys/block/<disk>/stat, kernels 5.5 and later): what the file system
-// made of the fdatasync calls, whoever issued them. nullopt when unknown.
-std::optional<double> diskFlushes(const std::filesystem::path& dir) {
+// Fields of /sys/block/<disk>/stat for the disk holding a folder: counts
+// since boot of every process's requests.
+enum class DiskCount {
+  kWrites = 4,    // write requests completed (after the block layer merged them)
+  kFlushes = 15,  // flush requests completed (kernels 5.5 and later): what
+                  // the file system made of the fdatasync calls
+};
+
+// The disk's count since boot; nullopt when unknown.
+std::optional<double> diskCount(const std::filesystem::path& dir, DiskCount count) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
   std::filesystem::path block = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
@@ -66,8 +76,9 @@ std::optional<double> diskFlushes(const std::filesystem::path& dir) {
   std::ifstream in(block / "stat");
   std::vector<double> fields;
   for (double v; in >> v;) fields.push_back(v);
-  if (fields.size() < 17) return std::nullopt;
-  return fields[15];
+  const auto field = static_cast<size_t>(count);
+  if (fields.size() <= field) return std::nullopt;
+  return fields[field];
 }
 
 // Creates `count` webhooks through the admin API, kCreatorsInFlight
@@ -125,10 +136,12 @@ struct DaemonAfterLoad {
   double walFlushes = 0;
   double fileSystemFlushes = 0;
   double cpuSeconds = 0;  // the daemon's, during the load
+  double writtenBytes = 0;  // the daemon's, during the load
   // The pool's lookups of an events DB and those that opened its file.
   std::optional<double> poolGets;
   std::optional<double> poolOpens;
   std::optional<double> diskFlushes;  // during the load, the whole machine's
+  std::optional<double> diskWrites;   // the same
 };
 
 // Posts `spec` through `daemon` (already holding the webhooks), then reads
@@ -137,13 +150,18 @@ DaemonAfterLoad loadAndStop(BenchDaemon& daemon, const LoadSpec& spec,
                             const std::vector<std::string>& bodies,
                             const std::filesystem::path& dataDir) {
   DaemonAfterLoad out;
-  const auto flushesBefore = diskFlushes(dataDir);
+  const auto flushesBefore = diskCount(dataDir, DiskCount::kFlushes);
+  const auto writesBefore = diskCount(dataDir, DiskCount::kWrites);
   const double cpuBefore = processTreeCpuSeconds(daemon.pid());
+  const double writtenBefore = procValue(daemon.pid(), "io", "write_bytes:");
   out.load = runLoad(spec, bodies);
   out.cpuSeconds = processTreeCpuSeconds(daemon.pid()) - cpuBefore;
-  const auto flushesAfter = diskFlushes(dataDir);
+  out.writtenBytes = procValue(daemon.pid(), "io", "write_bytes:") - writtenBefore;
+  const auto flushesAfter = diskCount(dataDir, DiskCount::kFlushes);
+  const auto writesAfter = diskCount(dataDir, DiskCount::kWrites);
   if (flushesBefore && flushesAfter) out.diskFlushes = *flushesAfter - *flushesBefore;
-  out.threads = statusValue(daemon.pid(), "Threads:");
+  if (writesBefore && writesAfter) out.diskWrites = *writesAfter - *writesBefore;
+  out.threads = procValue(daemon.pid(), "status", "Threads:");
   out.peakRssMb = daemon.peakRssMb();
   daemon.stop();
   out.commitRounds = daemon.logValue("daemon.stopped", "commit_rounds").value_or(0);
@@ -169,12 +187,12 @@ struct ManyWebhooks {
 std::unique_ptr<ManyWebhooks> runMany(const BenchConfig& config, LoadSpec spec, PathSpread spread) {
   auto run = std::make_unique<ManyWebhooks>();
   BenchDaemon daemon(run->data.path(), config.daemonSettings());
-  const auto flushesBefore = diskFlushes(run->data.path());
+  const auto flushesBefore = diskCount(run->data.path(), DiskCount::kFlushes);
   const auto creationStart = std::chrono::steady_clock::now();
   run->webhooks = createWebhooks(daemon, config.tenants);
   run->creationSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - creationStart).count();
-  const auto flushesAfter = diskFlushes(run->data.path());
+  const auto flushesAfter = diskCount(run->data.path(), DiskCount::kFlushes);
   if (flushesBefore && flushesAfter) run->creationFlushes = *flushesAfter - *flushesBefore;
   spec.baseUrl = daemon.url();
   spec.paths.clear();
@@ -270,6 +288,9 @@ void runTenants(const BenchConfig& config, Report& report) {
   report.add({"tenants", "WAL flushes per acknowledged event" + at,
               perEvent(many.walFlushes, many), "1", perEvent(one.walFlushes, one), "one webhook",
               std::nullopt});
+  report.add({"tenants", "KB the daemon wrote per acknowledged event" + at,
+              perEvent(many.writtenBytes / 1024, many), "KB",
+              perEvent(one.writtenBytes / 1024, one), "one webhook", std::nullopt});
   if (config.flushScope == "filesystem")
     report.add({"tenants", "file-system flushes per acknowledged event" + at,
                 perEvent(many.fileSystemFlushes, many), "1", perEvent(one.fileSystemFlushes, one),
@@ -280,6 +301,10 @@ void runTenants(const BenchConfig& config, Report& report) {
   if (many.diskFlushes && one.diskFlushes)
     report.add({"tenants", "disk flushes per acknowledged event (whole disk)" + at,
                 perEvent(*many.diskFlushes, many), "1", perEvent(*one.diskFlushes, one),
+                "one webhook", std::nullopt});
+  if (many.diskWrites && one.diskWrites)
+    report.add({"tenants", "disk write requests per acknowledged event (whole disk)" + at,
+                perEvent(*many.diskWrites, many), "1", perEvent(*one.diskWrites, one),
                 "one webhook", std::nullopt});
   checkStored(report, config, *uniform);
   if (tenants <= 1'000) return;
