@@ -46,12 +46,12 @@ namespace {
 
 constexpr int kCreatorsInFlight = 8;
 
-// A line of /proc/<pid>/<file>, as a number: status's "Threads:" and
-// "VmHWM:" (kB), io's "write_bytes:" (what the process sent, or left dirty
-// for the kernel to send, to the disk).
+// A line of /proc/<pid>/<file>, as a number: status's "Threads:", io's
+// "write_bytes:" (what the process sent, or left dirty for the kernel to
+// send, to the disk).
 double procValue(pid_t pid, const std::string& file, const std::string& key) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/" + file);
-  for (std::string line; std::getline(status, line);)
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file);
+  for (std::string line; std::getline(in, line);)
     if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
   return 0;
 }
