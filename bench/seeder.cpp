@@ -117,11 +117,9 @@ SeededWebhook Seeder::copyWebhook(const std::string& name, const std::vector<See
     throw std::runtime_error("copy webhook: the copy needs as many targets as its template");
   const std::filesystem::path source = pool_->pathFor(from.id);
   if (template_ != from.id) {
-    // Closing the pool closes the template's file; its WAL, if any, goes
-    // into the file itself, so that the file alone is a whole copy.
+    // addEvents left the template's WAL empty, so the file alone is a whole
+    // copy; closing the pool lets go of it before it is copied.
     pool_ = std::make_unique<EventsDbPool>(dataDir_, seedOptions(), clock_, 64);
-    SQLite::Database db(source.string(), SQLite::OPEN_READWRITE);
-    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     template_ = from.id;
   }
   SeededWebhook seeded = createWebhook(name, targets);
