@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/thread_name.h"
+#include "storage/commit_journal.h"
 #include "storage/group_commit.h"
 
 namespace webhooker::storage {
@@ -101,8 +102,9 @@ void CommitThreads::commitLoop() {
     // Others may start the next round meanwhile.
     if (!ready_.empty()) readyChanged_.notify_one();
     const FlushAll flushAll = flushAll_;
+    CommitJournal* const journal = journal_;
     lock.unlock();
-    round(files, flushAll);
+    round(files, flushAll, journal);
     lock.lock();
   }
 }
@@ -112,41 +114,57 @@ void CommitThreads::flushFileSystemTogether(FlushAll flushAll) {
   flushAll_ = std::move(flushAll);
 }
 
-void CommitThreads::round(const std::vector<GroupCommit*>& files, const FlushAll& flushAll) {
+void CommitThreads::journalTogether(CommitJournal* journal) {
+  MutexLock lock(mutex_);
+  journal_ = journal;
+}
+
+void CommitThreads::round(const std::vector<GroupCommit*>& files, const FlushAll& flushAll,
+                          CommitJournal* journal) {
   std::vector<GroupCommit::Round> parts;
   parts.reserve(files.size());
   for (GroupCommit* file : files) parts.push_back(file->beginRound());
-  const auto flushingFiles = std::count_if(parts.begin(), parts.end(), [](const auto& part) {
-    return !part.group.empty() && part.flushes;
-  });
-  const bool flushAllTogether = flushAll && flushingFiles >= 2;
+  // Commits that would flush and may leave it to the round's one flush.
+  const auto sharesFlush = [&](size_t i) {
+    return !parts[i].group.empty() && parts[i].flushes && (!journal || files[i]->journals());
+  };
+  size_t sharing = 0;
+  for (size_t i = 0; i < files.size(); ++i) sharing += sharesFlush(i);
+  const bool together = (flushAll || journal) && sharing >= 2;
   // A commit without a flush only costs CPU: it runs here. Those that
   // wait for the disk wait together.
   bool committed = false;
   std::vector<std::function<void()>> flushing;
+  std::vector<const CommitJournal::Record*> records;
   for (size_t i = 0; i < files.size(); ++i) {
     if (parts[i].group.empty()) continue;
     committed = true;
-    parts[i].flushLater = flushAllTogether && parts[i].flushes;
+    parts[i].flushLater = together && sharesFlush(i);
+    parts[i].journaled = parts[i].flushLater && journal;
     if (parts[i].flushes && !parts[i].flushLater)
       flushing.push_back([file = files[i], &part = parts[i]] { file->commitRound(part); });
     else
       files[i]->commitRound(parts[i]);
+    if (parts[i].journaled && !parts[i].record.file.empty()) records.push_back(&parts[i].record);
   }
   if (!flushing.empty()) runTogether(flushing);
-  if (flushAllTogether && !flushAll()) {
-    // The error names no file: each is flushed alone, so that only the
-    // writers of a file that cannot be written fail.
+  size_t walFlushes = flushing.size();
+  if (together && !(journal ? journal->append(records) : flushAll())) {
+    // The error names no file, or the journal could not be written: each
+    // is flushed alone, so that only the writers of a file that cannot be
+    // written fail.
+    std::vector<std::function<void()>> alone;
     for (size_t i = 0; i < files.size(); ++i)
       if (parts[i].flushLater)
-        flushing.push_back([file = files[i], &part = parts[i]] { file->flushRoundAlone(part); });
-    runTogether(flushing);
+        alone.push_back([file = files[i], &part = parts[i]] { file->flushRoundAlone(part); });
+    runTogether(alone);
+    walFlushes += alone.size();
   }
   {
     MutexLock lock(mutex_);
     if (committed) ++counts_.rounds;
-    if (flushAllTogether) ++counts_.fileSystemFlushes;
-    counts_.walFlushes += flushing.size();
+    if (together) ++(journal ? counts_.journalWrites : counts_.fileSystemFlushes);
+    counts_.walFlushes += walFlushes;
   }
   for (size_t i = 0; i < files.size(); ++i) files[i]->endRound(parts[i]);
 }

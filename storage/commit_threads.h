@@ -30,6 +30,14 @@
 // when it fails each file of the round is flushed alone (its WAL's xSync, as
 // SQLite would) and a file whose own flush fails fails its own writers only.
 //
+// Journaling: once given the node's commit journal (journalTogether(), the
+// daemon's `--flush-scope journal`), such a round commits each file that
+// journals (GroupCommit's `journalName`) without a flush, appends what each
+// commit changed to the journal, flushes the journal once, and only then
+// answers (CommitJournal). As with the file system's flush, a write is
+// visible from its commit; when the journal cannot be written each file is
+// flushed alone and a file whose own flush fails fails its own writers only.
+//
 // Lingering: a GroupCommit may ask to be led no sooner than a given time
 // (schedule()'s `due`, see GroupCommit's "Lingering"); hurry() makes it due
 // now.
@@ -57,6 +65,7 @@
 
 namespace webhooker::storage {
 
+class CommitJournal;
 class GroupCommit;
 
 class CommitThreads {
@@ -86,6 +95,10 @@ class CommitThreads {
   // one `flushAll` instead of a flush per file. Set once, before the first
   // round that may need it.
   void flushFileSystemTogether(FlushAll flushAll);
+  // From the next round on, such rounds end with one write of `journal`
+  // (see "Journaling"); nullptr: with a flush per file again. The journal
+  // must outlive every round begun before the next call.
+  void journalTogether(CommitJournal* journal);
 
   // `file` has work for a commit thread, no sooner than `due`. Once per
   // scheduling: not again until a round of it has begun.
@@ -103,6 +116,7 @@ class CommitThreads {
     uint64_t rounds = 0;      // rounds with at least one commit
     uint64_t walFlushes = 0;  // commits of rounds that flushed their WAL (fdatasync)
     uint64_t fileSystemFlushes = 0;  // rounds ended by one flushAll
+    uint64_t journalWrites = 0;      // rounds ended by one write of the journal
   };
   Counts counts() const;
 
@@ -110,8 +124,9 @@ class CommitThreads {
   void commitLoop();
   void flushLoop();
   // One round over `files`: their commits at once, then the answers;
-  // flushed by `flushAll` if set (flushAll_ as the round began).
-  void round(const std::vector<GroupCommit*>& files, const FlushAll& flushAll) EXCLUDES(mutex_);
+  // flushed by `flushAll` or `journal` if set (as the round began).
+  void round(const std::vector<GroupCommit*>& files, const FlushAll& flushAll,
+             CommitJournal* journal) EXCLUDES(mutex_);
   // Runs every job of `jobs` on the flush threads and this one; returns
   // once all are done.
   void runTogether(std::vector<std::function<void()>>& jobs) EXCLUDES(mutex_);
@@ -133,6 +148,7 @@ class CommitThreads {
   std::condition_variable_any roundDone_;
   Counts counts_ GUARDED_BY(mutex_);
   FlushAll flushAll_ GUARDED_BY(mutex_);  // empty: each file flushes its own
+  CommitJournal* journal_ GUARDED_BY(mutex_) = nullptr;  // or the journal, if set
   size_t busyCachesFree_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::vector<std::thread> threads_;  // last: joined before the members above go

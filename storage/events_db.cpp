@@ -50,7 +50,9 @@ EventsDb::EventsDb(std::unique_ptr<SQLite::Database> db, const std::filesystem::
       options_(options),
       db_(std::move(db)),
       statements_(std::make_unique<storage::StatementCache>(*db_)),
-      writes_(std::make_unique<storage::GroupCommit>(*db_, dbMutex_, *statements_, options.sync)) {}
+      writes_(std::make_unique<storage::GroupCommit>(
+          *db_, dbMutex_, *statements_, options.sync, storage::GroupCommit::kLinger,
+          storage::CommitThreads::shared(), file.filename().string())) {}
 
 EventsDb::~EventsDb() = default;
 
@@ -67,6 +69,15 @@ Result<std::unique_ptr<SQLite::Database>> EventsDb::openFile(const std::filesyst
   DbOptions made = options;
   made.pageSize = kPageSize;
   return storage::openDatabase(file, made, eventsMigrations());
+}
+
+Result<void> EventsDb::applyJournal(const std::filesystem::path& file, const DbOptions& options,
+                                    const std::vector<storage::CommitJournal::Record>& records) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return {};
+  auto db = openFile(file, options);
+  if (!db) return db.error();
+  return storage::CommitJournal::applyJournal(*db.value(), records);
 }
 
 namespace {

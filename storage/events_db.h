@@ -24,6 +24,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/result.h"
+#include "storage/commit_journal.h"
 #include "storage/db_options.h"
 #include "storage/delivery_records.h"
 #include "storage/event_payload.h"
@@ -57,6 +58,11 @@ class EventsDb {
   // migrated, and made if missing, with an events DB's page size.
   static Result<std::unique_ptr<SQLite::Database>> openFile(const std::filesystem::path& file,
                                                             const DbOptions& options);
+  // Replay of the commit journal into `file` (CommitJournal::Replay):
+  // applies the records past the file's journal position, in one
+  // transaction. ok if the file is gone (its webhook deleted or moved).
+  static Result<void> applyJournal(const std::filesystem::path& file, const DbOptions& options,
+                                   const std::vector<storage::CommitJournal::Record>& records);
   ~EventsDb();
   EventsDb(const EventsDb&) = delete;
   EventsDb& operator=(const EventsDb&) = delete;

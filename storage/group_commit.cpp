@@ -11,13 +11,15 @@
 namespace webhooker::storage {
 
 GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements,
-                         SyncMode sync, std::chrono::microseconds linger, CommitThreads& threads)
+                         SyncMode sync, std::chrono::microseconds linger, CommitThreads& threads,
+                         std::string journalName)
     : db_(db),
       dbMutex_(dbMutex),
       statements_(statements),
       openedSync_(sync),
       linger_(linger),
       threads_(threads),
+      journalName_(std::move(journalName)),
       currentSync_(sync) {}
 
 GroupCommit::~GroupCommit() {
@@ -150,7 +152,8 @@ GroupCommit::Round GroupCommit::beginRound() {
 }
 
 void GroupCommit::commitRound(Round& round) {
-  if (!round.group.empty()) commit(round.group, round.flushLater);
+  if (!round.group.empty())
+    commit(round.group, round.flushLater, round.journaled ? &round.record : nullptr);
 }
 
 void GroupCommit::flushRoundAlone(Round& round) {
@@ -187,14 +190,16 @@ void GroupCommit::endRound(Round& round) {
   if (!scheduled_) unscheduled_.notify_all();
 }
 
-void GroupCommit::commit(const std::vector<Writer*>& group, bool flushLater) {
+void GroupCommit::commit(const std::vector<Writer*>& group, bool flushLater,
+                         CommitJournal::Record* record) {
   const auto failAll = [&](const char* operation, const std::exception& e) {
     for (Writer* w : group) w->result = storageError(operation, e);
+    if (record) *record = {};
   };
   MutexLock lock(dbMutex_);
   try {
     useSync(flushes(group) && !flushLater ? SyncMode::kFull : SyncMode::kNormal);
-    transact(group);
+    transact(group, record);
   } catch (const std::exception& e) {
     failAll("commit", e);
   } catch (...) {
@@ -243,20 +248,34 @@ void GroupCommit::shrinkCache() {
   threads_.giveBackBusyCache();
 }
 
-void GroupCommit::transact(const std::vector<Writer*>& group) {
+void GroupCommit::transact(const std::vector<Writer*>& group, CommitJournal::Record* record) {
+  // The journal's record of the transaction: its changes, the file's next
+  // journal position, set in it before the commit.
+  const auto commitRecorded = [&](SQLite::Transaction& txn, ChangeRecorder* changes) {
+    if (changes) {
+      record->position = CommitJournal::advancePosition(statements_);
+      record->changes = changes->take();
+      record->file = journalName_;
+    }
+    txn.commit();
+  };
   // IMMEDIATE: the write lock comes first, so a read inside a work (an
   // idempotency check) cannot be overtaken by another connection's write.
   {
     SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
-    const Pass pass = runGroup(group, false);
+    std::optional<ChangeRecorder> changes;
+    if (record) changes.emplace(db_.getHandle());
+    const Pass pass = runGroup(group, false, changes ? &*changes : nullptr);
     if (pass == Pass::kTransactionLost) return;
-    if (pass == Pass::kAllRan) return txn.commit();
+    if (pass == Pass::kAllRan) return commitRecorded(txn, changes ? &*changes : nullptr);
     // A lone write's failure is undone with the transaction.
     if (group.size() == 1) return;
   }
   SQLite::Transaction txn(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  if (runGroup(group, true) == Pass::kTransactionLost) return;
-  txn.commit();
+  std::optional<ChangeRecorder> changes;
+  if (record) changes.emplace(db_.getHandle());
+  if (runGroup(group, true, changes ? &*changes : nullptr) == Pass::kTransactionLost) return;
+  commitRecorded(txn, changes ? &*changes : nullptr);
 }
 
 void GroupCommit::useSync(SyncMode mode) {
@@ -267,8 +286,10 @@ void GroupCommit::useSync(SyncMode mode) {
   currentSync_ = mode;
 }
 
-GroupCommit::Pass GroupCommit::runGroup(const std::vector<Writer*>& group, bool savepoints) {
+GroupCommit::Pass GroupCommit::runGroup(const std::vector<Writer*>& group, bool savepoints,
+                                        ChangeRecorder* changes) {
   for (Writer* w : group) {
+    const size_t mark = changes ? changes->mark() : 0;
     if (savepoints) statements_.get("SAVEPOINT write")->exec();
     runWork(*w);
     if (sqlite3_get_autocommit(db_.getHandle())) {
@@ -284,6 +305,7 @@ GroupCommit::Pass GroupCommit::runGroup(const std::vector<Writer*>& group, bool 
     if (!w->result->ok()) {
       if (!savepoints) return Pass::kWorkFailed;
       statements_.get("ROLLBACK TO write")->exec();
+      if (changes) changes->forgetSince(mark);
     }
     if (savepoints) statements_.get("RELEASE write")->exec();
   }

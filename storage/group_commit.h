@@ -52,7 +52,10 @@
 // system"): there the group commits under NORMAL, is visible from then on,
 // and its writers are answered after that flush. The connection goes back
 // to its opened mode after every group: others commit on it directly
-// (EventsDb's redrive and retention).
+// (EventsDb's redrive and retention). A file that journals (given a
+// `journalName`; it has the table journal_position) does the same in a
+// round the commit journal makes durable (CommitThreads, "Journaling"):
+// its group's changes are recorded and appended to the journal.
 //
 // Lingering: a commit costs about the same for one write as for ten (the
 // transaction's locks, the WAL frames of the pages it touched). When only
@@ -79,10 +82,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/mutex.h"
 #include "base/result.h"
+#include "storage/commit_journal.h"
 #include "storage/commit_threads.h"
 #include "storage/db_options.h"
 #include "storage/statement_cache.h"
@@ -118,10 +123,11 @@ class GroupCommit {
 
   // `sync` is the mode `db` was opened with; `linger` the longest wait of
   // buffered writes for company (see "Lingering"); `threads` lead the
-  // submitted writes.
+  // submitted writes; `journalName` names the file in the commit journal
+  // (empty: it never journals).
   GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& statements, SyncMode sync,
               std::chrono::microseconds linger = kLinger,
-              CommitThreads& threads = CommitThreads::shared());
+              CommitThreads& threads = CommitThreads::shared(), std::string journalName = {});
   ~GroupCommit();
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
@@ -168,9 +174,13 @@ class GroupCommit {
     std::vector<std::unique_ptr<Writer>> committed;  // submitted writes whose Done is due
     bool flushes = false;  // the group's commit flushes the disk
     // ... but commits without it: the round flushes the file system after
-    // (CommitThreads, "Flushing the file system").
+    // (CommitThreads, "Flushing the file system"), or the journal.
     bool flushLater = false;
+    bool journaled = false;        // made durable by the commit journal ...
+    CommitJournal::Record record;  // ... with this (empty file: nothing committed)
   };
+  // Whether this file's commits may go to the commit journal.
+  bool journals() const { return !journalName_.empty(); }
   // Takes the lead of the queue's head, if nobody leads and a submitted
   // write heads it, and the results a run() caller left to report.
   Round beginRound() EXCLUDES(queueMutex_);
@@ -200,13 +210,16 @@ class GroupCommit {
   // Makes a lingering round due now once the queue need not wait any more.
   void endLingerIfDueLocked() REQUIRES(queueMutex_);
   // The leader's part: one transaction for `group` in the synchronous mode
-  // it needs (without a flush if `flushLater`); sets every result.
-  void commit(const std::vector<Writer*>& group, bool flushLater = false) EXCLUDES(queueMutex_);
+  // it needs (without a flush if `flushLater`); sets every result, and
+  // `record` (if given) to what the commit changed.
+  void commit(const std::vector<Writer*>& group, bool flushLater = false,
+              CommitJournal::Record* record = nullptr) EXCLUDES(queueMutex_);
   // Whether `group`'s commit flushes the disk: the connection is FULL and
   // not every write in it is kBuffered.
   bool flushes(const std::vector<Writer*>& group) const;
   // commit()'s transaction; throws when SQLite cannot begin or commit it.
-  void transact(const std::vector<Writer*>& group) REQUIRES(dbMutex_);
+  void transact(const std::vector<Writer*>& group, CommitJournal::Record* record)
+      REQUIRES(dbMutex_);
   // How a run of a group's works ended.
   enum class Pass {
     kAllRan,           // each result set (with savepoints, failed ones undone)
@@ -214,8 +227,9 @@ class GroupCommit {
     kTransactionLost,  // SQLite rolled the transaction back: every writer has the error
   };
   // The group's writes one after another in the open transaction, each in
-  // a savepoint if `savepoints`.
-  Pass runGroup(const std::vector<Writer*>& group, bool savepoints);
+  // a savepoint if `savepoints`; `changes` (if given) forgets what a write
+  // undone changed.
+  Pass runGroup(const std::vector<Writer*>& group, bool savepoints, ChangeRecorder* changes);
   // One writer's work; its result set, whatever it throws.
   void runWork(Writer& writer);
   // Sets the connection's synchronous mode, unless it is in it already.
@@ -232,6 +246,7 @@ class GroupCommit {
   const SyncMode openedSync_;
   const std::chrono::microseconds linger_;
   CommitThreads& threads_;
+  const std::string journalName_;
   SyncMode currentSync_ GUARDED_BY(dbMutex_);
   bool busyCache_ GUARDED_BY(dbMutex_) = false;  // holds one of threads_' busy caches
   int openedCacheSize_ GUARDED_BY(dbMutex_) = 0;  // PRAGMA cache_size before it grew

@@ -8,22 +8,25 @@
 // deliveries, and its sender has no answer until the flush is done. A
 // commit round over several files flushes each file's WAL, or, given a
 // file-system flush, none of them and the file system once; when that flush
-// fails each file is flushed alone and only a failing file's writers fail.
+// fails each file is flushed alone and only a failing file's writers fail;
+// given the commit journal, none of them and the journal once, each file
+// flushed alone when the journal cannot take the round.
 // storage_faults_test makes the full disk and the read-only file system
 // happen for real (as root).
 #include <doctest/doctest.h>
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "storage/commit_journal.h"
 #include "storage/commit_threads.h"
 #include "storage/file_system_flush.h"
 #include "tests/support/engine_harness.h"
@@ -343,16 +346,18 @@ TEST_CASE("an ingest is answered only once its commit is flushed to the disk") {
 namespace webhooker::testing {
 
 // With the only commit thread of `held`'s CommitThreads held by `held`'s
-// write, inserts into each of `files` (so that they share the next round),
+// write, inserts into each of `files` (so that they share the next round;
+// each row padded with `padBytes`),
 // makes failing.db's flushes fail, lets the round run and returns each
 // insert's result; the fault is cleared on return.
 static std::vector<Result<void>> roundWithFailingFlush(GroupFile& held,
-                                                       const std::vector<GroupFile*>& files) {
+                                                       const std::vector<GroupFile*>& files,
+                                                       int padBytes = 0) {
   std::promise<void> release;
   held.holdCommitThread(release.get_future().share());
   std::vector<std::future<Result<void>>> answers;
   for (size_t i = 0; i < files.size(); ++i)
-    answers.push_back(files[i]->submitInsert(static_cast<int>(i) + 1));
+    answers.push_back(files[i]->submitInsert(static_cast<int>(i) + 1, padBytes));
   InjectedFault fault("failing.db", Fault::kSyncFails);
   release.set_value();
   std::vector<Result<void>> results;
@@ -486,6 +491,107 @@ TEST_CASE("a failed file-system flush flushes each file alone; a failing one fai
   // sender is answered an error and sends again (at least once).
   CHECK(failing.rows() == 1);
   CHECK(fine.rows() == 1);
+}
+
+// The commit journal of a test's CommitThreads, in `dir`: the smallest ring.
+struct TestJournal {
+  std::unique_ptr<storage::CommitJournal> journal;
+  storage::CommitThreads& threads;
+
+  TestJournal(const TempDir& dir, storage::CommitThreads& t) : threads(t) {
+    auto opened = storage::CommitJournal::open(
+        dir / "commit-journal", storage::CommitJournal::kMinBytes,
+        [](const std::string&, const std::vector<storage::CommitJournal::Record>&) {
+          return Result<void>{};
+        });
+    REQUIRE(opened.ok());
+    journal = std::move(opened.value());
+    threads.journalTogether(journal.get());
+  }
+  ~TestJournal() { threads.journalTogether(nullptr); }
+};
+
+TEST_CASE("a commit round over several files writes the journal once and flushes no file's WAL") {
+  FaultVfs& vfs = FaultVfs::install();
+  TempDir dir;
+  storage::CommitThreads threads(1, 2);
+  using J = GroupFile::Journal;
+  GroupFile held(dir, "held.db", threads, J::kYes), first(dir, "first.db", threads, J::kYes),
+      second(dir, "second.db", threads, J::kYes), alone(dir, "alone.db", threads);
+  TestJournal journal(dir, threads);
+
+  // A lone file's round flushes its own WAL, as without the journal.
+  const int heldSyncs = vfs.syncsOf("held.db-wal");
+  REQUIRE(held.submitInsert(0).get().ok());
+  CHECK(vfs.syncsOf("held.db-wal") == heldSyncs + 1);
+  CHECK(journal.journal->counts().appends == 0);
+
+  std::promise<void> release;
+  held.holdCommitThread(release.get_future().share());
+  const int firstSyncs = vfs.syncsOf("first.db-wal"), secondSyncs = vfs.syncsOf("second.db-wal"),
+            aloneSyncs = vfs.syncsOf("alone.db-wal");
+  auto one = first.submitInsert(1);
+  auto two = second.submitInsert(2);
+  auto three = alone.submitInsert(3);  // a file that does not journal flushes its own
+  release.set_value();
+  CHECK(one.get().ok());
+  CHECK(two.get().ok());
+  CHECK(three.get().ok());
+  CHECK(journal.journal->counts().appends == 1);
+  CHECK(threads.counts().journalWrites == 1);
+  CHECK(vfs.syncsOf("first.db-wal") == firstSyncs);
+  CHECK(vfs.syncsOf("second.db-wal") == secondSyncs);
+  CHECK(vfs.syncsOf("alone.db-wal") == aloneSyncs + 1);
+  CHECK(first.rows() == 1);
+  CHECK(second.rows() == 1);
+  // Each journaled commit moved its file's journal position.
+  CHECK(first.db->execAndGet("SELECT position FROM journal_position").getInt64() == 1);
+}
+
+TEST_CASE(
+    "a round the journal cannot take flushes each file alone; a failing one fails its writers") {
+  FaultVfs& vfs = FaultVfs::install();
+  TempDir dir;
+  storage::CommitThreads threads(1, 2);
+  using J = GroupFile::Journal;
+  GroupFile held(dir, "held.db", threads, J::kYes), failing(dir, "failing.db", threads, J::kYes),
+      fine(dir, "fine.db", threads, J::kYes);
+  TestJournal journal(dir, threads);
+
+  // Two rows of 48 KB: more than a segment of the smallest ring.
+  const int fineSyncs = vfs.syncsOf("fine.db-wal");
+  const auto results = roundWithFailingFlush(held, {&failing, &fine}, 48 * 1024);
+  REQUIRE_FALSE(results[0].ok());
+  CHECK(results[0].error().code == "storage_error");
+  CHECK(results[1].ok());
+  CHECK(journal.journal->counts().appends == 0);
+  CHECK(vfs.syncsOf("fine.db-wal") == fineSyncs + 1);  // flushed alone
+  CHECK(failing.rows() == 1);  // committed before, so visible: at least once
+  CHECK(fine.rows() == 1);
+}
+
+TEST_CASE("the journal's ring is reused once the files it holds commits of are flushed") {
+  TempDir dir;
+  storage::CommitThreads threads(1, 2);
+  using J = GroupFile::Journal;
+  GroupFile held(dir, "held.db", threads, J::kYes), first(dir, "first.db", threads, J::kYes),
+      second(dir, "second.db", threads, J::kYes);
+  TestJournal journal(dir, threads);
+
+  // 40 rounds of two 16 KB rows: about 1.3 MB through a ring of 1 MB.
+  for (int round = 0; round < 40; ++round) {
+    std::promise<void> release;
+    held.holdCommitThread(release.get_future().share());
+    auto one = first.submitInsert(round, 16 * 1024);
+    auto two = second.submitInsert(round, 16 * 1024);
+    release.set_value();
+    REQUIRE(one.get().ok());
+    REQUIRE(two.get().ok());
+  }
+  CHECK(journal.journal->counts().appends == 40);
+  CHECK(journal.journal->counts().fileFlushes >= 2);
+  CHECK(first.rows() == 40);
+  CHECK(second.rows() == 40);
 }
 
 }  // namespace webhooker::testing
