@@ -26,7 +26,9 @@ std::string Config::listenHost() const {
 DbOptions Config::dbOptions() const {
   DbOptions o;
   o.sync = syncMode == "normal" ? SyncMode::kNormal : SyncMode::kFull;
-  o.flushScope = flushScope == "filesystem" ? FlushScope::kFileSystem : FlushScope::kFile;
+  o.flushScope = flushScope == "filesystem" ? FlushScope::kFileSystem
+                 : flushScope == "file"     ? FlushScope::kFile
+                                            : FlushScope::kJournal;
   return o;
 }
 
@@ -51,11 +53,12 @@ void addServeOptions(CLI::App& cmd, Config& c) {
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
   cmd.add_option("--flush-scope", c.flushScope,
-                 "what a commit over many webhooks' files flushes: file (each file's WAL) or "
-                 "filesystem (one flush of the data folder's file system for all of them; "
-                 "for a data folder on a file system of its own)")
+                 "what a commit over many webhooks' files flushes: journal (one write of the "
+                 "node's commit journal for all of them), file (each file's WAL) or filesystem "
+                 "(one flush of the data folder's file system; for a data folder on a file "
+                 "system of its own)")
       ->envname("WEBHOOKER_FLUSH_SCOPE")
-      ->check(CLI::IsMember({"file", "filesystem"}))
+      ->check(CLI::IsMember({"journal", "file", "filesystem"}))
       ->capture_default_str();
   cmd.add_option("--node-id", c.nodeId,
                  "this node's name in a cluster (letters, digits, - and _; at most 32): "

@@ -20,7 +20,7 @@ struct Config {
   std::string environment = "dev";  // dev | prod
   std::string dataDir;              // "" → dev: $XDG_DATA_HOME/webhooker, prod: /data
   std::string syncMode = "full";    // full | normal
-  std::string flushScope = "file";  // file | filesystem
+  std::string flushScope = "journal";  // journal | file | filesystem
   size_t maxOpenEventsDbs = 0;     // 0 → sized from the node (EventsDbPool::capacityFor)
 
   std::string nodeId;               // name in a cluster; "" → a single node

@@ -3,9 +3,9 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -30,16 +30,17 @@
 #include "engine/delivery_metrics.h"
 #include "engine/engine.h"
 #include "engine/operational_events.h"
-#include "engine/target_health_monitor.h"
 #include "engine/retention_pruner.h"
+#include "engine/target_health_monitor.h"
+#include "net/resolver.h"
+#include "net/ssrf_guard.h"
 #include "server/admin_token.h"
 #include "server/http_server.h"
+#include "storage/commit_journal.h"
 #include "storage/events_db_pool.h"
 #include "storage/file_system_flush.h"
 #include "storage/main_store.h"
 #include "targets/http_client.h"
-#include "net/resolver.h"
-#include "net/ssrf_guard.h"
 #include "targets/target_registry.h"
 
 namespace webhooker::app {
@@ -117,6 +118,58 @@ Result<void> claimNodeId(MainStore& store, const std::string& nodeId) {
   return {};
 }
 
+constexpr const char* kCommitJournal = "commit-journal";
+
+// The node's commit journal (storage/commit_journal.h), replayed into the
+// events files; nullptr where commit rounds do not use it (another flush
+// scope, or --sync-mode normal). A journal an earlier start left is
+// replayed all the same, then removed. Where there is no room to make one,
+// each file flushes its own, as with --flush-scope file.
+Result<std::unique_ptr<storage::CommitJournal>> openCommitJournal(
+    const std::filesystem::path& dataDir, const DbOptions& db) {
+  const std::filesystem::path path = dataDir / kCommitJournal;
+  const bool used = db.sync == SyncMode::kFull && db.flushScope == FlushScope::kJournal;
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  if (!used && !exists) return std::unique_ptr<storage::CommitJournal>();
+  auto journal = storage::CommitJournal::open(
+      path, storage::CommitJournal::kDefaultBytes,
+      [&](const std::string& file, const std::vector<storage::CommitJournal::Record>& records) {
+        return EventsDb::applyJournal(dataDir / file, db, records);
+      });
+  if (!journal && !exists && journal.error().code == error_code::kStorageUnavailable) {
+    spdlog::warn("daemon.commit_journal_unavailable path={} error=\"{}\" flush_scope=file",
+                 path.string(), journal.error().message);
+    return std::unique_ptr<storage::CommitJournal>();
+  }
+  if (!journal || used) return journal;
+  if (auto closed = journal.value()->close(); !closed) return closed.error();
+  if (!std::filesystem::remove(path, ec) && ec)
+    return makeError(error_code::kStorageError,
+                     "cannot remove " + path.string() + ": " + ec.message());
+  return std::unique_ptr<storage::CommitJournal>();
+}
+
+// Commit rounds use the journal while this lives. Declared before the
+// events DB pool, it closes the journal once the pool has closed the files.
+class JournalInUse {
+ public:
+  explicit JournalInUse(storage::CommitJournal* journal) : journal_(journal) {
+    if (journal_) storage::useCommitJournal(journal_);
+  }
+  ~JournalInUse() {
+    if (!journal_) return;
+    storage::useCommitJournal(nullptr);
+    if (auto closed = journal_->close(); !closed)
+      spdlog::warn("daemon.commit_journal_not_closed error=\"{}\"", closed.error().message);
+  }
+  JournalInUse(const JournalInUse&) = delete;
+  JournalInUse& operator=(const JournalInUse&) = delete;
+
+ private:
+  storage::CommitJournal* const journal_;
+};
+
 }  // namespace
 
 int runServe(const Config& config) {
@@ -143,6 +196,15 @@ int runServe(const Config& config) {
     return 1;
   }
 
+  // Before anything opens an events file: what a power loss took from the
+  // files comes back from the journal first.
+  auto journal = openCommitJournal(dataDir, options.db);
+  if (!journal) {
+    spdlog::critical("daemon.commit_journal_failed path={} error=\"{}\"",
+                     (dataDir / kCommitJournal).string(), journal.error().message);
+    return 1;
+  }
+  const JournalInUse journalInUse(journal.value().get());
   if (options.db.sync == SyncMode::kFull && options.db.flushScope == FlushScope::kFileSystem) {
     if (auto used = storage::useFileSystemFlush(dataDir); !used) {
       spdlog::critical("daemon.data_dir_failed path={} error=\"{}\"", dataDir.string(),
@@ -282,9 +344,10 @@ int runServe(const Config& config) {
   const auto commits = EventsDbPool::commitCounts();
   const auto poolUse = eventsDbs.use();
   spdlog::info(
-      "daemon.stopped commit_rounds={} wal_flushes={} file_system_flushes={} pool_gets={} "
-      "pool_opens={}",
-      commits.rounds, commits.walFlushes, commits.fileSystemFlushes, poolUse.gets, poolUse.opens);
+      "daemon.stopped commit_rounds={} wal_flushes={} file_system_flushes={} journal_writes={} "
+      "journal_file_flushes={} pool_gets={} pool_opens={}",
+      commits.rounds, commits.walFlushes, commits.fileSystemFlushes, commits.journalWrites,
+      journal.value() ? journal.value()->counts().fileFlushes : 0, poolUse.gets, poolUse.opens);
   return 0;
 }
 

@@ -21,7 +21,7 @@ inline constexpr const char* kAdminToken = "whk_bench_admin_token_0123456789";
 
 struct DaemonSettings {
   std::string syncMode = "full";
-  std::string flushScope = "file";
+  std::string flushScope = "journal";
   int httpThreads = 8;
   int workers = 8;
   int maxWorkers = 64;

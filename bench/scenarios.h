@@ -22,7 +22,7 @@ struct BenchConfig {
   // targets may see this many connections.
   int maxWorkers = 64;
   std::string syncMode = "full";  // the daemon's; "normal" shows what the fsyncs cost
-  std::string flushScope = "file";  // the daemon's --flush-scope
+  std::string flushScope = "journal";  // the daemon's --flush-scope
   // How long a scenario waits for its deliveries to finish. A slower product
   // is measured on what arrived by then, and its correctness check reports
   // every delivery that did not finish.

@@ -135,6 +135,8 @@ struct DaemonAfterLoad {
   double commitRounds = 0;
   double walFlushes = 0;
   double fileSystemFlushes = 0;
+  double journalWrites = 0;
+  double journalFileFlushes = 0;  // files flushed so that the journal's ring is reused
   double cpuSeconds = 0;  // the daemon's, during the load
   double writtenBytes = 0;  // the daemon's, during the load
   // The pool's lookups of an events DB and those that opened its file.
@@ -167,6 +169,8 @@ DaemonAfterLoad loadAndStop(BenchDaemon& daemon, const LoadSpec& spec,
   out.commitRounds = daemon.logValue("daemon.stopped", "commit_rounds").value_or(0);
   out.walFlushes = daemon.logValue("daemon.stopped", "wal_flushes").value_or(0);
   out.fileSystemFlushes = daemon.logValue("daemon.stopped", "file_system_flushes").value_or(0);
+  out.journalWrites = daemon.logValue("daemon.stopped", "journal_writes").value_or(0);
+  out.journalFileFlushes = daemon.logValue("daemon.stopped", "journal_file_flushes").value_or(0);
   out.poolGets = daemon.logValue("daemon.stopped", "pool_gets");
   out.poolOpens = daemon.logValue("daemon.stopped", "pool_opens");
   return out;
@@ -295,6 +299,14 @@ void runTenants(const BenchConfig& config, Report& report) {
     report.add({"tenants", "file-system flushes per acknowledged event" + at,
                 perEvent(many.fileSystemFlushes, many), "1", perEvent(one.fileSystemFlushes, one),
                 "one webhook", std::nullopt});
+  if (config.flushScope == "journal") {
+    report.add({"tenants", "journal writes per acknowledged event" + at,
+                perEvent(many.journalWrites, many), "1", perEvent(one.journalWrites, one),
+                "one webhook", std::nullopt});
+    report.add({"tenants", "files flushed to reuse the journal per acknowledged event" + at,
+                perEvent(many.journalFileFlushes, many), "1", perEvent(one.journalFileFlushes, one),
+                "one webhook", std::nullopt});
+  }
   // The disk's own count: concurrent fdatasync calls joined into one journal
   // commit and cache flush show here as fewer flushes than calls. Counts
   // every process's flushes, so a busy machine makes it an upper bound.

@@ -9,7 +9,7 @@
 //   - the receiver never saw a delivery that does not exist;
 //   - a FIFO target's receiver saw its deliveries in the order their events
 //     were stored, a repeat being only of the last one sent.
-// Restarts alternate between `--flush-scope file` and `filesystem`.
+// Restarts go round `--flush-scope journal`, `file` and `filesystem`.
 // It reports how many deliveries reached the receiver more than once
 // (at-least-once allows it; docs/testing.md says why).
 //
@@ -113,12 +113,23 @@ class CrashingDaemon {
     DaemonOptions options;
     // Fewer open files than webhooks: files are closed (their WALs kept)
     // and opened again all the time, and a kill finds some closed.
-    // Starts alternate between flushing each file's WAL and flushing the
-    // file system once per commit round, so that kills find both.
-    options.args = {"--allow-networks", "127.0.0.0/8", "--breaker-cooldown-ms", "300",
-                    "--sweep-interval-ms", "1000", "--workers", "4",
-                    "--max-open-events-dbs", "4",
-                    "--flush-scope", starts_++ % 2 == 0 ? "file" : "filesystem"};
+    // Starts go round the commit journal, flushing each file's WAL and
+    // flushing the file system once per commit round, so that kills find
+    // each, and a start finds the journal a killed one left (replayed,
+    // then removed by the scopes without one).
+    static constexpr const char* kScopes[] = {"journal", "file", "filesystem"};
+    options.args = {"--allow-networks",
+                    "127.0.0.0/8",
+                    "--breaker-cooldown-ms",
+                    "300",
+                    "--sweep-interval-ms",
+                    "1000",
+                    "--workers",
+                    "4",
+                    "--max-open-events-dbs",
+                    "4",
+                    "--flush-scope",
+                    kScopes[starts_++ % 3]};
     options.env = {DaemonApi::adminTokenEnv()};
     daemon_ = std::make_unique<DaemonProcess>(dataDir_, options);
     port_ = daemon_->port();
