@@ -49,13 +49,13 @@
 // flush) is done, and a commit whose flush fails is SQLite's failed commit:
 // every writer of the group gets the error. Except in a round that flushes
 // the file system once for many files (CommitThreads, "Flushing the file
-// system"): there the group commits under NORMAL, is visible from then on,
-// and its writers are answered after that flush. The connection goes back
-// to its opened mode after every group: others commit on it directly
-// (EventsDb's redrive and retention). A file that journals (given a
-// `journalName`; it has the table journal_position) does the same in a
-// round the commit journal makes durable (CommitThreads, "Journaling"):
-// its group's changes are recorded and appended to the journal.
+// system"), or that the commit journal makes durable ("Journaling"; a file
+// that journals is given a `journalName` and has the table
+// journal_position): there the group commits under NORMAL, is visible from
+// then on, its changes recorded for the journal, and its writers are
+// answered after that flush or journal write. The connection goes back to
+// its opened mode after every group: others commit on it directly
+// (EventsDb's redrive and retention).
 //
 // Lingering: a commit costs about the same for one write as for ten (the
 // transaction's locks, the WAL frames of the pages it touched). When only
