@@ -348,7 +348,7 @@ namespace webhooker::testing {
 // With the only commit thread of `held`'s CommitThreads held by `held`'s
 // write, inserts into each of `files` (so that they share the next round;
 // each row padded with `padBytes`),
-// makes failing.db's flushes fail, lets the round run and returns each
+// makes the first file's flushes fail, lets the round run and returns each
 // insert's result; the fault is cleared on return.
 static std::vector<Result<void>> roundWithFailingFlush(GroupFile& held,
                                                        const std::vector<GroupFile*>& files,
@@ -358,7 +358,7 @@ static std::vector<Result<void>> roundWithFailingFlush(GroupFile& held,
   std::vector<std::future<Result<void>>> answers;
   for (size_t i = 0; i < files.size(); ++i)
     answers.push_back(files[i]->submitInsert(static_cast<int>(i) + 1, padBytes));
-  InjectedFault fault("failing.db", Fault::kSyncFails);
+  InjectedFault fault(std::filesystem::path(files[0]->path).filename(), Fault::kSyncFails);
   release.set_value();
   std::vector<Result<void>> results;
   for (auto& answer : answers) results.push_back(answer.get());
@@ -493,12 +493,18 @@ TEST_CASE("a failed file-system flush flushes each file alone; a failing one fai
   CHECK(fine.rows() == 1);
 }
 
-// The commit journal of a test's CommitThreads, in `dir`: the smallest ring.
-struct TestJournal {
+// Three files that journal, led by one commit thread (`held` holds it so
+// that the others share the next round), and the smallest commit journal.
+struct JournaledFiles {
+  FaultVfs& vfs = FaultVfs::install();
+  TempDir dir;
+  storage::CommitThreads threads{1, 2};
+  GroupFile held{dir, "held.db", threads, GroupFile::Journal::kYes};
+  GroupFile first{dir, "first.db", threads, GroupFile::Journal::kYes};
+  GroupFile second{dir, "second.db", threads, GroupFile::Journal::kYes};
   std::unique_ptr<storage::CommitJournal> journal;
-  storage::CommitThreads& threads;
 
-  TestJournal(const TempDir& dir, storage::CommitThreads& t) : threads(t) {
+  JournaledFiles() {
     auto opened = storage::CommitJournal::open(
         dir / "commit-journal", storage::CommitJournal::kMinBytes,
         [](const std::string&, const std::vector<storage::CommitJournal::Record>&) {
@@ -508,23 +514,19 @@ struct TestJournal {
     journal = std::move(opened.value());
     threads.journalTogether(journal.get());
   }
-  ~TestJournal() { threads.journalTogether(nullptr); }
+  ~JournaledFiles() { threads.journalTogether(nullptr); }
 };
 
-TEST_CASE("a commit round over several files writes the journal once and flushes no file's WAL") {
-  FaultVfs& vfs = FaultVfs::install();
-  TempDir dir;
-  storage::CommitThreads threads(1, 2);
-  using J = GroupFile::Journal;
-  GroupFile held(dir, "held.db", threads, J::kYes), first(dir, "first.db", threads, J::kYes),
-      second(dir, "second.db", threads, J::kYes), alone(dir, "alone.db", threads);
-  TestJournal journal(dir, threads);
+TEST_CASE_FIXTURE(JournaledFiles,
+                  "a commit round over several files writes the journal once and flushes no "
+                  "file's WAL") {
+  GroupFile alone(dir, "alone.db", threads);
 
   // A lone file's round flushes its own WAL, as without the journal.
   const int heldSyncs = vfs.syncsOf("held.db-wal");
   REQUIRE(held.submitInsert(0).get().ok());
   CHECK(vfs.syncsOf("held.db-wal") == heldSyncs + 1);
-  CHECK(journal.journal->counts().appends == 0);
+  CHECK(journal->counts().appends == 0);
 
   std::promise<void> release;
   held.holdCommitThread(release.get_future().share());
@@ -537,7 +539,7 @@ TEST_CASE("a commit round over several files writes the journal once and flushes
   CHECK(one.get().ok());
   CHECK(two.get().ok());
   CHECK(three.get().ok());
-  CHECK(journal.journal->counts().appends == 1);
+  CHECK(journal->counts().appends == 1);
   CHECK(threads.counts().journalWrites == 1);
   CHECK(vfs.syncsOf("first.db-wal") == firstSyncs);
   CHECK(vfs.syncsOf("second.db-wal") == secondSyncs);
@@ -548,36 +550,23 @@ TEST_CASE("a commit round over several files writes the journal once and flushes
   CHECK(first.db->execAndGet("SELECT position FROM journal_position").getInt64() == 1);
 }
 
-TEST_CASE(
-    "a round the journal cannot take flushes each file alone; a failing one fails its writers") {
-  FaultVfs& vfs = FaultVfs::install();
-  TempDir dir;
-  storage::CommitThreads threads(1, 2);
-  using J = GroupFile::Journal;
-  GroupFile held(dir, "held.db", threads, J::kYes), failing(dir, "failing.db", threads, J::kYes),
-      fine(dir, "fine.db", threads, J::kYes);
-  TestJournal journal(dir, threads);
-
+TEST_CASE_FIXTURE(JournaledFiles,
+                  "a round the journal cannot take flushes each file alone; a failing one fails "
+                  "its writers") {
   // Two rows of 48 KB: more than a segment of the smallest ring.
-  const int fineSyncs = vfs.syncsOf("fine.db-wal");
-  const auto results = roundWithFailingFlush(held, {&failing, &fine}, 48 * 1024);
+  const int secondSyncs = vfs.syncsOf("second.db-wal");
+  const auto results = roundWithFailingFlush(held, {&first, &second}, 48 * 1024);
   REQUIRE_FALSE(results[0].ok());
   CHECK(results[0].error().code == "storage_error");
   CHECK(results[1].ok());
-  CHECK(journal.journal->counts().appends == 0);
-  CHECK(vfs.syncsOf("fine.db-wal") == fineSyncs + 1);  // flushed alone
-  CHECK(failing.rows() == 1);  // committed before, so visible: at least once
-  CHECK(fine.rows() == 1);
+  CHECK(journal->counts().appends == 0);
+  CHECK(vfs.syncsOf("second.db-wal") == secondSyncs + 1);  // flushed alone
+  CHECK(first.rows() == 1);  // committed before, so visible: at least once
+  CHECK(second.rows() == 1);
 }
 
-TEST_CASE("the journal's ring is reused once the files it holds commits of are flushed") {
-  TempDir dir;
-  storage::CommitThreads threads(1, 2);
-  using J = GroupFile::Journal;
-  GroupFile held(dir, "held.db", threads, J::kYes), first(dir, "first.db", threads, J::kYes),
-      second(dir, "second.db", threads, J::kYes);
-  TestJournal journal(dir, threads);
-
+TEST_CASE_FIXTURE(JournaledFiles,
+                  "the journal's ring is reused once the files it holds commits of are flushed") {
   // 40 rounds of two 16 KB rows: about 1.3 MB through a ring of 1 MB.
   for (int round = 0; round < 40; ++round) {
     std::promise<void> release;
@@ -588,8 +577,8 @@ TEST_CASE("the journal's ring is reused once the files it holds commits of are f
     REQUIRE(one.get().ok());
     REQUIRE(two.get().ok());
   }
-  CHECK(journal.journal->counts().appends == 40);
-  CHECK(journal.journal->counts().fileFlushes >= 2);
+  CHECK(journal->counts().appends == 40);
+  CHECK(journal->counts().fileFlushes >= 2);
   CHECK(first.rows() == 40);
   CHECK(second.rows() == 40);
 }
