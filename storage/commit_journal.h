@@ -1,5 +1,4 @@
-// Internal to storage/: the node's commit journal, one flush for the commits
-// of many files. A commit round over two events DBs or more commits each
+// The node's commit journal: one flush for the commits of many files. A commit round over two events DBs or more commits each
 // file's group without a flush (synchronous=NORMAL: SQLite writes the WAL
 // frames, flushes nothing), appends what each group changed to this journal
 // (the rows it wrote, tagged with the file and the file's journal
@@ -28,8 +27,9 @@
 // write (its round was never answered) reads as no record.
 //
 // Ownership: the caller owns the journal; the process's commit threads use
-// it from useCommitJournal() until close(). Threading: append() from any
-// thread, concurrently (one write at a time); close() once nothing appends.
+// it from useCommitJournal() until useCommitJournal(nullptr). Threading:
+// append() from any thread, concurrently (each round's records get a
+// region of their own); close() once nothing appends.
 #pragma once
 
 #include <condition_variable>
@@ -87,17 +87,19 @@ class CommitJournal {
   // segment of the ring): the caller then flushes each file alone.
   Result<void> append(const std::vector<const Record*>& records) EXCLUDES(mutex_);
 
-  // Flushes every file the ring holds commits of and marks the journal
-  // clean: the next open() replays nothing written before. Call once no
-  // file commits through it any more.
+  // Flushes the folder's file system (every file the ring holds commits
+  // of) and marks the journal closed: the next open() replays nothing
+  // written before. Call once no file commits through it any more.
   Result<void> close() EXCLUDES(mutex_);
 
   // The position a journaled commit gives its file: one more than the
   // file's last, set in the open transaction on `statements`' connection.
   static int64_t advancePosition(StatementCache& statements);
-  // Replay into one file: applies, each in its own transaction, the records
-  // past the file's journal position, and moves the position with them.
+  // Replay into one file: in one transaction, writes again (or deletes) by
+  // key the rows of the records past the file's journal position, in
+  // order, and moves the position to the last.
   static Result<void> applyJournal(SQLite::Database& db, const std::vector<Record>& records);
+
   // Counts since open, for the metrics and the bench.
   struct Counts {
     uint64_t appends = 0;      // rounds written and flushed
