@@ -435,7 +435,9 @@ Result<std::unique_ptr<CommitJournal>> CommitJournal::open(const std::filesystem
   if (!header || ::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != header->bytes ||
       header->bytes < kMinBytes)
     return fail(makeError(error_code::kStorageError,
-                          "commit journal: " + path.string() + " is not a whole journal"));
+                          "commit journal: " + path.string() +
+                              " is not a whole journal; move it aside to start without the "
+                              "commits it may hold"));
   bytes = header->bytes;
   const uint64_t segmentBytes = (bytes - kHeaderBytes) / kSegments / 8 * 8;
   uint64_t nextLsn = header->cleanLsn;
