@@ -497,7 +497,8 @@ Result<void> CommitJournal::append(const std::vector<const Record*>& records) {
     // Entering a segment: what it holds of the last lap must be in its
     // files first (cleaning steps out of the lock, so the head is read
     // again after); the cleaner then starts on the segments after it.
-    const auto entering = [&](size_t s) { return s != segmentOf(head_) || at < head_; };
+    const auto entering = [&](size_t s)
+                              REQUIRES(mutex_) { return s != segmentOf(head_) || at < head_; };
     for (bool clean = false; !clean;) {
       at = head_;
       if (at + total > kHeaderBytes + segmentBytes_ * kSegments) at = kHeaderBytes;
@@ -560,10 +561,11 @@ bool CommitJournal::cleanSegment(size_t segment, MutexLock& lock) {
   }
   cleaning_[segment] = true;
   const uint64_t startedAt = nextLsn_;
-  lock.unlock();
+  // Out of the lock while flushing: appends to other segments go on.
+  mutex_.unlock();
   std::vector<bool> flushed(due.size());
   for (size_t i = 0; i < due.size(); ++i) flushed[i] = flushFile(due[i]).ok();
-  lock.lock();
+  mutex_.lock();
   for (size_t i = 0; i < due.size(); ++i) {
     if (!flushed[i]) continue;
     ++counts_.fileFlushes;
