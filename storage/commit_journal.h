@@ -61,7 +61,7 @@ class CommitJournal {
   static constexpr size_t kSegments = 16;
 
   // One file's commit: its name in the journal's folder, its journal
-  // position, and what that commit changed (ChangeRecorder).
+  // position, and what that commit changed (storage/row_changes.h).
   struct Record {
     std::string file;
     int64_t position = 0;
@@ -140,32 +140,6 @@ class CommitJournal {
   Counts counts_ GUARDED_BY(mutex_);
   std::condition_variable_any changed_;
   std::thread cleaner_;  // last: joined before the members above go
-};
-
-// What a transaction changes, for the commit journal: each row it inserts
-// or updates (all its values) and each it deletes (its old values), in
-// order, recorded by SQLite's pre-update hook on the connection from
-// construction on; every table but journal_position. A savepoint rolled back
-// takes its changes back with forgetSince(). Threading: the connection's.
-class ChangeRecorder {
- public:
-  explicit ChangeRecorder(sqlite3* db);
-  ~ChangeRecorder();
-  ChangeRecorder(const ChangeRecorder&) = delete;
-  ChangeRecorder& operator=(const ChangeRecorder&) = delete;
-
-  // Where the record stands now, for forgetSince().
-  size_t mark() const { return changes_.size(); }
-  // Drops the changes recorded after `mark`.
-  void forgetSince(size_t mark) { changes_.resize(mark); }
-  // The changes so far (CommitJournal::Record::changes); empties this.
-  std::string take() { return std::move(changes_); }
-
- private:
-  static void onChange(void* self, sqlite3* db, int op, const char* schema, const char* table,
-                       long long oldRowid, long long newRowid);
-  sqlite3* const db_;
-  std::string changes_;
 };
 
 // From now on every commit round of the process over two files or more is

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "storage/row_changes.h"
 #include "storage/sqlite_database.h"
 
 namespace webhooker::storage {

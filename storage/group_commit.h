@@ -100,6 +100,8 @@ enum class Durability {
   kBuffered,  // in the WAL file: survives the process dying, not the machine
 };
 
+class ChangeRecorder;
+
 class GroupCommit {
  public:
   static constexpr size_t kMaxGroupSize = 128;
