@@ -46,6 +46,11 @@ static_assert(sizeof(RecordHead) == 32);
 constexpr size_t kCrcFrom = offsetof(RecordHead, lsn);
 
 constexpr uint64_t alignedSize(uint64_t bytes) { return (bytes + 7) & ~uint64_t{7}; }
+// A segment of the ring of a journal `bytes` long; the ring ends after the
+// last whole one.
+constexpr uint64_t segmentBytesOf(uint64_t bytes) {
+  return (bytes - kHeaderBytes) / CommitJournal::kSegments / 8 * 8;
+}
 uint64_t recordSize(const CommitJournal::Record& r) {
   return alignedSize(sizeof(RecordHead) + r.file.size() + r.changes.size());
 }
@@ -156,13 +161,10 @@ Result<void> makeJournal(const std::filesystem::path& path, uint64_t bytes) {
     ::unlink(making.c_str());
     return made;
   }
-  const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return journalError("cannot open its folder", errno);
-  const int synced = ::fsync(dir);
-  const int err = errno;
-  ::close(dir);
-  if (synced != 0) return journalError("folder flush failed", err);
-  return {};
+  // Its name on disk too: once, at the first start.
+  auto folder = FileSystemFlush::open(path.parent_path());
+  if (!folder) return folder.error();
+  return folder.value()->flush();
 }
 
 struct Found {
@@ -258,13 +260,13 @@ Result<std::unique_ptr<CommitJournal>> CommitJournal::open(const std::filesystem
                               " is not a whole journal; move it aside to start without the "
                               "commits it may hold"));
   bytes = header->bytes;
-  const uint64_t segmentBytes = (bytes - kHeaderBytes) / kSegments / 8 * 8;
   uint64_t nextLsn = header->cleanLsn;
   if (!header->closed) {
     void* mapped = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapped == MAP_FAILED) return fail(journalError("cannot read " + path.string(), errno));
-    std::vector<Found> found = readRecords(static_cast<unsigned char*>(mapped),
-                                           kHeaderBytes + segmentBytes * kSegments, nextLsn);
+    std::vector<Found> found =
+        readRecords(static_cast<unsigned char*>(mapped),
+                    kHeaderBytes + segmentBytesOf(bytes) * kSegments, nextLsn);
     ::munmap(mapped, bytes);
     if (!found.empty()) nextLsn = found.back().lsn + 1;
     if (auto replayed = replayRecords(path.parent_path(), std::move(found), replay); !replayed)
@@ -280,7 +282,7 @@ CommitJournal::CommitJournal(int fd, std::filesystem::path folder, uint64_t byte
     : fd_(fd),
       folder_(std::move(folder)),
       bytes_(bytes),
-      segmentBytes_((bytes - kHeaderBytes) / kSegments / 8 * 8),
+      segmentBytes_(segmentBytesOf(bytes)),
       head_(kHeaderBytes),
       nextLsn_(nextLsn),
       segments_(kSegments),
