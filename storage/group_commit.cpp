@@ -21,7 +21,13 @@ GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& s
       linger_(linger),
       threads_(threads),
       journalName_(std::move(journalName)),
-      currentSync_(sync) {}
+      currentSync_(sync) {
+  keepsMode_ =
+      openedSync_ == SyncMode::kFull && db_.execAndGet("PRAGMA journal_mode").getString() == "wal";
+  if (!keepsMode_) return;
+  autoCheckpointFrames_ = db_.execAndGet("PRAGMA wal_autocheckpoint").getInt();
+  sqlite3_wal_hook(db_.getHandle(), &GroupCommit::afterCommit, this);
+}
 
 GroupCommit::~GroupCommit() {
   {
@@ -32,6 +38,14 @@ GroupCommit::~GroupCommit() {
   }
   MutexLock lock(dbMutex_);
   if (busyCache_) threads_.giveBackBusyCache();
+  if (!keepsMode_) return;
+  // The connection outlives this object: its opened mode, and SQLite's own
+  // hook (the automatic checkpoint) back.
+  try {
+    useSync(openedSync_);
+  } catch (...) {
+  }
+  sqlite3_wal_autocheckpoint(db_.getHandle(), autoCheckpointFrames_);
 }
 
 Result<void> GroupCommit::run(const char* operation, const Work& work, size_t bytes) {
@@ -157,14 +171,33 @@ void GroupCommit::commitRound(Round& round) {
     commit(round.group, round.flushLater, round.journaled ? &round.record : nullptr);
 }
 
+namespace {
+
+// Flushes the WAL of `db`'s database `name`: its xSync, the flush a FULL
+// commit would have made. An SQLite result code.
+int flushWal(sqlite3* db, const char* name) {
+  sqlite3_file* wal = nullptr;
+  const int rc = sqlite3_file_control(db, name, SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+  if (rc != SQLITE_OK) return rc;
+  return wal && wal->pMethods ? wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL) : SQLITE_IOERR_FSYNC;
+}
+
+}  // namespace
+
+int GroupCommit::afterCommit(void* self, sqlite3* db, const char* name, int frames)
+    NO_THREAD_SAFETY_ANALYSIS {  // called by SQLite inside a commit: dbMutex_ is held
+  const GroupCommit& group = *static_cast<const GroupCommit*>(self);
+  int rc = SQLITE_OK;
+  if (group.currentSync_ == SyncMode::kNormal && !group.groupCommitting_) rc = flushWal(db, name);
+  // SQLite's own hook, which this one replaces, checkpoints so.
+  if (group.autoCheckpointFrames_ > 0 && frames >= group.autoCheckpointFrames_)
+    sqlite3_wal_checkpoint(db, name);
+  return rc;
+}
+
 void GroupCommit::flushRoundAlone(Round& round) {
   MutexLock lock(dbMutex_);
-  // The WAL holds the group's frames; its xSync is the flush a FULL commit
-  // would have made.
-  sqlite3_file* wal = nullptr;
-  int rc = sqlite3_file_control(db_.getHandle(), "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
-  if (rc == SQLITE_OK)
-    rc = wal && wal->pMethods ? wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL) : SQLITE_IOERR_FSYNC;
+  const int rc = flushWal(db_.getHandle(), "main");
   if (rc == SQLITE_OK) return;
   const Error failed = makeError(error_code::kStorageError,
                                  std::string("storage flush failed: ") + sqlite3_errstr(rc));
@@ -200,19 +233,21 @@ void GroupCommit::commit(const std::vector<Writer*>& group, bool flushLater,
   MutexLock lock(dbMutex_);
   try {
     useSync(flushes(group) && !flushLater ? SyncMode::kFull : SyncMode::kNormal);
+    groupCommitting_ = true;
     transact(group, record);
   } catch (const std::exception& e) {
     failAll("commit", e);
   } catch (...) {
     failAll("commit", std::runtime_error("unknown error"));
   }
-  // Between groups the connection is in its opened mode, so that a write
-  // made on it directly (a redrive, a retention pass) is as durable as its
-  // answer says. Setting the mode does no I/O; should it still fail, the
-  // next group sets it again.
-  try {
-    useSync(openedSync_);
-  } catch (...) {
+  groupCommitting_ = false;
+  // See "Between groups". Setting the mode does no I/O; should it still
+  // fail, the next group sets it again.
+  if (!keepsMode_) {
+    try {
+      useSync(openedSync_);
+    } catch (...) {
+    }
   }
   sizeCache(group.size());
 }

@@ -53,9 +53,19 @@
 // that journals is given a `journalName` and has the table
 // journal_position): there the group commits under NORMAL, is visible from
 // then on, its changes recorded for the journal, and its writers are
-// answered after that flush or journal write. The connection goes back to
-// its opened mode after every group: others commit on it directly
-// (EventsDb's redrive and retention).
+// answered after that flush or journal write.
+//
+// Between groups: a connection in WAL mode opened FULL keeps the mode its
+// last group committed under, so a node whose rounds all journal (or all
+// flush) never switches (a switch prepares the PRAGMA again: ~3% of a
+// many-webhook node's CPU when it was made twice a group). Others still
+// commit on it directly (EventsDb's redrive and retention): a commit that
+// is not a group's and finds it NORMAL is flushed right after by the
+// connection's WAL hook, before that commit returns, so it is as durable as
+// the opened mode says; a failed flush is that commit's error (SQLite has
+// committed it by then: visible, and reported failed). The hook also runs
+// SQLite's automatic checkpoint, which it replaces. Any other connection
+// goes back to its opened mode after every group.
 //
 // Lingering: a commit costs about the same for one write as for ten (the
 // transaction's locks, the WAL frames of the pages it touched). When only
@@ -91,6 +101,8 @@
 #include "storage/commit_threads.h"
 #include "storage/db_options.h"
 #include "storage/statement_cache.h"
+
+struct sqlite3;
 
 namespace webhooker::storage {
 
@@ -236,6 +248,9 @@ class GroupCommit {
   void runWork(Writer& writer);
   // Sets the connection's synchronous mode, unless it is in it already.
   void useSync(SyncMode mode) REQUIRES(dbMutex_);
+  // The connection's WAL hook (see "Between groups"): runs inside every
+  // commit on it, so with dbMutex_ held by whoever commits.
+  static int afterCommit(void* self, sqlite3* db, const char* name, int frames);
   // After a group of `groupSize`: the busy file's cache, or the quiet
   // one's with its clean pages given back (see "Page cache").
   void sizeCache(size_t groupSize) REQUIRES(dbMutex_);
@@ -250,6 +265,11 @@ class GroupCommit {
   CommitThreads& threads_;
   const std::string journalName_;
   SyncMode currentSync_ GUARDED_BY(dbMutex_);
+  // See "Between groups": whether the mode stays as the last group left it,
+  // and the WAL size (frames) at which the hook checkpoints.
+  bool keepsMode_ = false;
+  int autoCheckpointFrames_ = 0;
+  bool groupCommitting_ GUARDED_BY(dbMutex_) = false;  // afterCommit leaves it alone
   bool busyCache_ GUARDED_BY(dbMutex_) = false;  // holds one of threads_' busy caches
   int openedCacheSize_ GUARDED_BY(dbMutex_) = 0;  // PRAGMA cache_size before it grew
 

@@ -29,6 +29,7 @@
 #include "storage/statement_cache.h"
 #include "tests/support/db_file.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/fault_vfs.h"
 #include "tests/support/group_file.h"
 #include "tests/support/temp_dir.h"
 
@@ -427,8 +428,6 @@ TEST_CASE_FIXTURE(Fixture, "a group of buffered writes commits without a disk fl
   Submitted submitted;
   group->submit("buffered", noting(1), submitted.doneFor(1), 0, Durability::kBuffered);
   submitted.waitFor(1);
-  // Back in its opened mode: a write made on the connection directly flushes.
-  CHECK(synchronous() == SyncMode::kFull);
   REQUIRE(group->run("flushed", noting(2)).ok());
 
   Blocker blocker(*group);
@@ -447,6 +446,33 @@ TEST_CASE_FIXTURE(Fixture, "a group of buffered writes commits without a disk fl
                                         {2, SyncMode::kFull},
                                         {3, SyncMode::kFull},  // its group held write 4
                                         {4, SyncMode::kFull}});
+}
+
+TEST_CASE("a connection left NORMAL by its last group flushes a commit made on it directly before that commit returns") {
+  auto& vfs = webhooker::testing::FaultVfs::install();
+  Fixture f;
+  Submitted submitted;
+  f.group->submit("buffered", Fixture::insert(1), submitted.doneFor(1), 0, Durability::kBuffered);
+  submitted.waitFor(1);
+  CHECK(f.synchronous() == SyncMode::kNormal);  // no switch back after the group
+
+  const std::string wal = f.file + "-wal";
+  const int before = vfs.syncsOf(wal);
+  {
+    webhooker::MutexLock lock(f.dbMutex);
+    f.db->exec("INSERT INTO t (x) VALUES (2)");  // as a redrive or retention pass does
+  }
+  CHECK(vfs.syncsOf(wal) == before + 1);
+
+  // A flush that fails is that commit's error, never its success.
+  vfs.inject(f.file, webhooker::testing::FaultVfs::Fault::kSyncFails);
+  {
+    webhooker::MutexLock lock(f.dbMutex);
+    CHECK_THROWS_AS(f.db->exec("INSERT INTO t (x) VALUES (3)"), SQLite::Exception);
+  }
+  vfs.clear();
+  CHECK(f.group->run("flushed", Fixture::insert(4)).ok());
+  CHECK(f.synchronous() == SyncMode::kFull);
 }
 
 namespace {
