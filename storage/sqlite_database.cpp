@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/time_format.h"
 #include "storage/read_alone_vfs.h"
+#include "storage/wal_append_vfs.h"
 
 namespace webhooker::storage {
 
@@ -232,9 +233,10 @@ Result<std::unique_ptr<SQLite::Database>> openDatabase(const std::filesystem::pa
                                                        int* versionBefore) {
   configureLibraryOnce();
   try {
+    const char* vfs = walAppendVfs();
     auto db = std::make_unique<SQLite::Database>(
         file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX,
-        options.busyTimeoutMs);
+        options.busyTimeoutMs, vfs ? vfs : "");
     shrinkLookaside(*db);
     // SQLite quietly opens a file it may not write (an immutable file, a
     // read-only mount) read-only. Such a handle would refuse every write

@@ -38,13 +38,26 @@ bool FaultVfs::waitForStalledSync(std::chrono::milliseconds timeout) {
   return changed_.wait_for(lock, timeout, [&] { return stalledSyncs_ > 0; });
 }
 
-int FaultVfs::syncsOf(const std::string& tail) {
-  std::lock_guard lock(mutex_);
+namespace {
+
+int countOf(const std::map<std::string, int>& counts, const std::string& tail) {
   int total = 0;
-  for (const auto& [name, count] : syncs_)
+  for (const auto& [name, count] : counts)
     if (name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0)
       total += count;
   return total;
+}
+
+}  // namespace
+
+int FaultVfs::syncsOf(const std::string& tail) {
+  std::lock_guard lock(mutex_);
+  return countOf(syncs_, tail);
+}
+
+int FaultVfs::writesOf(const std::string& tail) {
+  std::lock_guard lock(mutex_);
+  return countOf(writes_, tail);
 }
 
 void FaultVfs::waitWhileStalled(sqlite3_file* f) {
@@ -88,7 +101,12 @@ FaultVfs::Fault FaultVfs::faultFor(const std::string& name) {
 }
 
 int FaultVfs::writeFault(sqlite3_file* f) {
-  switch (install().faultFor(*fileOf(f).name)) {
+  FaultVfs& self = install();
+  {
+    std::lock_guard lock(self.mutex_);
+    ++self.writes_[*fileOf(f).name];
+  }
+  switch (self.faultFor(*fileOf(f).name)) {
     case Fault::kDiskFull: return SQLITE_FULL;
     case Fault::kReadOnly: return SQLITE_IOERR_WRITE;
     case Fault::kStall:

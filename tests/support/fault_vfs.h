@@ -48,6 +48,8 @@ class FaultVfs {
   // How many xSync calls (flushes asked of the disk) files whose path ends
   // with `tail` have had in this process, faulty or not.
   int syncsOf(const std::string& tail);
+  // How many writes (xWrite and xTruncate calls) such files have had.
+  int writesOf(const std::string& tail);
 
  private:
   FaultVfs();
@@ -71,6 +73,7 @@ class FaultVfs {
   bool withCompanions_ = true;
   int stalledSyncs_ = 0;
   std::map<std::string, int> syncs_;  // by file path
+  std::map<std::string, int> writes_;  // by file path
   std::condition_variable changed_;  // fault_ or stalledSyncs_
 };
 
