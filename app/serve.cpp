@@ -343,11 +343,13 @@ int runServe(const Config& config) {
                  emptied ? "another connection reads it" : emptied.error().message);
   const auto commits = EventsDbPool::commitCounts();
   const auto poolUse = eventsDbs.use();
+  const storage::CommitJournal::Counts journaled =
+      journal.value() ? journal.value()->counts() : storage::CommitJournal::Counts{};
   spdlog::info(
       "daemon.stopped commit_rounds={} wal_flushes={} file_system_flushes={} journal_writes={} "
-      "journal_file_flushes={} pool_gets={} pool_opens={}",
+      "journal_file_flushes={} journal_folder_flushes={} pool_gets={} pool_opens={}",
       commits.rounds, commits.walFlushes, commits.fileSystemFlushes, commits.journalWrites,
-      journal.value() ? journal.value()->counts().fileFlushes : 0, poolUse.gets, poolUse.opens);
+      journaled.fileFlushes, journaled.folderFlushes, poolUse.gets, poolUse.opens);
   return 0;
 }
 

@@ -137,6 +137,7 @@ struct DaemonAfterLoad {
   double fileSystemFlushes = 0;
   double journalWrites = 0;
   double journalFileFlushes = 0;  // files flushed so that the journal's ring is reused
+  double journalFolderFlushes = 0;  // ... and flushes of the data folder's file system for it
   double cpuSeconds = 0;  // the daemon's, during the load
   double writtenBytes = 0;  // the daemon's, during the load
   // The pool's lookups of an events DB and those that opened its file.
@@ -171,6 +172,8 @@ DaemonAfterLoad loadAndStop(BenchDaemon& daemon, const LoadSpec& spec,
   out.fileSystemFlushes = daemon.logValue("daemon.stopped", "file_system_flushes").value_or(0);
   out.journalWrites = daemon.logValue("daemon.stopped", "journal_writes").value_or(0);
   out.journalFileFlushes = daemon.logValue("daemon.stopped", "journal_file_flushes").value_or(0);
+  out.journalFolderFlushes =
+      daemon.logValue("daemon.stopped", "journal_folder_flushes").value_or(0);
   out.poolGets = daemon.logValue("daemon.stopped", "pool_gets");
   out.poolOpens = daemon.logValue("daemon.stopped", "pool_opens");
   return out;
@@ -306,6 +309,9 @@ void runTenants(const BenchConfig& config, Report& report) {
     report.add({"tenants", "files flushed to reuse the journal per acknowledged event" + at,
                 perEvent(many.journalFileFlushes, many), "1", perEvent(one.journalFileFlushes, one),
                 "one webhook", std::nullopt});
+    report.add({"tenants", "folder flushes to reuse the journal per 1,000 events" + at,
+                1000 * perEvent(many.journalFolderFlushes, many), "1",
+                1000 * perEvent(one.journalFolderFlushes, one), "one webhook", std::nullopt});
   }
   // The disk's own count: concurrent fdatasync calls joined into one journal
   // commit and cache flush show here as fewer flushes than calls. Counts

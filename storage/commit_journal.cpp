@@ -373,7 +373,8 @@ bool CommitJournal::cleanSegment(size_t segment, MutexLock& lock) {
   std::vector<std::string> due;
   for (auto it = files.begin(); it != files.end();) {
     auto flushed = flushedAt_.find(it->first);
-    if (flushed != flushedAt_.end() && flushed->second > it->second) {
+    if (it->second < folderFlushedAt_ ||
+        (flushed != flushedAt_.end() && flushed->second > it->second)) {
       it = files.erase(it);
     } else {
       due.push_back(it->first);
@@ -382,16 +383,23 @@ bool CommitJournal::cleanSegment(size_t segment, MutexLock& lock) {
   }
   cleaning_[segment] = true;
   const uint64_t startedAt = nextLsn_;
+  const bool wholeFolder = due.size() > kFlushedAlone;
   // Out of the lock while flushing: appends to other segments go on.
   mutex_.unlock();
-  std::vector<bool> flushed(due.size());
-  for (size_t i = 0; i < due.size(); ++i) flushed[i] = flushFile(due[i]).ok();
+  std::vector<bool> flushed(due.size(), wholeFolder && flushFolder().ok());
+  for (size_t i = 0; !wholeFolder && i < due.size(); ++i) flushed[i] = flushFile(due[i]).ok();
   mutex_.lock();
+  if (wholeFolder && flushed[0]) {
+    ++counts_.folderFlushes;
+    folderFlushedAt_ = std::max(folderFlushedAt_, startedAt);
+  }
   for (size_t i = 0; i < due.size(); ++i) {
     if (!flushed[i]) continue;
-    ++counts_.fileFlushes;
-    uint64_t& at = flushedAt_[due[i]];
-    at = std::max(at, startedAt);
+    if (!wholeFolder) {
+      ++counts_.fileFlushes;
+      uint64_t& at = flushedAt_[due[i]];
+      at = std::max(at, startedAt);
+    }
     if (files[due[i]] < startedAt) files.erase(due[i]);
   }
   cleaning_[segment] = false;
@@ -428,6 +436,12 @@ Result<void> CommitJournal::flushFile(const std::string& file) const {
   return {};
 }
 
+Result<void> CommitJournal::flushFolder() const {
+  auto flush = FileSystemFlush::open(folder_);
+  if (!flush) return flush.error();
+  return flush.value()->flush();
+}
+
 Result<void> CommitJournal::writeHeader(uint64_t cleanLsn, bool closed) const {
   if (auto written =
           writeAll(fd_, headerBlock({bytes_, cleanLsn, closed ? 1u : 0u}).data(), kHeaderBytes, 0);
@@ -443,9 +457,7 @@ Result<void> CommitJournal::close() {
     MutexLock lock(mutex_);
     cleanLsn = nextLsn_;
   }
-  auto flush = FileSystemFlush::open(folder_);
-  if (!flush) return flush.error();
-  if (auto flushed = flush.value()->flush(); !flushed) return flushed;
+  if (auto flushed = flushFolder(); !flushed) return flushed;
   return writeHeader(cleanLsn, true);
 }
 

@@ -1,5 +1,6 @@
-// The node's commit journal: one flush for the commits of many files. A commit round over two events DBs or more commits each
-// file's group without a flush (synchronous=NORMAL: SQLite writes the WAL
+// The node's commit journal: one flush for the commits of many files. A
+// commit round over two events DBs or more commits each file's group
+// without a flush (synchronous=NORMAL: SQLite writes the WAL
 // frames, flushes nothing), appends what each group changed to this journal
 // (the rows it wrote, tagged with the file and the file's journal
 // position), flushes the journal once, and only then answers (CommitThreads,
@@ -12,7 +13,10 @@
 // before the write head enters a segment of the ring, every file with a
 // commit recorded there is flushed (its WAL's fdatasync), most of them by a
 // background thread a segment ahead of the head, each file at most once for
-// all its commits since its last flush.
+// all its commits since its last flush. A segment of more than
+// kFlushedAlone such files (a thousand quiet webhooks: about one file an
+// event) is made durable by one flush of the folder's file system instead
+// (syncfs), which covers every commit recorded before it.
 //
 // Replay: after a power loss a file may lack the tail of its commits (its
 // WAL frames were never flushed); the journal still holds them. open() reads
@@ -59,6 +63,8 @@ class CommitJournal {
   static constexpr uint64_t kDefaultBytes = 64ull << 20;
   static constexpr uint64_t kMinBytes = 1ull << 20;
   static constexpr size_t kSegments = 16;
+  // Files a segment's cleaning flushes one by one at most (see above).
+  static constexpr size_t kFlushedAlone = 32;
 
   // One file's commit: its name in the journal's folder, its journal
   // position, and what that commit changed (storage/row_changes.h).
@@ -104,6 +110,7 @@ class CommitJournal {
   struct Counts {
     uint64_t appends = 0;      // rounds written and flushed
     uint64_t fileFlushes = 0;  // files flushed so that the ring could be reused
+    uint64_t folderFlushes = 0;  // ... and flushes of the folder's file system for it
   };
   Counts counts() const EXCLUDES(mutex_);
 
@@ -118,6 +125,8 @@ class CommitJournal {
   void cleanAhead();
   // Flushes `file` (its WAL, else the file itself); ok if it is gone.
   Result<void> flushFile(const std::string& file) const;
+  // Flushes the folder's file system: every file of it.
+  Result<void> flushFolder() const;
   // Writes and flushes the header: records before `cleanLsn` are in their
   // files; `closed`: and so is every other.
   Result<void> writeHeader(uint64_t cleanLsn, bool closed) const;
@@ -135,6 +144,8 @@ class CommitJournal {
   std::vector<bool> cleaning_ GUARDED_BY(mutex_);  // a thread flushes that segment now
   // Each file flushed, and the next LSN when its flush began.
   std::unordered_map<std::string, uint64_t> flushedAt_ GUARDED_BY(mutex_);
+  // The next LSN when the last flush of the whole folder began.
+  uint64_t folderFlushedAt_ GUARDED_BY(mutex_) = 0;
   size_t wantClean_ GUARDED_BY(mutex_) = kSegments;  // segment for cleanAhead (none)
   bool stopping_ GUARDED_BY(mutex_) = false;
   Counts counts_ GUARDED_BY(mutex_);

@@ -579,8 +579,32 @@ TEST_CASE_FIXTURE(JournaledFiles,
   }
   CHECK(journal->counts().appends == 40);
   CHECK(journal->counts().fileFlushes >= 2);
+  CHECK(journal->counts().folderFlushes == 0);
   CHECK(first.rows() == 40);
   CHECK(second.rows() == 40);
+}
+
+TEST_CASE_FIXTURE(JournaledFiles,
+                  "a segment of the ring holding many files' commits is reused after one flush of "
+                  "the folder's file system, not one of each file") {
+  constexpr int kFiles = storage::CommitJournal::kFlushedAlone + 8;
+  std::vector<std::unique_ptr<GroupFile>> files;
+  for (int i = 0; i < kFiles; ++i)
+    files.push_back(std::make_unique<GroupFile>(dir, "many-" + std::to_string(i) + ".db", threads,
+                                                GroupFile::Journal::kYes));
+  // 40 rounds of a 1 KB row in each file: about 1.6 MB through a ring of 1 MB.
+  for (int round = 0; round < 40; ++round) {
+    std::promise<void> release;
+    held.holdCommitThread(release.get_future().share());
+    std::vector<std::future<Result<void>>> results;
+    for (auto& file : files) results.push_back(file->submitInsert(round, 1024));
+    release.set_value();
+    for (auto& result : results) REQUIRE(result.get().ok());
+  }
+  CHECK(journal->counts().appends == 40);
+  CHECK(journal->counts().folderFlushes >= 1);
+  CHECK(journal->counts().fileFlushes == 0);
+  for (auto& file : files) CHECK(file->rows() == 40);
 }
 
 }  // namespace webhooker::testing
