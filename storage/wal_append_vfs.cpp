@@ -7,6 +7,10 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "base/mutex.h"
 
 namespace webhooker::storage {
 
@@ -16,11 +20,15 @@ constexpr const char* kAppendVfsName = "webhooker-wal-append";
 // A WAL frame's header; its bytes 4..7 hold the database's size in pages
 // for a transaction's commit frame, 0 for any other frame.
 constexpr int kFrameHeaderBytes = 24;
-// Held bytes beyond this are written at once (a transaction that spills).
-constexpr size_t kMaxHeld = 1 << 20;
-// The unix VFS writes at most 128 KiB - 1 bytes a call (it masks the
-// length), so held bytes go in pieces of this.
-constexpr size_t kMaxWrite = 64 << 10;
+// Held bytes are written once they reach this (a large commit, a
+// transaction that spills): a write of 64 KB costs the kernel little more
+// than one of 2 KB, and the unix VFS writes at most 128 KiB - 1 bytes a
+// call (it masks the length).
+constexpr size_t kMaxHeld = 64 << 10;
+// What a held buffer is made with: room for kMaxHeld and one more frame of
+// a page of up to 4 KB, so that it never grows (a freed large block stays
+// with its thread's heap).
+constexpr size_t kBufferBytes = kMaxHeld + 4096 + kFrameHeaderBytes;
 
 // A database file or WAL opened through this VFS. `base` (what SQLite
 // sees) comes first; the default VFS's own file follows in the same
@@ -34,8 +42,46 @@ struct File {
   std::string held;
   sqlite3_int64 heldAt = 0;
   bool commitFrameNext = false;
+  // A WAL: the first failed write of held bytes in the current write
+  // transaction, where SQLite may not have checked it (a file control, a
+  // lock), given to SQLite at the transaction's next write or flush of the
+  // WAL (not a read: its rollback reads).
+  int failed = SQLITE_OK;
   File* wal = nullptr;
   File* database = nullptr;  // a WAL's database file
+};
+
+// Buffers for held bytes, used again rather than allocated and freed
+// around every commit on whichever thread commits (each thread's heap kept
+// a spare). Keeps as many as a few commits at once hold.
+class HeldBuffers {
+ public:
+  static HeldBuffers& shared() {
+    static HeldBuffers* const buffers = new HeldBuffers;  // never destroyed: files outlive exit
+    return *buffers;
+  }
+  std::string take() EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    if (free_.empty()) {
+      std::string buffer;
+      buffer.reserve(kBufferBytes);
+      return buffer;
+    }
+    std::string buffer = std::move(free_.back());
+    free_.pop_back();
+    return buffer;
+  }
+  void giveBack(std::string buffer) EXCLUDES(mutex_) {
+    if (buffer.capacity() > kBufferBytes) return;  // grown by pages over 4 KB: freed
+    buffer.clear();
+    MutexLock lock(mutex_);
+    if (free_.size() < kMaxKept) free_.push_back(std::move(buffer));
+  }
+
+ private:
+  static constexpr size_t kMaxKept = 8;
+  Mutex mutex_;
+  std::vector<std::string> free_ GUARDED_BY(mutex_);
 };
 
 File& fileOf(sqlite3_file* f) { return *reinterpret_cast<File*>(f); }
@@ -48,14 +94,16 @@ sqlite3_vfs* baseVfs() { return sqlite3_vfs_find(nullptr); }
 // Writes what `wal` holds; the memory goes back, so a thousand quiet files
 // keep none. An SQLite result code.
 int writeHeld(File& wal) {
+  if (wal.held.empty()) return SQLITE_OK;
   int rc = SQLITE_OK;
-  for (size_t done = 0; done < wal.held.size() && rc == SQLITE_OK; done += kMaxWrite) {
-    const size_t amount = std::min(kMaxWrite, wal.held.size() - done);
+  for (size_t done = 0; done < wal.held.size() && rc == SQLITE_OK; done += kMaxHeld) {
+    const size_t amount = std::min(kMaxHeld, wal.held.size() - done);
     rc = wal.real->pMethods->xWrite(wal.real, wal.held.data() + done, static_cast<int>(amount),
                                     wal.heldAt + static_cast<sqlite3_int64>(done));
   }
-  std::string().swap(wal.held);
+  HeldBuffers::shared().giveBack(std::exchange(wal.held, std::string()));
   wal.commitFrameNext = false;
+  if (wal.failed == SQLITE_OK) wal.failed = rc;
   return rc;
 }
 
@@ -72,10 +120,14 @@ int walClose(sqlite3_file* f) {
 
 int walWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
   File& wal = fileOf(f);
+  if (wal.failed != SQLITE_OK) return wal.failed;
   if (!wal.held.empty() && offset != wal.heldAt + static_cast<sqlite3_int64>(wal.held.size())) {
     if (const int rc = writeHeld(wal); rc != SQLITE_OK) return rc;
   }
-  if (wal.held.empty()) wal.heldAt = offset;
+  if (wal.held.empty()) {
+    wal.held = HeldBuffers::shared().take();
+    wal.heldAt = offset;
+  }
   wal.held.append(static_cast<const char*>(data), static_cast<size_t>(amount));
   const auto* bytes = static_cast<const unsigned char*>(data);
   if (amount == kFrameHeaderBytes && (bytes[4] | bytes[5] | bytes[6] | bytes[7]) != 0) {
@@ -98,6 +150,7 @@ int walTruncate(sqlite3_file* f, sqlite3_int64 size) {
 
 int walSync(sqlite3_file* f, int flags) {
   if (const int rc = writeHeld(fileOf(f)); rc != SQLITE_OK) return rc;
+  if (fileOf(f).failed != SQLITE_OK) return fileOf(f).failed;
   return realOf(f)->pMethods->xSync(realOf(f), flags);
 }
 
@@ -125,6 +178,11 @@ int databaseClose(sqlite3_file* f) {
 
 int databaseShmLock(sqlite3_file* f, int offset, int n, int flags) {
   File& database = fileOf(f);
+  // Taking the WAL index's write lock (its first lock) begins a write
+  // transaction: the last one's failure is behind it.
+  constexpr int kWriteLock = 0;
+  if (database.wal && offset == kWriteLock && flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE))
+    database.wal->failed = SQLITE_OK;
   if (database.wal) {
     const int rc = writeHeld(*database.wal);
     // Letting go cannot fail; what a rolled-back transaction held is no

@@ -14,7 +14,10 @@
 // else touches the WAL (a read, a write elsewhere in it, its size, a flush,
 // a truncation, its close), and before the connection's database file takes
 // or lets go of a lock in the WAL index: frames a transaction that rolled
-// back left unwritten can never land on another writer's frames.
+// back left unwritten can never land on another writer's frames. Where a
+// write of held frames fails unchecked (inside a file control, say), the
+// transaction's next write or flush of the WAL fails with it, so its commit
+// does too.
 #pragma once
 
 namespace webhooker::storage {
