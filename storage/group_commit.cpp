@@ -21,12 +21,11 @@ GroupCommit::GroupCommit(SQLite::Database& db, Mutex& dbMutex, StatementCache& s
       linger_(linger),
       threads_(threads),
       journalName_(std::move(journalName)),
+      keepsMode_(sync == SyncMode::kFull &&
+                 db.execAndGet("PRAGMA journal_mode").getString() == "wal"),
+      autoCheckpointFrames_(keepsMode_ ? db.execAndGet("PRAGMA wal_autocheckpoint").getInt() : 0),
       currentSync_(sync) {
-  keepsMode_ =
-      openedSync_ == SyncMode::kFull && db_.execAndGet("PRAGMA journal_mode").getString() == "wal";
-  if (!keepsMode_) return;
-  autoCheckpointFrames_ = db_.execAndGet("PRAGMA wal_autocheckpoint").getInt();
-  sqlite3_wal_hook(db_.getHandle(), &GroupCommit::afterCommit, this);
+  if (keepsMode_) sqlite3_wal_hook(db_.getHandle(), &GroupCommit::afterCommit, this);
 }
 
 GroupCommit::~GroupCommit() {

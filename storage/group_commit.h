@@ -264,11 +264,11 @@ class GroupCommit {
   const std::chrono::microseconds linger_;
   CommitThreads& threads_;
   const std::string journalName_;
-  SyncMode currentSync_ GUARDED_BY(dbMutex_);
   // See "Between groups": whether the mode stays as the last group left it,
   // and the WAL size (frames) at which the hook checkpoints.
-  bool keepsMode_ = false;
-  int autoCheckpointFrames_ = 0;
+  const bool keepsMode_;
+  const int autoCheckpointFrames_;
+  SyncMode currentSync_ GUARDED_BY(dbMutex_);
   bool groupCommitting_ GUARDED_BY(dbMutex_) = false;  // afterCommit leaves it alone
   bool busyCache_ GUARDED_BY(dbMutex_) = false;  // holds one of threads_' busy caches
   int openedCacheSize_ GUARDED_BY(dbMutex_) = 0;  // PRAGMA cache_size before it grew
