@@ -113,7 +113,7 @@ int walClose(sqlite3_file* f) {
   File& wal = fileOf(f);
   const int written = writeHeld(wal);
   if (wal.database) wal.database->wal = nullptr;
-  const int rc = wal.real->pMethods ? wal.real->pMethods->xClose(wal.real) : SQLITE_OK;
+  const int rc = wal.real->pMethods->xClose(wal.real);
   wal.~File();
   return written != SQLITE_OK ? written : rc;
 }
@@ -170,20 +170,19 @@ int walFileControl(sqlite3_file* f, int op, void* arg) {
 int databaseClose(sqlite3_file* f) {
   File& database = fileOf(f);
   if (database.wal) database.wal->database = nullptr;
-  const int rc = database.real->pMethods ? database.real->pMethods->xClose(database.real)
-                                         : SQLITE_OK;
+  const int rc = database.real->pMethods->xClose(database.real);
   database.~File();
   return rc;
 }
 
 int databaseShmLock(sqlite3_file* f, int offset, int n, int flags) {
   File& database = fileOf(f);
-  // Taking the WAL index's write lock (its first lock) begins a write
-  // transaction: the last one's failure is behind it.
-  constexpr int kWriteLock = 0;
-  if (database.wal && offset == kWriteLock && flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE))
-    database.wal->failed = SQLITE_OK;
   if (database.wal) {
+    // Taking the WAL index's write lock (its first lock) begins a write
+    // transaction: the last one's failure is behind it.
+    constexpr int kWriteLock = 0;
+    if (offset == kWriteLock && flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE))
+      database.wal->failed = SQLITE_OK;
     const int rc = writeHeld(*database.wal);
     // Letting go cannot fail; what a rolled-back transaction held is no
     // frame anyone reads.
@@ -312,8 +311,7 @@ int walAppendOpen(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, int 
     f->pMethods = nullptr;
     return rc != SQLITE_OK ? rc : SQLITE_CANTOPEN;
   }
-  const int version = file->real->pMethods->iVersion < 3 ? file->real->pMethods->iVersion : 3;
-  f->pMethods = methodsFor(wal, version < 1 ? 1 : version);
+  f->pMethods = methodsFor(wal, std::clamp(file->real->pMethods->iVersion, 1, 3));
   if (wal) {
     file->database = &fileOf(owner);
     file->database->wal = file;
