@@ -621,7 +621,23 @@ class BacklogScan {
 
 }  // namespace
 
+Result<bool> EventsDb::nothingWaitsUnscanned() {
+  {
+    MutexLock lock(scanMutex_);
+    if (scanner_.db) return false;
+  }
+  MutexLock lock(dbMutex_);
+  try {
+    return !statements_->get(kAnyWaiting)->executeStep();
+  } catch (const std::exception& e) {
+    return storage::storageError("look for waiting deliveries", e);
+  }
+}
+
 Result<std::vector<EventsDb::BacklogCount>> EventsDb::backlogByTarget() {
+  auto quiet = nothingWaitsUnscanned();
+  if (!quiet) return quiet.error();
+  if (quiet.value()) return std::vector<BacklogCount>();
   BacklogScan scan(clock_.now());
   try {
     for (bool more = true; more;) {
@@ -687,6 +703,9 @@ std::optional<std::vector<EventsDb::BacklogCount>> EventsDb::backlogOfFileAlone(
 }
 
 Result<std::optional<std::string>> EventsDb::nextWaitingTarget(const std::string& after) {
+  auto quiet = nothingWaitsUnscanned();
+  if (!quiet) return quiet.error();
+  if (quiet.value()) return std::optional<std::string>();
   MutexLock lock(scanMutex_);
   try {
     if (auto opened = openIfClosed(scanner_); !opened) return opened.error();

@@ -322,6 +322,11 @@ class EventsDb {
     std::unique_ptr<storage::StatementCache> statements;  // dropped before db
   };
   Result<void> openIfClosed(ReadConnection& connection) const;
+  // True if the scan connection is not open and no delivery waits, asked on
+  // the writing one (an index seek): the sampler's and the sweep's passes
+  // then open no scan connection on a node's many quiet files, each of
+  // which it would hold, with its statements, until the file closes.
+  Result<bool> nothingWaitsUnscanned() EXCLUDES(scanMutex_, dbMutex_);
 
   const Clock& clock_;
   const std::filesystem::path file_;

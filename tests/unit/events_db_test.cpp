@@ -784,6 +784,41 @@ TEST_CASE_FIXTURE(Fixture, "a quiet file's payload is read on its writing connec
   CHECK(gone.error().code == webhooker::error_code::kNotFound);
 }
 
+TEST_CASE_FIXTURE(Fixture,
+                  "the backlog questions to a file with nothing waiting open no connection") {
+  ingestOk(sampleEvent(), {});  // no target
+  const IngestOutcome done = ingestOk(sampleEvent(), {"t1"});
+  webhooker::AttemptRecord delivered;
+  delivered.deliveryId = done.deliveries.at(0).id;
+  delivered.statusCode = 200;
+  delivered.newStatus = webhooker::DeliveryStatus::kDelivered;
+  REQUIRE(db->recordAttempt(delivered));
+  REQUIRE(connectionsOn(file) == 1);
+
+  // The sampler's count and the sweep's walk, as on a node's quiet files.
+  for (int i = 0; i < 3; ++i) {
+    auto counted = db->backlogByTarget();
+    REQUIRE(counted);
+    CHECK(counted->empty());
+    auto next = db->nextWaitingTarget("");
+    REQUIRE(next);
+    CHECK_FALSE(next.value());
+  }
+  CHECK(connectionsOn(file) == 1);  // the writer's only
+
+  // Once something waits both read it on their scan connection.
+  ingestOk(sampleEvent(), {"t2"});
+  auto counted = db->backlogByTarget();
+  REQUIRE(counted);
+  REQUIRE(counted->size() == 1);
+  CHECK(counted->front().targetId == "t2");
+  CHECK(counted->front().count == 1);
+  auto next = db->nextWaitingTarget("");
+  REQUIRE(next);
+  CHECK(next.value() == std::optional<std::string>("t2"));
+  CHECK(connectionsOn(file) == 2);
+}
+
 TEST_CASE_FIXTURE(Fixture, "payload reads wait for a quiet file's result commits, not for long ones") {
   ingestConcurrently(8, 150, "t1");
   auto waiting = db->unfinishedDeliveries();
