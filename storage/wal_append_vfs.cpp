@@ -149,9 +149,10 @@ int walTruncate(sqlite3_file* f, sqlite3_int64 size) {
 }
 
 int walSync(sqlite3_file* f, int flags) {
-  if (const int rc = writeHeld(fileOf(f)); rc != SQLITE_OK) return rc;
-  if (fileOf(f).failed != SQLITE_OK) return fileOf(f).failed;
-  return realOf(f)->pMethods->xSync(realOf(f), flags);
+  File& wal = fileOf(f);
+  writeHeld(wal);  // a failure is kept in wal.failed
+  if (wal.failed != SQLITE_OK) return wal.failed;
+  return wal.real->pMethods->xSync(wal.real, flags);
 }
 
 int walFileSize(sqlite3_file* f, sqlite3_int64* size) {
